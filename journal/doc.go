@@ -1,0 +1,36 @@
+// Package journal is the installer's durable storage.
+//
+// It offers four things, each in its own file:
+//
+//   - A framed append-only journal (journal.go): one file per workflow
+//     instance, a sequence of records, each made durable (fdatasync) before
+//     Append returns. The engine in package workflow writes the intent of a
+//     step before its first side effect and the outcome after it, the way
+//     etcd's WAL does.
+//   - Atomic and write-once publication of whole files (atomic.go).
+//   - Safe opening of files in trees another account can write (safeopen.go).
+//   - Locks whose lock file inode never changes (lock.go).
+//
+// Installer bookkeeping (what the installer created on the host) lives in
+// bbolt, in the subpackage bookkeeping.
+//
+// # Record framing
+//
+// Every record is one frame, written with a single write(2):
+//
+//	+----------------+----------------+----------------+----------------+
+//	| length (u32le) | hcrc (u32le)   | pcrc (u32le)   | payload ...    |
+//	+----------------+----------------+----------------+----------------+
+//
+// hcrc is the CRC32C (Castagnoli) of the four length bytes, pcrc the CRC32C
+// of the payload. The header checksum lets a reader tell a torn tail from a
+// corrupted length field: a crash mid-append leaves a prefix of the last
+// frame (an incomplete header, or a valid header with a short payload), or
+// after a power loss a zero-filled or garbled last frame, while a flipped
+// byte in an earlier frame fails its checksum with complete frames after it.
+//
+// Opening a journal for writing replays every record. A torn final frame is
+// cut off, a copy of the original file is kept beside it as <name>.broken,
+// and the cut is reported; a bad frame anywhere before the tail is corruption
+// and refuses, naming the file and the offset.
+package journal
