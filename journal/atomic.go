@@ -39,15 +39,23 @@ func SyncDir(dir string) error {
 	return nil
 }
 
-// writeTemp writes data to a new private temporary file in dir, sets perm,
-// and fsyncs and closes it. The caller owns the returned path; on error no
+// tempName is the one temporary file name used for publishing path. It is
+// fixed so that a run interrupted between creating it and renaming it leaves
+// at most one file behind, which the next write of the same path removes.
+// Callers serialize writes of one path (they hold the instance's lock).
+func tempName(dir, base string) string { return filepath.Join(dir, "."+base+".tmp") }
+
+// writeTemp writes data to the private temporary file tmp (removing one an
+// interrupted run left), sets perm, and fsyncs and closes it. On error no
 // temporary file is left.
-func writeTemp(dir, pattern string, data []byte, perm os.FileMode) (string, error) {
-	f, err := os.CreateTemp(dir, pattern)
-	if err != nil {
-		return "", err
+func writeTemp(tmp string, data []byte, perm os.FileMode) error {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
-	tmp := f.Name()
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
 	err = func() error {
 		if _, err := f.Write(data); err != nil {
 			return err
@@ -63,13 +71,13 @@ func writeTemp(dir, pattern string, data []byte, perm os.FileMode) (string, erro
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return "", err
+		return err
 	}
-	return tmp, nil
+	return nil
 }
 
 // AtomicWrite replaces path with data: a temporary file in the same directory
-// is written, given perm, fsynced and closed, renamed over path, and the
+// (.<name>.tmp, replacing one an interrupted run left) is written, given perm, fsynced and closed, renamed over path, and the
 // directory fsynced. Readers see the old or the new contents, never a mix;
 // after return the new contents are durable. The temporary file is removed
 // on any failure before the rename.
@@ -78,8 +86,8 @@ func AtomicWrite(path string, data []byte, perm os.FileMode) error {
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := writeTemp(dir, "."+base+".tmp-*", data, perm)
-	if err != nil {
+	tmp := tempName(dir, base)
+	if err := writeTemp(tmp, data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -112,12 +120,12 @@ func PublishOnce(path string, data []byte, perm os.FileMode) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("publish %s: %w", path, err)
 	}
-	tmp, err := writeTemp(dir, "."+base+".tmp-*", data, perm)
-	if err != nil {
+	tmp := tempName(dir, base)
+	if err := writeTemp(tmp, data, perm); err != nil {
 		return fmt.Errorf("publish %s: %w", path, err)
 	}
 	defer os.Remove(tmp) // gone after a rename; the link's source otherwise
-	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
+	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 		err = os.Link(tmp, path)
 	}
