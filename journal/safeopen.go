@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -397,16 +395,18 @@ func (r *Root) parent(rel string) (dirfd int, dir, base string, err error) {
 }
 
 // AtomicWrite replaces rel with data like the package's AtomicWrite, with
-// every name resolved under the root: the temporary file "."+base+".tmp-*"
-// is created with O_EXCL in the directory opened safely, renamed relative
-// to that directory, and the directory fsynced.
+// every name resolved under the root: the temporary file "."+base+".tmp"
+// (one an interrupted run left is removed first) is created with O_EXCL in
+// the directory opened safely, renamed relative to that directory, and the
+// directory fsynced. Callers serialize writes of one path.
 func (r *Root) AtomicWrite(rel string, data []byte, perm os.FileMode) error {
 	return r.AtomicWriteTemp(rel, "", data, perm)
 }
 
-// AtomicWriteTemp is AtomicWrite with a chosen temporary name prefix (for
-// example ".generation-"), for formats whose readers know their temporary
-// files. An empty prefix means "."+base+".tmp-".
+// AtomicWriteTemp is AtomicWrite with the temporary file named prefix+base
+// (for example ".generation-" gives ".generation-3.lease-identity"), for
+// formats whose readers know their temporary files. An empty prefix means
+// the temporary file "."+base+".tmp".
 func (r *Root) AtomicWriteTemp(rel, prefix string, data []byte, perm os.FileMode) error {
 	full := r.join(rel)
 	dirfd, _, base, err := r.parent(rel)
@@ -414,11 +414,11 @@ func (r *Root) AtomicWriteTemp(rel, prefix string, data []byte, perm os.FileMode
 		return fmt.Errorf("write %s: %w", full, err)
 	}
 	defer unix.Close(dirfd)
-	if prefix == "" {
-		prefix = "." + base + ".tmp-"
+	tmp := "." + base + ".tmp"
+	if prefix != "" {
+		tmp = prefix + base
 	}
-	tmp, err := writeTempAt(dirfd, prefix, data, perm)
-	if err != nil {
+	if err := writeTempAt(dirfd, tmp, data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", full, err)
 	}
 	if err := unix.Renameat(dirfd, tmp, dirfd, base); err != nil {
@@ -435,7 +435,9 @@ func (r *Root) AtomicWriteTemp(rel, prefix string, data []byte, perm os.FileMode
 // PublishOnce publishes data at rel exactly once, like the package's
 // PublishOnce, with every name resolved under the root. An existing file is
 // compared only if it is a regular file with one link, owned by the
-// effective uid and of mode perm; otherwise it is refused as unsafe.
+// effective uid and of mode perm; otherwise it is refused as unsafe. The
+// temporary file is "."+base+".tmp"; callers serialize publishers of one
+// path.
 func (r *Root) PublishOnce(rel string, data []byte, perm os.FileMode) error {
 	full := r.join(rel)
 	dirfd, _, base, err := r.parent(rel)
@@ -453,8 +455,8 @@ func (r *Root) PublishOnce(rel string, data []byte, perm os.FileMode) error {
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("publish %s: %w", full, err)
 	}
-	tmp, err := writeTempAt(dirfd, "."+base+".tmp-", data, perm)
-	if err != nil {
+	tmp := "." + base + ".tmp"
+	if err := writeTempAt(dirfd, tmp, data, perm); err != nil {
 		return fmt.Errorf("publish %s: %w", full, err)
 	}
 	err = unix.Renameat2(dirfd, tmp, dirfd, base, unix.RENAME_NOREPLACE)
@@ -530,24 +532,18 @@ func (r *Root) Mkdir(rel string, perm os.FileMode) error {
 	return nil
 }
 
-// writeTempAt writes data to a new file prefix+random in dirfd (O_EXCL,
-// O_NOFOLLOW), sets perm, fsyncs and closes it, and returns its name. On
-// error no temporary file is left.
-func writeTempAt(dirfd int, prefix string, data []byte, perm os.FileMode) (string, error) {
-	var name string
-	var fd int
-	for try := 0; ; try++ {
-		name = prefix + strconv.FormatUint(rand.Uint64(), 36)
-		var err error
-		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EEXIST) || try == 100 {
-			return "", fmt.Errorf("create temporary file: %w", err)
-		}
+// writeTempAt writes data to the private temporary file name in dirfd
+// (removing one an interrupted run left, then O_EXCL|O_NOFOLLOW), sets
+// perm, and fsyncs and closes it. On error no temporary file is left.
+func writeTempAt(dirfd int, name string, data []byte, perm os.FileMode) error {
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove temporary file %s: %w", name, err)
 	}
-	err := func() error {
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create temporary file %s: %w", name, err)
+	}
+	err = func() error {
 		for rest := data; len(rest) > 0; {
 			n, err := unix.Write(fd, rest)
 			if errors.Is(err, unix.EINTR) {
@@ -569,9 +565,9 @@ func writeTempAt(dirfd int, prefix string, data []byte, perm os.FileMode) (strin
 	}
 	if err != nil {
 		unix.Unlinkat(dirfd, name, 0)
-		return "", fmt.Errorf("write temporary file %s: %w", name, err)
+		return fmt.Errorf("write temporary file %s: %w", name, err)
 	}
-	return name, nil
+	return nil
 }
 
 // sameContentsAt reports whether name in dirfd is a file that passes exp

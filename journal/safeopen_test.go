@@ -306,6 +306,12 @@ func TestRootAtomicWrite(t *testing.T) {
 		}
 	}
 	assertNoTemp(t, filepath.Join(dir, "gens"))
+	// A temporary file an interrupted run left is replaced.
+	writeFile(t, filepath.Join(dir, "gens/.generation-1.preparing"), "stale", 0o600)
+	if err := r.AtomicWriteTemp("gens/1.preparing", ".generation-", []byte("third"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	assertNoTemp(t, filepath.Join(dir, "gens"))
 
 	// Through a symlinked directory nothing is written.
 	must(t, os.Symlink("gens", filepath.Join(dir, "link")))
@@ -414,7 +420,7 @@ func assertNoTemp(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		if strings.Contains(e.Name(), ".tmp-") || strings.HasPrefix(e.Name(), ".generation-") {
+		if strings.HasSuffix(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".generation-") {
 			t.Fatalf("temporary file left: %s", e.Name())
 		}
 	}
