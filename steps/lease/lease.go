@@ -1,0 +1,239 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal"
+)
+
+// Lease is an open, validated generation lease. It holds the lease file
+// open (close-on-exec) and the generations directory it was opened in. Close
+// releases whatever lock this descriptor holds; no lease is ever unlocked
+// explicitly.
+type Lease struct {
+	dir      *dirHandle
+	file     *os.File
+	identity LeaseIdentity
+	gen      int64
+}
+
+// Path is the lease file's path.
+func (l *Lease) Path() string { return l.dir.join(leaseName(l.gen)) }
+
+// Identity is the validated identity record.
+func (l *Lease) Identity() LeaseIdentity { return l.identity }
+
+// Close closes the lease descriptor (dropping a lock held through it) and
+// the directory.
+func (l *Lease) Close() error {
+	err := l.file.Close()
+	if derr := l.dir.close(); err == nil {
+		err = derr
+	}
+	return err
+}
+
+// Initialize creates the lease of generation id.Generation in dir (the
+// node's state/node/generations, owned by uid) and publishes its identity:
+//
+//  1. <g>.lease is created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, and
+//     fsynced;
+//  2. <g>.lease-identity, binding id to the lease's device and inode, is
+//     written to a temporary .generation-* file, fsynced, linked into place
+//     without replacing anything, and the directory fsynced.
+//
+// Only after it returns may a helper for the generation start. A crash
+// between the two steps leaves a lease without identity: Open then refuses
+// with ErrIdentityMissing and Initialize with ErrLeaseExists, forever. An
+// existing lease is never touched (ErrLeaseExists); an identity record
+// without its lease refuses with ErrLeaseMissing. The returned lease is open
+// and unlocked; the caller closes it.
+func Initialize(dir string, id Identity, uid int) (*Lease, error) {
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	d, err := openDir(dir, uid)
+	if err != nil {
+		return nil, err
+	}
+	l, err := initialize(d, id)
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func initialize(d *dirHandle, id Identity) (*Lease, error) {
+	name, idName := leaseName(id.Generation), identityName(id.Generation)
+	path := d.join(name)
+	if ok, err := d.exists(idName); err != nil {
+		return nil, err
+	} else if ok {
+		if lok, _ := d.exists(name); lok {
+			return nil, refuse(path, "create", ErrLeaseExists, "the lease and its identity exist; it is never re-created")
+		}
+		return nil, refuse(path, "create", ErrLeaseMissing, "identity record %s exists without its lease; the lease is never re-created", d.join(idName))
+	}
+	fd, err := d.openat(name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil, &CheckError{Path: path, Check: "create", Detail: "the existing file is kept untouched", Err: ErrLeaseExists}
+		}
+		var ce *CheckError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("create lease %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	var st unix.Stat_t
+	err = func() error {
+		// The umask may have cleared bits of 0600; the lease is exactly 0600.
+		if err := unix.Fchmod(fd, 0o600); err != nil {
+			return fmt.Errorf("chmod lease %s: %w", path, err)
+		}
+		if err := unix.Fsync(fd); err != nil {
+			return fmt.Errorf("sync lease %s: %w", path, err)
+		}
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("stat lease %s: %w", path, err)
+		}
+		return checkPrivate(path, &st, d.uid)
+	}()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Crash point: a lease without identity; resume must refuse it.
+	journal.Failpoint("lease-created")
+	rec := LeaseIdentity{Identity: id, Device: st.Dev, Inode: st.Ino}
+	data, err := marshalLeaseIdentity(rec)
+	if err == nil {
+		err = d.publish(idName, data, true)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("publish identity of lease %s: %w", path, err)
+	}
+	journal.Failpoint("lease-identity-published")
+	return &Lease{dir: d, file: f, identity: rec, gen: id.Generation}, nil
+}
+
+// Open opens the lease of want.Generation in dir and validates it fully:
+// the directory (owner uid, not group/other-writable), the lease (no link,
+// one link, owner uid, mode 0600, regular, opened without blocking), the
+// identity record (the same checks, at most 4096 bytes, exact key set),
+// identity equal to want, the record's device and inode equal to the
+// opened lease, and the lease path still naming that inode. The returned
+// lease is unlocked; the caller closes it.
+func Open(dir string, want Identity, uid int) (*Lease, error) {
+	if err := want.Validate(); err != nil {
+		return nil, err
+	}
+	d, err := openDir(dir, uid)
+	if err != nil {
+		return nil, err
+	}
+	l, err := open(d, want)
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func open(d *dirHandle, want Identity) (*Lease, error) {
+	name := leaseName(want.Generation)
+	path := d.join(name)
+	fd, err := d.openat(name, unix.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, refuse(path, "lease", ErrLeaseMissing, "")
+		}
+		var ce *CheckError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("open lease %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	l := &Lease{dir: d, file: f, gen: want.Generation}
+	if err := l.validate(want); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// validate checks the open lease against its identity record and want, and
+// that the path still names the open inode. It reads the record again on
+// every call.
+func (l *Lease) validate(want Identity) error {
+	path := l.Path()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(l.file.Fd()), &st); err != nil {
+		return fmt.Errorf("stat lease %s: %w", path, err)
+	}
+	if err := checkPrivate(path, &st, l.dir.uid); err != nil {
+		return err
+	}
+	rec, err := l.dir.readLeaseIdentity(l.gen)
+	if err != nil {
+		return err
+	}
+	if rec.Identity != want {
+		return refuse(path, "identity", ErrIdentityMismatch, "%s", describeDiff(rec.Identity, want))
+	}
+	if rec.Device != st.Dev || rec.Inode != st.Ino {
+		return refuse(path, "inode", ErrInodeReplaced, "identity names device %d inode %d, the lease is device %d inode %d", rec.Device, rec.Inode, st.Dev, st.Ino)
+	}
+	if err := l.dir.sameInode(leaseName(l.gen), &st); err != nil {
+		return err
+	}
+	l.identity = rec
+	return nil
+}
+
+func describeDiff(got, want Identity) string {
+	switch {
+	case got.InstallationID != want.InstallationID:
+		return fmt.Sprintf("record names installation %s, expected %s", got.InstallationID, want.InstallationID)
+	case got.Generation != want.Generation:
+		return fmt.Sprintf("record names generation %d, expected %d", got.Generation, want.Generation)
+	default:
+		return fmt.Sprintf("record names specification digest %s, expected %s", got.SpecificationDigest, want.SpecificationDigest)
+	}
+}
+
+// TryExclusive takes the exclusive lock without waiting (LOCK_EX|LOCK_NB)
+// and validates the lease again under it. A lock held by anyone else —
+// a native helper's shared lock, another collector or repair — returns
+// ErrHelperActive. Repair and collection call it before they inspect
+// anything and hold the lease (do not Close it) through all their changes;
+// Close releases the lock. On any error the caller closes the lease.
+func (l *Lease) TryExclusive() error {
+	path := l.Path()
+	for {
+		err := unix.Flock(int(l.file.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return &CheckError{Path: path, Check: "lock", Detail: "another process holds the lease; retry later", Err: ErrHelperActive}
+		}
+		if err != nil {
+			return fmt.Errorf("lock lease %s: %w", path, err)
+		}
+		break
+	}
+	// Between Open and the lock the path may have been replaced.
+	if err := l.validate(l.identity.Identity); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package lease
+
+import (
+	"errors"
+	"os"
+
+	"github.com/openagentcore/oac-node-install/journal"
+)
+
+// The dropped marker <g>.dropped holds only the marker identity (CONTRACT
+// §3.2). It is written last, after file cleanup, and is write-once: a
+// dropped generation can never be prepared or adopted again.
+
+func parseDropped(path string, data []byte) (Identity, error) {
+	var id Identity
+	if err := decodeExact(path, data, identityFields(&id)); err != nil {
+		return Identity{}, err
+	}
+	return id, nil
+}
+
+// ReadDropped reads generation g's dropped marker from dir. A missing marker
+// returns an error matching os.ErrNotExist.
+func ReadDropped(dir string, g int64, uid int) (Identity, error) {
+	var id Identity
+	err := withDir(dir, uid, func(d *dirHandle) (err error) {
+		id, err = readKind(d, droppedName(g), g, maxRecord, parseDropped, func(id Identity) Identity { return id })
+		return err
+	})
+	return id, err
+}
+
+// WriteDropped publishes the dropped marker once. An existing marker with
+// the same identity is success; another identity is a *journal.ConflictError
+// (errors.Is journal.ErrConflict) and nothing is changed.
+func WriteDropped(dir string, id Identity, uid int) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	data, err := marshalRecord(id.fields())
+	if err != nil {
+		return err
+	}
+	return withDir(dir, uid, func(d *dirHandle) error {
+		name := droppedName(id.Generation)
+		err := d.publish(name, data, true)
+		if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		got, rerr := readKind(d, name, id.Generation, maxRecord, parseDropped, func(id Identity) Identity { return id })
+		if rerr != nil {
+			return rerr
+		}
+		if got != id {
+			return &journal.ConflictError{Path: d.join(name)}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,83 @@
+package lease
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Preparing is the preparation plan <g>.preparing (CONTRACT §3.2). It is
+// written with ImportStarted false before any download, rewritten with
+// ImportStarted true right before the image import runs, and removed only
+// after <g>.json is durably published. A plan never serves as a provider.
+type Preparing struct {
+	Identity
+	ImportStarted bool
+	// Configuration is the full planned provider configuration (a JSON
+	// object), or nil when the plan carries none.
+	Configuration json.RawMessage
+}
+
+func parsePreparing(path string, data []byte) (Preparing, error) {
+	var p Preparing
+	fields := append(identityFields(&p.Identity),
+		field{"import_started", true, setBool(&p.ImportStarted)},
+		field{"configuration", false, setObject(&p.Configuration)},
+	)
+	if err := decodeExact(path, data, fields); err != nil {
+		return Preparing{}, err
+	}
+	return p, nil
+}
+
+func marshalPreparing(p Preparing) ([]byte, error) {
+	m := p.Identity.fields()
+	m["import_started"] = p.ImportStarted
+	if p.Configuration != nil {
+		if !json.Valid(p.Configuration) || p.Configuration[0] != '{' {
+			return nil, fmt.Errorf("encode preparation plan: configuration is not a JSON object")
+		}
+		m["configuration"] = p.Configuration
+	}
+	data, err := marshalRecord(m)
+	if err == nil && len(data) > maxPreparingRecord {
+		return nil, fmt.Errorf("encode preparation plan: %d bytes, at most %d", len(data), maxPreparingRecord)
+	}
+	return data, err
+}
+
+// ReadPreparing reads generation g's plan from dir with every record check.
+// A missing plan returns an error matching os.ErrNotExist.
+func ReadPreparing(dir string, g int64, uid int) (Preparing, error) {
+	var p Preparing
+	err := withDir(dir, uid, func(d *dirHandle) (err error) {
+		p, err = readKind(d, preparingName(g), g, maxPreparingRecord, parsePreparing, func(p Preparing) Identity { return p.Identity })
+		return err
+	})
+	return p, err
+}
+
+// WritePreparing atomically writes (or rewrites) the plan. A generation with
+// a dropped marker refuses (ErrDropped): it can never be prepared again.
+func WritePreparing(dir string, p Preparing, uid int) error {
+	if err := p.Identity.Validate(); err != nil {
+		return err
+	}
+	data, err := marshalPreparing(p)
+	if err != nil {
+		return err
+	}
+	return withDir(dir, uid, func(d *dirHandle) error {
+		if ok, err := d.exists(droppedName(p.Generation)); err != nil {
+			return err
+		} else if ok {
+			return refuse(d.join(droppedName(p.Generation)), "records", ErrDropped, "the generation can never be prepared again")
+		}
+		return d.publish(preparingName(p.Generation), data, false)
+	})
+}
+
+// RemovePreparing removes generation g's plan and fsyncs the directory. Call
+// it only after the final configuration is durably published.
+func RemovePreparing(dir string, g int64, uid int) error {
+	return withDir(dir, uid, func(d *dirHandle) error { return d.remove(preparingName(g)) })
+}
