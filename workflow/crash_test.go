@@ -1,0 +1,140 @@
+//go:build crashtest
+
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/workflow/crashharness"
+)
+
+// crashDef has one step of each policy, each writing files.
+func crashDef() *Definition {
+	return &Definition{
+		Name:  "crash",
+		Final: "finished",
+		States: []StateDef{
+			{Name: "write", Step: "write", Policy: Rerun, On: []Transition{{"written", "count"}}},
+			{Name: "count", Step: "count", Policy: Verify, On: []Transition{{"counted", "lease"}}},
+			{Name: "lease", Step: "lease", Policy: Inspect, On: []Transition{{"leased", "final"}}},
+			{Name: "final", Step: "final", Policy: Rerun, On: []Transition{{"done", "finished"}}},
+		},
+	}
+}
+
+// appendOnce is a Verify step whose effect must never repeat: it appends a
+// line to a log. Its Verify reads the log.
+type appendOnce struct{ path string }
+
+func (s appendOnce) Run(context.Context, Facts) (Result, error) {
+	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return Result{}, err
+	}
+	defer f.Close()
+	if _, err := f.WriteString("counted\n"); err != nil {
+		return Result{}, err
+	}
+	journal.Failpoint("count-before-sync")
+	return Result{Facts: map[string]string{"count": "1"}}, f.Sync()
+}
+
+func (s appendOnce) Verify(context.Context, Facts) (Outcome, Result, error) {
+	data, err := os.ReadFile(s.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || len(data) == 0:
+		return NotDone, Result{}, nil
+	case err != nil:
+		return Unknown, Result{}, err
+	case string(data) == "counted\n":
+		return Done, Result{Facts: map[string]string{"count": "1"}}, nil
+	}
+	return Unknown, Result{}, nil
+}
+
+func crashSteps(dir string) map[string]Step {
+	return map[string]Step{
+		"write": StepFunc(func(context.Context, Facts) (Result, error) {
+			return Result{}, journal.AtomicWrite(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644)
+		}),
+		"count": appendOnce{filepath.Join(dir, "b.log")},
+		"lease": StepFunc(func(context.Context, Facts) (Result, error) {
+			f, err := os.OpenFile(filepath.Join(dir, "c.lease"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			if err != nil {
+				return Result{}, err
+			}
+			defer f.Close()
+			if err := f.Sync(); err != nil {
+				return Result{}, err
+			}
+			journal.Failpoint("lease-created")
+			return Result{}, journal.AtomicWrite(filepath.Join(dir, "c.lease-identity"), []byte(`{"generation":1}`), 0o600)
+		}),
+		"final": StepFunc(func(_ context.Context, f Facts) (Result, error) {
+			return Result{}, journal.AtomicWrite(filepath.Join(dir, "d.txt"), []byte("count="+f["count"]+"\n"), 0o640)
+		}),
+	}
+}
+
+func lookupCrash(name string) (*Definition, bool) { return crashDef(), name == "crash" }
+
+// TestCrashChild is the process the harness kills; it runs only when the
+// harness starts it.
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv("OAC_CRASH_CHILD_DIR")
+	if dir == "" {
+		t.Skip("runs only as the crash harness's child process")
+	}
+	r := &Runner{Def: crashDef(), Steps: crashSteps(dir), Journal: filepath.Join(dir, "crash.journal"), Binding: Binding{Version: "test", InstallationID: "crash"}}
+	if _, err := r.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+}
+
+func TestCrashAtEveryJournalPoint(t *testing.T) {
+	sum := crashharness.Run(t, crashharness.Target{
+		Command: func(dir string) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "OAC_CRASH_CHILD_DIR="+dir)
+			return cmd
+		},
+		NeedsInspection: func(dir string) bool {
+			rep, err := InspectJournal(filepath.Join(dir, "crash.journal"), lookupCrash)
+			return err == nil && rep.Condition == NeedsInspection
+		},
+		Outcome: func(dir string) (string, error) {
+			rep, err := InspectJournal(filepath.Join(dir, "crash.journal"), lookupCrash)
+			if err != nil {
+				return "", err
+			}
+			var steps []string
+			for _, c := range rep.Completed {
+				steps = append(steps, c.Step)
+			}
+			return fmt.Sprintf("%s %s %s", rep.Condition, rep.State, strings.Join(steps, ",")), nil
+		},
+		Ignore: func(rel string) bool { return strings.HasPrefix(rel, "crash.journal") },
+	})
+	if len(sum.Refused) == 0 {
+		t.Error("no crash point reached the Inspect step's refusal")
+	}
+	if len(sum.Resumed) == 0 {
+		t.Error("no crash point resumed")
+	}
+	// Every point inside the lease step (after its begin is durable and
+	// before its done is) refuses; no other does.
+	for _, n := range sum.Refused {
+		if p := sum.Points[n-1]; p != "lease-created" && !strings.HasPrefix(p, "atomic-") && !strings.HasPrefix(p, "journal-") && !strings.HasPrefix(p, "publish-") {
+			t.Errorf("unexpected refusal at %s", p)
+		}
+	}
+}

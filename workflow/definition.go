@@ -1,0 +1,204 @@
+package workflow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/looplab/fsm"
+)
+
+// State names a state of a workflow. State names are persistence keys: they
+// are written to journals on real hosts, so renaming one is a format change.
+type State string
+
+// Event names a transition between two states. Event names are persistence
+// keys too.
+type Event string
+
+// Policy says how the engine resumes a step that was interrupted after its
+// begin record and before its done or fail record.
+type Policy int
+
+const (
+	// Rerun steps are idempotent (check-then-act) and simply run again.
+	Rerun Policy = iota + 1
+	// Verify steps are not blindly repeatable: on resume the step's Verify
+	// decides from the host whether its effect happened completely (done),
+	// not at all (run it), or is unknown (refuse).
+	Verify
+	// Inspect steps leave, when interrupted, a state only an operator may
+	// judge. Resume refuses, and status and leases show it.
+	Inspect
+)
+
+func (p Policy) String() string {
+	switch p {
+	case Rerun:
+		return "rerun"
+	case Verify:
+		return "verify"
+	case Inspect:
+		return "inspect"
+	}
+	return fmt.Sprintf("policy(%d)", int(p))
+}
+
+// Transition is one outgoing edge of a state.
+type Transition struct {
+	Event Event
+	To    State
+}
+
+// StateDef is one non-final state: the step that runs in it, its recovery
+// policy and its outgoing transitions. The first transition is the one taken
+// when the step does not name an event.
+type StateDef struct {
+	Name   State
+	Step   string
+	Policy Policy
+	On     []Transition
+	// Doc is one line for the diagram and for status output.
+	Doc string
+}
+
+// Definition is a workflow: its name, its states in order, and its final
+// state. The initial state is the first in States.
+type Definition struct {
+	Name   string
+	States []StateDef
+	Final  State
+}
+
+// Initial returns the state a new run starts in.
+func (d *Definition) Initial() State { return d.States[0].Name }
+
+// State returns the definition of the named non-final state.
+func (d *Definition) State(s State) (StateDef, bool) {
+	for _, sd := range d.States {
+		if sd.Name == s {
+			return sd, true
+		}
+	}
+	return StateDef{}, false
+}
+
+// HasState reports whether s is a state of the definition, final included.
+func (d *Definition) HasState(s State) bool {
+	if s == d.Final {
+		return true
+	}
+	_, ok := d.State(s)
+	return ok
+}
+
+// Step returns the state whose step has the given name.
+func (d *Definition) Step(name string) (StateDef, bool) {
+	for _, sd := range d.States {
+		if sd.Step == name {
+			return sd, true
+		}
+	}
+	return StateDef{}, false
+}
+
+// Events returns the fsm event table of the definition.
+func (d *Definition) Events() fsm.Events {
+	var evs fsm.Events
+	for _, sd := range d.States {
+		for _, t := range sd.On {
+			evs = append(evs, fsm.EventDesc{Name: string(t.Event), Src: []string{string(sd.Name)}, Dst: string(t.To)})
+		}
+	}
+	return evs
+}
+
+// NewFSM returns a fresh state machine for the definition, in state s. It
+// has no callbacks: the engine does all fallible work outside fsm.
+func (d *Definition) NewFSM(s State) *fsm.FSM {
+	return fsm.NewFSM(string(s), d.Events(), nil)
+}
+
+// Validate checks the definition's own consistency: unique state and step
+// names, known policies, every transition leading to a known state, every
+// state reachable from the initial one, and the final state reachable.
+func (d *Definition) Validate() error {
+	if d.Name == "" || len(d.States) == 0 || d.Final == "" {
+		return fmt.Errorf("workflow definition %q: name, states and final state are required", d.Name)
+	}
+	states := map[State]bool{d.Final: true}
+	steps := map[string]bool{}
+	for _, sd := range d.States {
+		if states[sd.Name] {
+			return fmt.Errorf("workflow %s: duplicate state %q", d.Name, sd.Name)
+		}
+		states[sd.Name] = true
+		if sd.Step == "" || steps[sd.Step] {
+			return fmt.Errorf("workflow %s: state %q: missing or duplicate step name %q", d.Name, sd.Name, sd.Step)
+		}
+		steps[sd.Step] = true
+		if sd.Policy < Rerun || sd.Policy > Inspect {
+			return fmt.Errorf("workflow %s: state %q: unknown policy %d", d.Name, sd.Name, sd.Policy)
+		}
+		if len(sd.On) == 0 {
+			return fmt.Errorf("workflow %s: state %q has no outgoing transition", d.Name, sd.Name)
+		}
+	}
+	events := map[string]bool{}
+	for _, sd := range d.States {
+		for _, t := range sd.On {
+			if !states[t.To] {
+				return fmt.Errorf("workflow %s: state %q: event %q leads to unknown state %q", d.Name, sd.Name, t.Event, t.To)
+			}
+			key := string(sd.Name) + "\x00" + string(t.Event)
+			if events[key] {
+				return fmt.Errorf("workflow %s: state %q: duplicate event %q", d.Name, sd.Name, t.Event)
+			}
+			events[key] = true
+		}
+	}
+	seen := map[State]bool{}
+	var walk func(State)
+	walk = func(s State) {
+		if seen[s] {
+			return
+		}
+		seen[s] = true
+		if sd, ok := d.State(s); ok {
+			for _, t := range sd.On {
+				walk(t.To)
+			}
+		}
+	}
+	walk(d.Initial())
+	for s := range states {
+		if !seen[s] {
+			return fmt.Errorf("workflow %s: state %q is unreachable", d.Name, s)
+		}
+	}
+	return nil
+}
+
+// Hash identifies the definition's persistent shape: its name, states in
+// order, step names, policies, transitions and final state. A journal written
+// under another hash is not resumed.
+func (d *Definition) Hash() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "workflow %s\nfinal %s\n", d.Name, d.Final)
+	for _, sd := range d.States {
+		fmt.Fprintf(&b, "state %s step %s policy %s\n", sd.Name, sd.Step, sd.Policy)
+		ts := append([]Transition(nil), sd.On...)
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Event < ts[j].Event })
+		for _, t := range ts {
+			first := ""
+			if t == sd.On[0] {
+				first = " default"
+			}
+			fmt.Fprintf(&b, "  on %s -> %s%s\n", t.Event, t.To, first)
+		}
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,84 @@
+package workflow
+
+import (
+	"context"
+	"testing"
+)
+
+// TestDefinitionsWalkEveryPath validates the five workflows and walks every
+// transition of each with a fresh fsm, checking that fsm agrees with the
+// definition on where each event leads.
+func TestDefinitionsWalkEveryPath(t *testing.T) {
+	names := map[string]bool{}
+	for _, def := range Definitions() {
+		t.Run(def.Name, func(t *testing.T) {
+			if err := def.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			names[def.Name] = true
+			for _, sd := range def.States {
+				for _, tr := range sd.On {
+					m := def.NewFSM(sd.Name)
+					if err := m.Event(context.Background(), string(tr.Event)); err != nil {
+						t.Fatalf("%s --%s-->: %v", sd.Name, tr.Event, err)
+					}
+					if State(m.Current()) != tr.To {
+						t.Fatalf("%s --%s--> %s, want %s", sd.Name, tr.Event, m.Current(), tr.To)
+					}
+				}
+			}
+			// Every path from the initial state ends in the final state.
+			var walk func(s State, depth int)
+			walk = func(s State, depth int) {
+				if depth > len(def.States)+1 {
+					t.Fatalf("cycle through %s", s)
+				}
+				if s == def.Final {
+					return
+				}
+				sd, _ := def.State(s)
+				for _, tr := range sd.On {
+					walk(tr.To, depth+1)
+				}
+			}
+			walk(def.Initial(), 0)
+			if def.Hash() != def.Hash() || len(def.Hash()) != 64 {
+				t.Fatal("hash not stable")
+			}
+		})
+	}
+	for _, n := range []string{"install", "prepare", "repair", "collect", "uninstall"} {
+		if !names[n] {
+			t.Errorf("missing workflow %s", n)
+		}
+	}
+}
+
+func TestHashChangesWithPolicy(t *testing.T) {
+	a, b := testDef(), testDef()
+	b.States[1].Policy = Rerun
+	if a.Hash() == b.Hash() {
+		t.Fatal("policy change not in the hash")
+	}
+}
+
+func TestValidateRejectsBrokenDefinitions(t *testing.T) {
+	tests := map[string]func(d *Definition){
+		"unknown target":   func(d *Definition) { d.States[0].On[0].To = "nowhere" },
+		"duplicate state":  func(d *Definition) { d.States[1].Name = "first" },
+		"duplicate step":   func(d *Definition) { d.States[1].Step = "first" },
+		"no transitions":   func(d *Definition) { d.States[3].On = nil },
+		"unreachable":      func(d *Definition) { d.States[0].On = d.States[0].On[1:]; d.States[2].On[0].To = "finished" },
+		"bad policy":       func(d *Definition) { d.States[0].Policy = 0 },
+		"duplicate events": func(d *Definition) { d.States[0].On[1].Event = d.States[0].On[0].Event },
+	}
+	for name, mut := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := testDef()
+			mut(d)
+			if err := d.Validate(); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}

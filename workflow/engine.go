@@ -1,0 +1,330 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal"
+)
+
+// Facts are the output facts of the steps completed so far, replayed from
+// the journal. Steps read them; they never see the command's own structs.
+type Facts map[string]string
+
+// Result is what a step reports when it succeeds: the event to fire (empty
+// for the state's first transition) and its output facts, which the done
+// record makes durable.
+type Result struct {
+	Event Event
+	Facts map[string]string
+}
+
+// Step is the work done in one state. Run must check before it acts where
+// its policy is Rerun, and must return a context error promptly when ctx is
+// cancelled.
+type Step interface {
+	Run(ctx context.Context, facts Facts) (Result, error)
+}
+
+// Outcome is a Verifier's judgement of an interrupted step.
+type Outcome int
+
+const (
+	// NotDone: the step's effect is absent; run the step.
+	NotDone Outcome = iota + 1
+	// Done: the effect is complete; the Result is recorded as the step's.
+	Done
+	// Unknown: the host does not tell; the engine refuses.
+	Unknown
+)
+
+// Verifier is implemented by the steps of Verify states.
+type Verifier interface {
+	Verify(ctx context.Context, facts Facts) (Outcome, Result, error)
+}
+
+// StepFunc adapts a function to Step.
+type StepFunc func(ctx context.Context, facts Facts) (Result, error)
+
+// Run calls f.
+func (f StepFunc) Run(ctx context.Context, facts Facts) (Result, error) { return f(ctx, facts) }
+
+// Progress tells an observer what the engine is doing.
+type Progress struct {
+	Workflow string
+	State    State
+	Step     string
+	Doc      string
+	// Phase is "begin", "done", "verified", "resumed" or "fail".
+	Phase string
+	Err   error
+}
+
+// Runner runs one workflow instance against its journal.
+type Runner struct {
+	Def   *Definition
+	Steps map[string]Step
+	// Binding identifies the instance; Workflow and Definition are filled
+	// from Def.
+	Binding Binding
+	// Journal is the instance's journal file; its lock is Journal+".lock".
+	Journal string
+	// Observe, when set, is told about every step as it begins and ends.
+	Observe func(Progress)
+	// Now is the clock for records (time.Now by default).
+	Now func() time.Time
+}
+
+// Run replays the journal, resolves an interrupted step by its policy, and
+// runs the remaining steps until the final state. A journal whose run already
+// ended is left alone and returns its report. Errors: *RefusedError (resume
+// refused, nothing changed), *BindingError, ErrLocked, journal corruption
+// (journal.ErrCorrupt), or *StepError for a failed step (recorded).
+func (r *Runner) Run(ctx context.Context) (*Report, error) {
+	def := r.Def
+	if err := def.Validate(); err != nil {
+		return nil, err
+	}
+	for _, sd := range def.States {
+		st, ok := r.Steps[sd.Step]
+		if !ok {
+			return nil, fmt.Errorf("workflow %s: no implementation bound for step %q", def.Name, sd.Step)
+		}
+		if _, ok := st.(Verifier); sd.Policy == Verify && !ok {
+			return nil, fmt.Errorf("workflow %s: step %q has policy verify but no Verify", def.Name, sd.Step)
+		}
+	}
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	want := r.Binding
+	want.Workflow = def.Name
+	want.Definition = def.Hash()
+
+	lock, err := journal.TryLock(r.Journal+".lock", 0o600)
+	if err != nil {
+		if errors.Is(err, journal.ErrLocked) {
+			return nil, fmt.Errorf("%s %s: %w", def.Name, r.Journal, ErrLocked)
+		}
+		return nil, fmt.Errorf("%s: lock %s: %w", def.Name, r.Journal, err)
+	}
+	defer lock.Unlock()
+
+	j, recs, _, err := journal.Open(r.Journal)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		j, err = journal.Create(r.Journal, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		recs = nil
+	case err != nil:
+		return nil, err
+	}
+	defer j.Close()
+
+	rp, err := replayRecords(def, recs)
+	if err != nil {
+		return nil, &RefusedError{Workflow: def.Name, Reason: "cannot be resumed: " + err.Error(), Journal: r.Journal,
+			Hint: "Inspect the journal with `oac-node-install status`; it was left as it is"}
+	}
+	e := &execution{r: r, j: j, rp: rp, now: now}
+	if rp.binding == nil {
+		if err := e.append(Record{Type: RecordHeader, Binding: &want}); err != nil {
+			return nil, err
+		}
+		rp.binding = &want
+		rp.state = def.Initial()
+		rp.started = rp.updated
+	} else if d := rp.binding.differences(want); len(d) > 0 {
+		return nil, &BindingError{Journal: r.Journal, Differences: d}
+	}
+	if rp.ended {
+		return e.report(), nil
+	}
+	if err := e.loop(ctx); err != nil {
+		return e.report(), err
+	}
+	return e.report(), nil
+}
+
+// execution is one Run in progress.
+type execution struct {
+	r   *Runner
+	j   *journal.Journal
+	rp  *replay
+	now func() time.Time
+}
+
+func (e *execution) append(rec Record) error {
+	rec.Time = e.now().UTC()
+	b, err := encodeRecord(rec)
+	if err != nil {
+		return err
+	}
+	if err := e.j.Append(b); err != nil {
+		return err
+	}
+	e.rp.updated = rec.Time
+	return nil
+}
+
+func (e *execution) observe(p Progress) {
+	if e.r.Observe != nil {
+		p.Workflow = e.r.Def.Name
+		e.r.Observe(p)
+	}
+}
+
+func (e *execution) loop(ctx context.Context) error {
+	def := e.r.Def
+	m := def.NewFSM(e.rp.state)
+	if !def.HasState(State(m.Current())) { // fsm accepts unknown names silently
+		return fmt.Errorf("%s: journal state %q is not a state of this workflow", def.Name, m.Current())
+	}
+	for e.rp.state != def.Final {
+		sd, ok := def.State(e.rp.state)
+		if !ok {
+			return fmt.Errorf("%s: no state %q", def.Name, e.rp.state)
+		}
+		step := e.r.Steps[sd.Step]
+		if p := e.rp.pending; p != nil {
+			res, run, err := e.resolve(ctx, sd, step, p)
+			if err != nil {
+				return err
+			}
+			if !run {
+				if err := e.finish(ctx, m, sd, res, true); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: before %s: %w: %w", def.Name, sd.Step, errInterrupted, err)
+		}
+		if err := e.append(Record{Type: RecordBegin, State: sd.Name, Step: sd.Step, Attempt: e.rp.attempts[sd.Step] + 1}); err != nil {
+			return err
+		}
+		e.rp.attempts[sd.Step]++
+		e.rp.pending = &Pending{State: sd.Name, Step: sd.Step, Attempt: e.rp.attempts[sd.Step], Began: e.rp.updated}
+		e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "begin"})
+		res, err := step.Run(ctx, maps.Clone(e.rp.facts))
+		if err != nil {
+			if ctx.Err() != nil && !IsUnchanged(err) {
+				err = fmt.Errorf("%w: %w", errInterrupted, err)
+			}
+			return e.fail(sd, err)
+		}
+		if err := e.finish(ctx, m, sd, res, false); err != nil {
+			return err
+		}
+	}
+	if err := e.append(Record{Type: RecordEnd, State: def.Final}); err != nil {
+		return err
+	}
+	e.rp.ended = true
+	return nil
+}
+
+// resolve decides what to do with a step that began and did not finish. It
+// returns run=false with the verified result when the step's effect is
+// complete.
+func (e *execution) resolve(ctx context.Context, sd StateDef, step Step, p *Pending) (Result, bool, error) {
+	refuse := func(reason, hint string) (Result, bool, error) {
+		return Result{}, false, &RefusedError{Workflow: e.r.Def.Name, State: sd.Name, Step: sd.Step, Reason: reason, Hint: hint, Journal: e.r.Journal}
+	}
+	how := "was interrupted"
+	if p.Failed {
+		how = "failed part way"
+	}
+	switch sd.Policy {
+	case Rerun:
+		e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "resumed"})
+		return Result{}, true, nil
+	case Verify:
+		out, res, err := step.(Verifier).Verify(ctx, maps.Clone(e.rp.facts))
+		if err != nil {
+			return refuse(how+" and its effect could not be verified: "+err.Error(), "Check what the step changes on the host, then rerun the same command")
+		}
+		switch out {
+		case Done:
+			return res, false, nil
+		case NotDone:
+			e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "resumed"})
+			return Result{}, true, nil
+		default:
+			return refuse(how+" and the host does not show whether it completed", "Inspect what this step changes (see `oac-node-install status`) before rerunning")
+		}
+	default:
+		return refuse(how+"; it leaves a state only an operator may judge", "Inspect it with `oac-node-install status` and `oac-node-install leases`; nothing was changed")
+	}
+}
+
+// finish records a step's success and moves the state machine.
+func (e *execution) finish(ctx context.Context, m interface {
+	Can(string) bool
+	Event(context.Context, string, ...any) error
+	Current() string
+}, sd StateDef, res Result, verified bool) error {
+	ev := res.Event
+	if ev == "" {
+		ev = sd.On[0].Event
+	}
+	var to State
+	for _, t := range sd.On {
+		if t.Event == ev {
+			to = t.To
+		}
+	}
+	if to == "" || !m.Can(string(ev)) {
+		return e.fail(sd, fmt.Errorf("step returned event %q, which state %s does not have", ev, sd.Name))
+	}
+	if err := e.append(Record{Type: RecordDone, State: sd.Name, Step: sd.Step, Event: ev, To: to, Facts: res.Facts, Verified: verified}); err != nil {
+		return err
+	}
+	// The done record is durable; only now does the machine move. Event gets
+	// a context that cannot be cancelled: a cancelled Event wedges fsm.
+	if err := m.Event(context.WithoutCancel(ctx), string(ev)); err != nil {
+		return fmt.Errorf("%s: event %s: %w", e.r.Def.Name, ev, err)
+	}
+	maps.Copy(e.rp.facts, res.Facts)
+	e.rp.completed = append(e.rp.completed, StepRecord{State: sd.Name, Step: sd.Step, Event: ev, To: to, Began: e.rp.pending.Began, Done: e.rp.updated, Attempts: e.rp.attempts[sd.Step], Verified: verified})
+	e.rp.pending = nil
+	e.rp.state = to
+	phase := "done"
+	if verified {
+		phase = "verified"
+	}
+	e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: phase})
+	return nil
+}
+
+// fail records a step's failure and returns it wrapped with the step name.
+func (e *execution) fail(sd StateDef, err error) error {
+	class := ClassOf(err)
+	unchanged := IsUnchanged(err)
+	rec := Record{Type: RecordFail, State: sd.Name, Step: sd.Step, Class: class, Error: err.Error(), Unchanged: unchanged}
+	if aerr := e.append(rec); aerr != nil {
+		return errors.Join(&StepError{Workflow: e.r.Def.Name, Step: sd.Step, Class: class, Err: err}, aerr)
+	}
+	e.rp.lastError = &Failure{State: sd.Name, Step: sd.Step, Class: class, Error: err.Error(), Unchanged: unchanged, Time: e.rp.updated}
+	if unchanged {
+		e.rp.pending = nil
+	} else if e.rp.pending != nil {
+		e.rp.pending.Failed = true
+	}
+	e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "fail", Err: err})
+	return &StepError{Workflow: e.r.Def.Name, Step: sd.Step, Class: class, Err: err}
+}
+
+func (e *execution) report() *Report {
+	return buildReport(e.r.Def, e.r.Journal, e.rp, nil)
+}
+
+func nonCancel() context.Context { return context.Background() }

@@ -1,0 +1,161 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal"
+)
+
+// Condition summarises a journal for status output.
+type Condition string
+
+const (
+	// Complete: the run reached its final state.
+	Complete Condition = "complete"
+	// Resumable: rerunning the same command continues the run.
+	Resumable Condition = "resumable"
+	// NeedsInspection: the run will not resume until an operator looks at
+	// the state it left (an interrupted Inspect step, a corrupt journal).
+	NeedsInspection Condition = "needs-inspection"
+	// Failed: the last step failed; rerunning retries it by its policy.
+	Failed Condition = "failed"
+)
+
+// Report is a read-only view of one workflow journal.
+type Report struct {
+	Journal   string       `json:"journal"`
+	Workflow  string       `json:"workflow"`
+	Binding   *Binding     `json:"binding,omitempty"`
+	State     State        `json:"state,omitempty"`
+	Condition Condition    `json:"condition"`
+	Completed []StepRecord `json:"completed"`
+	Pending   *Pending     `json:"pending,omitempty"`
+	// Policy is the pending step's recovery policy.
+	Policy    string   `json:"policy,omitempty"`
+	LastError *Failure `json:"last_error,omitempty"`
+	// Attempts counts begin records per step.
+	Attempts map[string]int `json:"attempts"`
+	Started  time.Time      `json:"started,omitzero"`
+	Updated  time.Time      `json:"updated,omitzero"`
+	// Note explains a needs-inspection or failed condition and names the
+	// operator's next step.
+	Note string `json:"note,omitempty"`
+}
+
+// InspectJournal reads the journal at path without changing it (no torn tail is cut,
+// no lock is taken) and reports its state. lookup finds the definition named
+// by the journal's header; a journal of an unknown workflow, a corrupt
+// journal or one from another definition reports needs-inspection.
+func InspectJournal(path string, lookup func(name string) (*Definition, bool)) (*Report, error) {
+	recs, tail, err := journal.Scan(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		if errors.Is(err, journal.ErrCorrupt) {
+			return &Report{Journal: path, Condition: NeedsInspection, Attempts: map[string]int{},
+				Note: err.Error() + "; the journal is kept as it is: copy it aside and inspect it before rerunning"}, nil
+		}
+		return nil, err
+	}
+	return InspectRecords(path, recs, tail, lookup), nil
+}
+
+// InspectRecords is InspectJournal over records already read (for example by a
+// child running as the service account).
+func InspectRecords(path string, recs [][]byte, tail *journal.Tail, lookup func(string) (*Definition, bool)) *Report {
+	rep := &Report{Journal: path, Attempts: map[string]int{}}
+	if len(recs) == 0 {
+		rep.Condition = Resumable
+		rep.Note = "the journal holds no record yet"
+		return rep
+	}
+	first, err := decodeRecord(recs[0])
+	if err != nil || first.Type != RecordHeader || first.Binding == nil {
+		rep.Condition = NeedsInspection
+		rep.Note = "the journal does not start with a header record"
+		return rep
+	}
+	rep.Workflow = first.Binding.Workflow
+	rep.Binding = first.Binding
+	def, ok := lookup(first.Binding.Workflow)
+	if !ok {
+		rep.Condition = NeedsInspection
+		rep.Note = fmt.Sprintf("unknown workflow %q", first.Binding.Workflow)
+		return rep
+	}
+	rp, err := replayRecords(def, recs)
+	if err != nil {
+		rep.Condition = NeedsInspection
+		rep.Note = "the journal cannot be replayed: " + err.Error()
+		return rep
+	}
+	r := buildReport(def, path, rp, tail)
+	if first.Binding.Definition != def.Hash() {
+		r.Condition = NeedsInspection
+		r.Note = "the journal was written by a different definition of " + def.Name + " (another installer version); rerun with the version that wrote it"
+	}
+	return r
+}
+
+func buildReport(def *Definition, path string, rp *replay, tail *journal.Tail) *Report {
+	rep := &Report{
+		Journal:   path,
+		Workflow:  def.Name,
+		Binding:   rp.binding,
+		State:     rp.state,
+		Completed: append([]StepRecord(nil), rp.completed...),
+		Pending:   rp.pending,
+		LastError: rp.lastError,
+		Attempts:  map[string]int{},
+		Started:   rp.started,
+		Updated:   rp.updated,
+	}
+	for k, v := range rp.attempts {
+		rep.Attempts[k] = v
+	}
+	switch {
+	case rp.ended:
+		rep.Condition = Complete
+	case rp.pending != nil:
+		sd, _ := def.State(rp.pending.State)
+		rep.Policy = sd.Policy.String()
+		switch sd.Policy {
+		case Inspect:
+			rep.Condition = NeedsInspection
+			rep.Note = fmt.Sprintf("step %q was interrupted; it leaves a state only an operator may judge", rp.pending.Step)
+		case Verify:
+			rep.Condition = Resumable
+			rep.Note = fmt.Sprintf("step %q was interrupted; a rerun verifies its effect on the host first", rp.pending.Step)
+			if rp.pending.Failed {
+				rep.Condition = Failed
+			}
+		default:
+			rep.Condition = Resumable
+			if rp.pending.Failed {
+				rep.Condition = Failed
+			}
+		}
+	case rp.lastError != nil && rp.lastError.State == rp.state:
+		rep.Condition = Failed
+	default:
+		rep.Condition = Resumable
+	}
+	if rep.Condition == Failed && rep.Note == "" && rp.lastError != nil {
+		rep.Note = fmt.Sprintf("step %q failed (%s): %s; rerun the same command to retry", rp.lastError.Step, rp.lastError.Class, rp.lastError.Error)
+	}
+	if tail != nil {
+		rep.Note = joinNote(rep.Note, tail.String()+"; the next run cuts it off and keeps a copy")
+	}
+	return rep
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

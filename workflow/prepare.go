@@ -1,0 +1,50 @@
+package workflow
+
+// The prepare workflow (service account, run by oac-node as the retained
+// generation helper): plan before downloads, import_started before the
+// importer runs, the final configuration durable before the plan is cleared.
+const (
+	PrepareLock        State = "lock"
+	PreparePlan        State = "plan"
+	PrepareDownload    State = "download"
+	PrepareImportStart State = "import_start"
+	PrepareImport      State = "import"
+	PreparePublish     State = "publish"
+	PrepareClearPlan   State = "clear_plan"
+	PrepareDone        State = "prepared"
+)
+
+// Prepare events.
+const (
+	EventPlanned       Event = "planned"
+	EventFilesReady    Event = "files_ready"
+	EventImportMarked  Event = "import_marked"
+	EventImported      Event = "imported"
+	EventPublished     Event = "published"
+	EventPlanCleared   Event = "plan_cleared"
+	EventLeaseAcquired Event = "lease_acquired"
+)
+
+// PrepareDefinition returns the prepare workflow.
+func PrepareDefinition() *Definition {
+	return &Definition{
+		Name:  "prepare",
+		Final: PrepareDone,
+		States: []StateDef{
+			{Name: PrepareLock, Step: "lock", Policy: Rerun, Doc: "installation lock and the generation's lease (initialized here for a new generation)",
+				On: []Transition{{EventLeaseAcquired, PreparePlan}}},
+			{Name: PreparePlan, Step: "plan", Policy: Rerun, Doc: "write <g>.preparing with import_started false (or revalidate the same plan)",
+				On: []Transition{{EventPlanned, PrepareDownload}}},
+			{Name: PrepareDownload, Step: "download", Policy: Rerun, Doc: "verified downloads of the selected release's missing immutable files",
+				On: []Transition{{EventFilesReady, PrepareImportStart}}},
+			{Name: PrepareImportStart, Step: "import-start", Policy: Rerun, Doc: "rewrite the plan with import_started true",
+				On: []Transition{{EventImportMarked, PrepareImport}}},
+			{Name: PrepareImport, Step: "import", Policy: Verify, Doc: "import the Runtime and resolve its identity",
+				On: []Transition{{EventImported, PreparePublish}}},
+			{Name: PreparePublish, Step: "publish", Policy: Rerun, Doc: "publish the final <g>.json (write-once, durable)",
+				On: []Transition{{EventPublished, PrepareClearPlan}}},
+			{Name: PrepareClearPlan, Step: "clear-plan", Policy: Rerun, Doc: "remove <g>.preparing and fsync the directory",
+				On: []Transition{{EventPlanCleared, PrepareDone}}},
+		},
+	}
+}

@@ -1,0 +1,37 @@
+package workflow
+
+// The repair workflow (service account): restores missing immutable files of
+// a prepared generation at their original paths. Readiness comes only from
+// the provider probe.
+const (
+	RepairLock     State = "lock"
+	RepairVerify   State = "verify"
+	RepairDownload State = "download"
+	RepairProbe    State = "probe"
+	RepairDone     State = "repaired"
+)
+
+// Repair events.
+const (
+	EventVerified Event = "verified"
+	EventRestored Event = "restored"
+	EventProbed   Event = "probed"
+)
+
+// RepairDefinition returns the repair workflow.
+func RepairDefinition() *Definition {
+	return &Definition{
+		Name:  "repair",
+		Final: RepairDone,
+		States: []StateDef{
+			{Name: RepairLock, Step: "lock", Policy: Rerun, Doc: "installation lock and the generation's exclusive lease (non-blocking)",
+				On: []Transition{{EventLeaseAcquired, RepairVerify}}},
+			{Name: RepairVerify, Step: "verify", Policy: Rerun, Doc: "verify the selected release and every existing sibling checksum",
+				On: []Transition{{EventVerified, RepairDownload}}},
+			{Name: RepairDownload, Step: "download", Policy: Rerun, Doc: "download only missing immutable files at their original paths",
+				On: []Transition{{EventRestored, RepairProbe}}},
+			{Name: RepairProbe, Step: "probe", Policy: Rerun, Doc: "run the provider readiness probe",
+				On: []Transition{{EventProbed, RepairDone}}},
+		},
+	}
+}
