@@ -1,0 +1,374 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+const (
+	// maxMetaFile bounds index.json, manifest.json and oci-layout.
+	maxMetaFile = 1 << 20
+	// maxMetaBlob bounds a blob kept in memory as a possible manifest,
+	// index or config; larger blobs are hashed and dropped.
+	maxMetaBlob = 4 << 20
+	// maxMetaTotal bounds the memory all kept blobs may take.
+	maxMetaTotal = 64 << 20
+	copyBufSize  = 1 << 20
+)
+
+// scanner reads an image archive stream once, hashing every blob under
+// blobs/sha256/ and keeping the small JSON records, so that the archive's
+// records can be checked after the whole stream was seen, whatever order
+// `docker save` wrote the entries in.
+type scanner struct {
+	blobs     map[string]int64  // hex digest → size, for blobs whose bytes hash to their name
+	meta      map[string][]byte // hex digest → bytes of small blobs that look like JSON
+	metaTotal int64
+	files     map[string][]byte // oci-layout, index.json, manifest.json
+	buf       []byte
+}
+
+func newScanner() *scanner {
+	return &scanner{
+		blobs: map[string]int64{},
+		meta:  map[string][]byte{},
+		files: map[string][]byte{},
+		buf:   make([]byte, copyBufSize),
+	}
+}
+
+func malformed(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, a...)...)
+}
+
+// entryName normalises a tar entry name and refuses names that would land
+// outside the directory docker load unpacks into.
+func entryName(name string) (string, error) {
+	if strings.HasPrefix(name, "/") || strings.ContainsRune(name, 0) {
+		return "", malformed("unsafe entry name %q", name)
+	}
+	clean := path.Clean(name)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", malformed("unsafe entry name %q", name)
+	}
+	return clean, nil
+}
+
+// scan reads the tar stream r to its end-of-archive marker.
+func (s *scanner) scan(r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return malformed("read tar: %v", err)
+		}
+		name, err := entryName(hdr.Name)
+		if err != nil {
+			return err
+		}
+		isMeta := name == ociLayoutFile || name == ociIndexFile || name == legacyManifest
+		rest, isBlob := strings.CutPrefix(name, blobDir)
+		isBlob = isBlob && hexRE.MatchString(rest)
+		if !isMeta && !isBlob {
+			continue // legacy layer directories, repositories, links: not ours to judge
+		}
+		if !hdr.FileInfo().Mode().IsRegular() {
+			return malformed("%s is not a regular file", name)
+		}
+		if isMeta {
+			if _, dup := s.files[name]; dup {
+				return malformed("%s appears twice", name)
+			}
+			if hdr.Size > maxMetaFile {
+				return malformed("%s is larger than %d bytes", name, maxMetaFile)
+			}
+			b, err := s.readAll(tr, hdr.Size)
+			if err != nil {
+				return malformed("read %s: %v", name, err)
+			}
+			s.files[name] = b
+			continue
+		}
+		if _, dup := s.blobs[rest]; dup {
+			return malformed("%s appears twice", name)
+		}
+		if err := s.blob(tr, rest, hdr.Size); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *scanner) readAll(r io.Reader, n int64) ([]byte, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// blob hashes one blob of size n and checks that it hashes to its name.
+func (s *scanner) blob(r io.Reader, name string, n int64) error {
+	var sum [sha256.Size]byte
+	if n <= maxMetaBlob {
+		b, err := s.readAll(r, n)
+		if err != nil {
+			return malformed("read blob sha256:%s: %v", name, err)
+		}
+		sum = sha256.Sum256(b)
+		if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+			if s.metaTotal+n > maxMetaTotal {
+				return malformed("more than %d bytes of small blobs", maxMetaTotal)
+			}
+			s.metaTotal += n
+			s.meta[name] = b
+		}
+	} else {
+		h := sha256.New()
+		got, err := io.CopyBuffer(h, r, s.buf)
+		if err == nil && got != n {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return malformed("read blob sha256:%s: %v", name, err)
+		}
+		h.Sum(sum[:0])
+	}
+	if got := hex.EncodeToString(sum[:]); got != name {
+		return fmt.Errorf("%w: blob sha256:%s holds bytes hashing to sha256:%s", ErrBlobMismatch, name, got)
+	}
+	s.blobs[name] = n
+	return nil
+}
+
+// fetch returns the bytes of the JSON blob d references after checking that
+// the archive holds it with the descriptor's size.
+func (s *scanner) fetch(what string, d descriptor) ([]byte, error) {
+	if err := s.present(what, d); err != nil {
+		return nil, err
+	}
+	b, ok := s.meta[digestHex(d.Digest)]
+	if !ok {
+		return nil, malformed("%s %s is not a JSON document", what, d.Digest)
+	}
+	return b, nil
+}
+
+// present checks that the archive holds the blob d references, with the
+// descriptor's size (its bytes were checked against the name while reading).
+func (s *scanner) present(what string, d descriptor) error {
+	if !validDigest(d.Digest) {
+		return malformed("%s digest %q is not sha256:<64 hex>", what, d.Digest)
+	}
+	size, ok := s.blobs[digestHex(d.Digest)]
+	if !ok {
+		return fmt.Errorf("%w: %s %s (%s)", ErrMissingBlob, what, d.Digest, blobPath(d.Digest))
+	}
+	if size != d.Size {
+		return fmt.Errorf("%w: %s %s has %d bytes, its descriptor says %d", ErrBlobMismatch, what, d.Digest, size, d.Size)
+	}
+	return nil
+}
+
+func decodeJSON(what string, b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return malformed("parse %s: %v", what, err)
+	}
+	return nil
+}
+
+func isLinuxAmd64(p platform) bool {
+	return p.OS == "linux" && p.Architecture == "amd64" && p.Variant == ""
+}
+
+func platformString(p platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// identity checks the records of a scanned archive against each other and
+// the blobs, and returns the image's two identities. See Identify for the
+// list of checks.
+func (s *scanner) identity() (Identity, error) {
+	layout, ok := s.files[ociLayoutFile]
+	if !ok {
+		return Identity{}, malformed("no %s: not an OCI layout as docker save (Docker 25 or later) writes it; the legacy form cannot prove the manifest digest", ociLayoutFile)
+	}
+	var lay struct {
+		Version string `json:"imageLayoutVersion"`
+	}
+	if err := decodeJSON(ociLayoutFile, layout, &lay); err != nil {
+		return Identity{}, err
+	}
+	if lay.Version != "1.0.0" {
+		return Identity{}, malformed("%s has imageLayoutVersion %q, want 1.0.0", ociLayoutFile, lay.Version)
+	}
+
+	raw, ok := s.files[ociIndexFile]
+	if !ok {
+		return Identity{}, malformed("no %s", ociIndexFile)
+	}
+	var top index
+	if err := decodeJSON(ociIndexFile, raw, &top); err != nil {
+		return Identity{}, err
+	}
+	if top.SchemaVersion != 2 || (top.MediaType != "" && top.MediaType != mediaTypeOCIIndex) {
+		return Identity{}, malformed("%s is not an OCI image index (schemaVersion %d, mediaType %q)", ociIndexFile, top.SchemaVersion, top.MediaType)
+	}
+	// Several descriptors may name the same image (one per tag); more than
+	// one distinct digest is more than one image.
+	var root descriptor
+	for i, d := range top.Manifests {
+		if i > 0 && d.Digest != root.Digest {
+			return Identity{}, fmt.Errorf("%w: %s lists %s and %s", ErrPlatform, ociIndexFile, root.Digest, d.Digest)
+		}
+		if i > 0 && (d.Size != root.Size || d.MediaType != root.MediaType) {
+			return Identity{}, fmt.Errorf("%w: %s describes %s twice, differently", ErrInconsistent, ociIndexFile, d.Digest)
+		}
+		if d.Platform != nil && !isLinuxAmd64(*d.Platform) {
+			return Identity{}, fmt.Errorf("%w: %s lists an image for %s", ErrPlatform, ociIndexFile, platformString(*d.Platform))
+		}
+		root = d
+	}
+	if len(top.Manifests) == 0 {
+		return Identity{}, malformed("%s lists no image", ociIndexFile)
+	}
+
+	id := Identity{ManifestDigest: root.Digest}
+	mdesc := root
+	if isIndexType(root.MediaType) {
+		// The containerd image store saves an image by its index; the
+		// index is the image's identity there, and it must hold exactly one
+		// platform manifest, linux/amd64.
+		b, err := s.fetch("image index", root)
+		if err != nil {
+			return Identity{}, err
+		}
+		var ix index
+		if err := decodeJSON("image index "+root.Digest, b, &ix); err != nil {
+			return Identity{}, err
+		}
+		if ix.SchemaVersion != 2 || (ix.MediaType != "" && ix.MediaType != root.MediaType) {
+			return Identity{}, malformed("image index %s: schemaVersion %d, mediaType %q", root.Digest, ix.SchemaVersion, ix.MediaType)
+		}
+		if len(ix.Manifests) != 1 {
+			return Identity{}, fmt.Errorf("%w: image index %s lists %d manifests", ErrPlatform, root.Digest, len(ix.Manifests))
+		}
+		mdesc = ix.Manifests[0]
+		if mdesc.Platform == nil || !isLinuxAmd64(*mdesc.Platform) {
+			p := "no platform"
+			if mdesc.Platform != nil {
+				p = platformString(*mdesc.Platform)
+			}
+			return Identity{}, fmt.Errorf("%w: image index %s lists a manifest for %s", ErrPlatform, root.Digest, p)
+		}
+	}
+	if !isManifestType(mdesc.MediaType) {
+		return Identity{}, malformed("descriptor %s has media type %q, want an image manifest or index", mdesc.Digest, mdesc.MediaType)
+	}
+	b, err := s.fetch("image manifest", mdesc)
+	if err != nil {
+		return Identity{}, err
+	}
+	var m manifest
+	if err := decodeJSON("image manifest "+mdesc.Digest, b, &m); err != nil {
+		return Identity{}, err
+	}
+	if m.SchemaVersion != 2 || (m.MediaType != "" && m.MediaType != mdesc.MediaType) || m.Manifests != nil {
+		return Identity{}, malformed("image manifest %s: schemaVersion %d, mediaType %q, want %q", mdesc.Digest, m.SchemaVersion, m.MediaType, mdesc.MediaType)
+	}
+
+	if !isConfigType(m.Config.MediaType) {
+		return Identity{}, malformed("config descriptor has media type %q", m.Config.MediaType)
+	}
+	cb, err := s.fetch("image config", m.Config)
+	if err != nil {
+		return Identity{}, err
+	}
+	var cfg imageConfig
+	if err := decodeJSON("image config "+m.Config.Digest, cb, &cfg); err != nil {
+		return Identity{}, err
+	}
+	if p := (platform{cfg.Architecture, cfg.OS, cfg.Variant}); !isLinuxAmd64(p) {
+		return Identity{}, fmt.Errorf("%w: image config %s is for %s", ErrPlatform, m.Config.Digest, platformString(p))
+	}
+	id.ConfigDigest = m.Config.Digest
+
+	if len(m.Layers) == 0 {
+		return Identity{}, malformed("image manifest %s lists no layers", mdesc.Digest)
+	}
+	if cfg.RootFS.Type != "layers" || len(cfg.RootFS.DiffIDs) != len(m.Layers) {
+		return Identity{}, fmt.Errorf("%w: image config lists %d diff_ids (rootfs type %q) for %d layers",
+			ErrInconsistent, len(cfg.RootFS.DiffIDs), cfg.RootFS.Type, len(m.Layers))
+	}
+	for i, l := range m.Layers {
+		uncompressed, known := layerMediaTypes[l.MediaType]
+		if !known {
+			return Identity{}, malformed("layer %d has media type %q", i, l.MediaType)
+		}
+		if err := s.present(fmt.Sprintf("layer %d", i), l); err != nil {
+			return Identity{}, err
+		}
+		if uncompressed && cfg.RootFS.DiffIDs[i] != l.Digest {
+			return Identity{}, fmt.Errorf("%w: layer %d is %s but the config's diff_id is %s", ErrInconsistent, i, l.Digest, cfg.RootFS.DiffIDs[i])
+		}
+	}
+
+	if err := s.checkLegacy(m); err != nil {
+		return Identity{}, err
+	}
+	return id, nil
+}
+
+// checkLegacy checks that manifest.json, which docker load reads, names
+// exactly the OCI manifest's config and layer blobs, in order.
+func (s *scanner) checkLegacy(m manifest) error {
+	raw, ok := s.files[legacyManifest]
+	if !ok {
+		return malformed("no %s (docker load needs it)", legacyManifest)
+	}
+	var entries []legacyEntry
+	if err := decodeJSON(legacyManifest, raw, &entries); err != nil {
+		return err
+	}
+	if len(entries) != 1 {
+		return fmt.Errorf("%w: %s lists %d images", ErrPlatform, legacyManifest, len(entries))
+	}
+	e := entries[0]
+	if want := blobPath(m.Config.Digest); path.Clean(e.Config) != want {
+		return fmt.Errorf("%w: %s names config %q, the OCI manifest %q", ErrInconsistent, legacyManifest, e.Config, want)
+	}
+	if len(e.Layers) != len(m.Layers) {
+		return fmt.Errorf("%w: %s lists %d layers, the OCI manifest %d", ErrInconsistent, legacyManifest, len(e.Layers), len(m.Layers))
+	}
+	for i, l := range m.Layers {
+		if want := blobPath(l.Digest); path.Clean(e.Layers[i]) != want {
+			return fmt.Errorf("%w: %s names layer %d %q, the OCI manifest %q", ErrInconsistent, legacyManifest, i, e.Layers[i], want)
+		}
+	}
+	return nil
+}
+
+// errorsIsAny reports whether err is one of this package's refusals of the
+// archive's contents (as opposed to an I/O failure).
+func errorsIsAny(err error) bool {
+	for _, e := range []error{ErrMalformed, ErrMissingBlob, ErrBlobMismatch, ErrPlatform, ErrInconsistent} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

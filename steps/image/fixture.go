@@ -1,0 +1,378 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal"
+)
+
+// FixtureOptions describe a fixture Runtime image. Equal options give
+// byte-identical archives.
+type FixtureOptions struct {
+	// Label makes the image distinct: it is the image config's
+	// io.oac.fixture label and the content of /oac/fixture in the first
+	// layer, and it seeds the payload. Different labels give different
+	// identities.
+	Label string
+	// PayloadSize is the size of /oac/payload in the second layer:
+	// deterministic pseudo-random bytes that gzip compresses about 2:1,
+	// for archives of realistic size. Zero keeps the archive a few KiB.
+	PayloadSize int64
+	// RepoTag, when set (for example "oac-runtime:fixture"), tags the image
+	// in manifest.json and index.json so docker load tags it. Empty loads
+	// it untagged, as the installer's Runtime is loaded.
+	RepoTag string
+}
+
+// fixtureEpoch is the timestamp of every fixture file and record.
+var fixtureEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// archiveEntry is one file of an archive to write; open yields exactly size
+// bytes. A non-zero typeflag other than TypeReg writes a link or directory.
+type archiveEntry struct {
+	name     string
+	size     int64
+	open     func() io.Reader
+	typeflag byte
+	linkname string
+}
+
+func bytesEntry(name string, b []byte) archiveEntry {
+	return archiveEntry{name: name, size: int64(len(b)), open: func() io.Reader { return bytes.NewReader(b) }}
+}
+
+// writeArchive writes entries as a tar stream.
+func writeArchive(w io.Writer, entries []archiveEntry) error {
+	tw := tar.NewWriter(w)
+	buf := make([]byte, copyBufSize)
+	for _, e := range entries {
+		hdr := &tar.Header{
+			Name:     e.name,
+			Mode:     0o644,
+			ModTime:  fixtureEpoch,
+			Typeflag: e.typeflag,
+			Linkname: e.linkname,
+			Format:   tar.FormatPAX,
+		}
+		switch e.typeflag {
+		case 0, tar.TypeReg:
+			hdr.Typeflag = tar.TypeReg
+			hdr.Size = e.size
+		case tar.TypeDir:
+			hdr.Mode = 0o755
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			if _, err := io.CopyBuffer(tw, e.open(), buf); err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Close()
+}
+
+// blob is content with its digest, produced on demand.
+type blob struct {
+	mediaType string
+	digest    string
+	size      int64
+	open      func() io.Reader
+}
+
+func (b blob) descriptor() descriptor {
+	return descriptor{MediaType: b.mediaType, Digest: b.digest, Size: b.size}
+}
+
+func (b blob) entry() archiveEntry {
+	return archiveEntry{name: blobPath(b.digest), size: b.size, open: b.open}
+}
+
+// newBlob hashes the content open yields once to name it.
+func newBlob(mediaType string, open func() io.Reader) (blob, error) {
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, open(), make([]byte, copyBufSize))
+	if err != nil {
+		return blob{}, err
+	}
+	return blob{mediaType, "sha256:" + hex.EncodeToString(h.Sum(nil)), n, open}, nil
+}
+
+func jsonBlob(mediaType string, v any) (blob, []byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return blob{}, nil, err
+	}
+	bl, err := newBlob(mediaType, func() io.Reader { return bytes.NewReader(b) })
+	return bl, b, err
+}
+
+// layerTar returns a function producing an uncompressed layer tar holding
+// the directory oac/ and one file.
+func layerTar(file string, size int64, open func() io.Reader) func() io.Reader {
+	return func() io.Reader {
+		pr, pw := io.Pipe()
+		go func() {
+			pw.CloseWithError(writeLayer(pw, file, size, open()))
+		}()
+		return pr
+	}
+}
+
+func writeLayer(w io.Writer, file string, size int64, r io.Reader) error {
+	tw := tar.NewWriter(w)
+	hdrs := []*tar.Header{
+		{Name: "oac/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: fixtureEpoch},
+		{Name: "oac/" + file, Typeflag: tar.TypeReg, Mode: 0o644, Size: size, ModTime: fixtureEpoch},
+	}
+	for _, h := range hdrs {
+		h.Format = tar.FormatPAX
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+	}
+	if _, err := io.CopyBuffer(tw, r, make([]byte, copyBufSize)); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// fixtureImage is the parts of a fixture archive, built from Go values so
+// that tests can alter any of them consistently.
+type fixtureImage struct {
+	layers []blob
+	config map[string]any
+	tag    string
+}
+
+type historyEntry struct {
+	Created   string `json:"created"`
+	CreatedBy string `json:"created_by"`
+}
+
+func newFixtureImage(opts FixtureOptions) (*fixtureImage, error) {
+	label := []byte(opts.Label + "\n")
+	l1, err := newBlob(mediaTypeOCILayer, layerTar("fixture", int64(len(label)), func() io.Reader { return bytes.NewReader(label) }))
+	if err != nil {
+		return nil, fmt.Errorf("build fixture layer: %w", err)
+	}
+	psize := opts.PayloadSize
+	if psize <= 0 {
+		psize = 64
+	}
+	l2, err := newBlob(mediaTypeOCILayer, layerTar("payload", psize, func() io.Reader { return newPayload(opts.Label, psize) }))
+	if err != nil {
+		return nil, fmt.Errorf("build fixture payload layer: %w", err)
+	}
+	created := fixtureEpoch.Format(time.RFC3339)
+	cfg := map[string]any{
+		"architecture": "amd64",
+		"os":           "linux",
+		"created":      created,
+		"config": map[string]any{
+			"Env":    []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+			"Labels": map[string]string{"io.oac.fixture": opts.Label},
+		},
+		"history": []historyEntry{
+			{created, "oac fixture: label"},
+			{created, "oac fixture: payload"},
+		},
+	}
+	return &fixtureImage{layers: []blob{l1, l2}, config: cfg, tag: opts.RepoTag}, nil
+}
+
+// parts builds the config, manifest and index records over the layers.
+// rootfs.diff_ids is set from the layers unless the config already has one.
+func (f *fixtureImage) parts() (config, mfst blob, ix []byte, legacy []byte, err error) {
+	if _, ok := f.config["rootfs"]; !ok {
+		var diffIDs []string
+		for _, l := range f.layers {
+			diffIDs = append(diffIDs, l.digest)
+		}
+		f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": diffIDs}
+	}
+	config, _, err = jsonBlob(mediaTypeOCIConfig, f.config)
+	if err != nil {
+		return
+	}
+	m := manifest{SchemaVersion: 2, MediaType: mediaTypeOCIManifest, Config: config.descriptor()}
+	for _, l := range f.layers {
+		m.Layers = append(m.Layers, l.descriptor())
+	}
+	mfst, _, err = jsonBlob(mediaTypeOCIManifest, m)
+	if err != nil {
+		return
+	}
+	d := mfst.descriptor()
+	var tags []string
+	if f.tag != "" {
+		tags = []string{f.tag}
+		d.Annotations = map[string]string{"io.containerd.image.name": f.tag}
+		if i := strings.LastIndex(f.tag, ":"); i > strings.LastIndex(f.tag, "/") {
+			d.Annotations["org.opencontainers.image.ref.name"] = f.tag[i+1:]
+		}
+	}
+	ix, err = json.Marshal(index{SchemaVersion: 2, MediaType: mediaTypeOCIIndex, Manifests: []descriptor{d}})
+	if err != nil {
+		return
+	}
+	le := legacyEntry{Config: blobPath(config.digest), RepoTags: tags}
+	for _, l := range f.layers {
+		le.Layers = append(le.Layers, blobPath(l.digest))
+	}
+	legacy, err = json.Marshal([]legacyEntry{le})
+	return
+}
+
+// entries returns the archive's files in the order docker save writes them.
+func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
+	config, mfst, ix, legacy, err := f.parts()
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	es := []archiveEntry{
+		{name: "blobs/", typeflag: tar.TypeDir},
+		{name: "blobs/sha256/", typeflag: tar.TypeDir},
+	}
+	for _, l := range f.layers {
+		es = append(es, l.entry())
+	}
+	es = append(es, config.entry(), mfst.entry(),
+		bytesEntry(ociIndexFile, ix),
+		bytesEntry(legacyManifest, legacy),
+		bytesEntry(ociLayoutFile, []byte(`{"imageLayoutVersion":"1.0.0"}`)),
+	)
+	return es, Identity{ConfigDigest: config.digest, ManifestDigest: mfst.digest}, nil
+}
+
+// BuildFixtureArchive writes to w a Runtime image archive built from bytes,
+// in the form `docker save` of Docker 25 or later writes: an OCI layout
+// (oci-layout, index.json, blobs/sha256/...) plus the legacy manifest.json
+// that docker load of every engine reads. The image is linux/amd64, with
+// two uncompressed layers (a file holding the label; the payload), a config
+// whose rootfs.diff_ids are the layer digests, and a real config and
+// manifest digest, which it returns. `docker load` accepts it; it holds no
+// runnable program.
+func BuildFixtureArchive(w io.Writer, opts FixtureOptions) (Identity, error) {
+	img, err := newFixtureImage(opts)
+	if err != nil {
+		return Identity{}, err
+	}
+	es, id, err := img.entries()
+	if err != nil {
+		return Identity{}, fmt.Errorf("build fixture image: %w", err)
+	}
+	if err := writeArchive(w, es); err != nil {
+		return Identity{}, fmt.Errorf("write fixture image archive: %w", err)
+	}
+	return id, nil
+}
+
+// Fixture describes the files WriteFixture wrote: what a release manifest
+// says about them.
+type Fixture struct {
+	Identity
+	TarPath   string // dir/runtime.tar
+	TarSize   int64  // the manifest's unpacked_size
+	TarSHA256 string // the manifest's unpacked_sha256 (64 hex)
+	GzPath    string // dir/runtime.tar.gz
+	GzSize    int64  // the artifact's size
+	GzSHA256  string // the artifact's sha256 (64 hex)
+}
+
+// WriteFixture builds the fixture archive once and writes it to
+// dir/runtime.tar and, gzip-compressed (gzip.BestSpeed, one member),
+// to dir/runtime.tar.gz, each through a private temporary file that is
+// fsynced and renamed into place (mode 0600).
+func WriteFixture(dir string, opts FixtureOptions) (Fixture, error) {
+	fx := Fixture{TarPath: filepath.Join(dir, "runtime.tar"), GzPath: filepath.Join(dir, "runtime.tar.gz")}
+	tarF, err := os.CreateTemp(dir, ".runtime.tar.tmp-*")
+	if err != nil {
+		return Fixture{}, fmt.Errorf("write fixture: %w", err)
+	}
+	defer os.Remove(tarF.Name())
+	defer tarF.Close()
+	gzF, err := os.CreateTemp(dir, ".runtime.tar.gz.tmp-*")
+	if err != nil {
+		return Fixture{}, fmt.Errorf("write fixture: %w", err)
+	}
+	defer os.Remove(gzF.Name())
+	defer gzF.Close()
+
+	// The archive streams to the tar file and, through a pipe, to gzip
+	// running on another core.
+	pr, pw := io.Pipe()
+	gzHash := sha256.New()
+	gzCount := &countWriter{w: io.MultiWriter(gzF, gzHash)}
+	gzDone := make(chan error, 1)
+	go func() {
+		zw, _ := gzip.NewWriterLevel(gzCount, gzip.BestSpeed)
+		_, err := io.CopyBuffer(zw, pr, make([]byte, copyBufSize))
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+		pr.CloseWithError(err)
+		gzDone <- err
+	}()
+	tarHash := sha256.New()
+	tarCount := &countWriter{w: io.MultiWriter(tarF, tarHash, pw)}
+	id, err := BuildFixtureArchive(tarCount, opts)
+	pw.CloseWithError(err)
+	if gerr := <-gzDone; err == nil && gerr != nil {
+		err = fmt.Errorf("compress fixture: %w", gerr)
+	}
+	if err != nil {
+		return Fixture{}, err
+	}
+	fx.Identity = id
+	fx.TarSize, fx.TarSHA256 = tarCount.n, hex.EncodeToString(tarHash.Sum(nil))
+	fx.GzSize, fx.GzSHA256 = gzCount.n, hex.EncodeToString(gzHash.Sum(nil))
+	for _, p := range []struct {
+		f      *os.File
+		target string
+	}{{tarF, fx.TarPath}, {gzF, fx.GzPath}} {
+		if err := publishTemp(p.f, p.target); err != nil {
+			return Fixture{}, fmt.Errorf("write fixture: %w", err)
+		}
+	}
+	if err := journal.SyncDir(dir); err != nil {
+		return Fixture{}, fmt.Errorf("write fixture: %w", err)
+	}
+	return fx, nil
+}
+
+// publishTemp makes the temporary file f private and durable and renames it
+// to target. The caller still closes and removes f's name (a no-op once
+// renamed) and syncs the directory.
+func publishTemp(f *os.File, target string) error {
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), target)
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
