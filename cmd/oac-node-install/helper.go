@@ -1,0 +1,10 @@
+package main
+
+import (
+	"context"
+	"io"
+)
+
+func runGenerationHelper(ctx context.Context, f *installerFlags, stdout, stderr io.Writer) error {
+	return errNotImplemented
+}

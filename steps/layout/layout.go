@@ -1,0 +1,102 @@
+// Package layout names every path the installer uses on a host, in one
+// place: the root-owned records and journals, the service account's home and
+// node roots, the unit and its environment file (CONTRACT §3, §3.4, §4.1).
+//
+// A Host is rooted at "/" on a real host; tests root it in a temporary
+// directory or run it inside a private mount namespace.
+package layout
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// Fixed names of the service account and its home.
+const (
+	Account = "oac-node"
+	HomeRel = "var/lib/oac-node"
+)
+
+// Host is the set of host paths under one root.
+type Host struct{ Root string }
+
+// Default is the real host.
+var Default = Host{Root: "/"}
+
+func (h Host) p(rel ...string) string {
+	return filepath.Join(append([]string{h.Root}, rel...)...)
+}
+
+// EtcDir is /etc/oac-node (root, 0755): host records and bookkeeping.
+func (h Host) EtcDir() string { return h.p("etc/oac-node") }
+
+// Bookkeeping is the installer's bbolt database (root, 0600).
+func (h Host) Bookkeeping() string { return h.p("etc/oac-node/installer.db") }
+
+// Record is /etc/oac-node/<id>.json, the host's list of nodes.
+func (h Host) Record(id string) string { return h.p("etc/oac-node", id+".json") }
+
+// EnvFile holds the latest run's proxy settings for the unit (root, 0600).
+func (h Host) EnvFile(id string) string { return h.p("etc/oac-node", id+".env") }
+
+// Unit is the node's systemd unit file.
+func (h Host) Unit(id string) string {
+	return h.p("etc/systemd/system", UnitName(id))
+}
+
+// UnitName is the node's systemd unit name.
+func UnitName(id string) string { return "oac-node-" + id + ".service" }
+
+// JournalDir holds root's workflow journals (install, uninstall), one
+// directory per installation; root-owned 0700, outside the service account's
+// home so root never follows what that account can write.
+func (h Host) JournalDir(id string) string { return h.p("var/lib/oac-node-install", id) }
+
+// JournalsRoot is the parent of every installation's root journal directory.
+func (h Host) JournalsRoot() string { return h.p("var/lib/oac-node-install") }
+
+// HostLock is /run/oac-node.lock, serializing installs and uninstalls.
+func (h Host) HostLock() string { return h.p("run/oac-node.lock") }
+
+// DockerConfig is the empty root-owned DOCKER_CONFIG for service-account
+// docker calls.
+func (h Host) DockerConfig() string { return h.p("run/oac-node-docker") }
+
+// Home is the service account's home.
+func (h Host) Home() string { return h.p(HomeRel) }
+
+// NodeRoot is the node's root in the service account's home.
+func (h Host) NodeRoot(id string) string { return NodeRootIn(h.Home(), id) }
+
+// NodesDir holds every node root of the service account.
+func (h Host) NodesDir() string { return filepath.Join(h.Home(), ".oac", "nodes") }
+
+// NodeRootIn is the node root for installation id under home.
+func NodeRootIn(home, id string) string { return filepath.Join(home, ".oac", "nodes", id) }
+
+// Node is the layout inside one node root (CONTRACT §3).
+type Node struct{ Root string }
+
+func (n Node) p(rel ...string) string {
+	return filepath.Join(append([]string{n.Root}, rel...)...)
+}
+
+func (n Node) InstallLock() string       { return n.p("install.lock") }
+func (n Node) Installation() string      { return n.p("installation.json") }
+func (n Node) Registered() string        { return n.p("registered.json") }
+func (n Node) ProviderConfig() string    { return n.p("provider.json") }
+func (n Node) RuntimeArtifacts() string  { return n.p("runtime-artifacts.json") }
+func (n Node) Preparation() string       { return n.p("preparation.json") }
+func (n Node) Helper() string            { return n.p("generation-preparer") }
+func (n Node) StateDir() string          { return n.p("state", "node") }
+func (n Node) Identity() string          { return n.p("state", "node", "identity.json") }
+func (n Node) Generations() string       { return n.p("state", "node", "generations") }
+func (n Node) Journals() string          { return n.p("journals") }
+func (n Node) Release(src string) string { return n.p("releases", src) }
+func (n Node) CoreCA() string            { return n.p("core-ca.pem") }
+
+// GenerationJournal is the journal of a generation workflow (prepare,
+// repair, collect) for generation g: <root>/journals/<workflow>-<g>.journal.
+func (n Node) GenerationJournal(workflow string, g int64) string {
+	return n.p("journals", fmt.Sprintf("%s-%d.journal", workflow, g))
+}
