@@ -179,6 +179,9 @@ func (l *Lease) validate(want Identity) error {
 	if err := unix.Fstat(int(l.file.Fd()), &st); err != nil {
 		return fmt.Errorf("stat lease %s: %w", path, err)
 	}
+	if st.Nlink == 0 {
+		return refuse(path, "inode", ErrInodeReplaced, "the opened lease was unlinked or replaced")
+	}
 	if err := checkPrivate(path, &st, l.dir.uid); err != nil {
 		return err
 	}
