@@ -1,0 +1,157 @@
+package bookkeeping
+
+import (
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Installation is one node installed on this host.
+type Installation struct {
+	ID                  string    `json:"installation_id"`
+	Provider            string    `json:"provider"`
+	CoreURL             string    `json:"core_url"`
+	NodeRoot            string    `json:"node_root"`
+	Unit                string    `json:"unit"`
+	EnvFile             string    `json:"env_file"`
+	AllowInsecureOrigin bool      `json:"allow_insecure_origin,omitempty"`
+	CoreCA              string    `json:"core_ca,omitempty"`
+	Created             time.Time `json:"created"`
+}
+
+// PutInstallation records inst, replacing an earlier record of the same
+// id. Created is kept from the earlier record, or set now if zero.
+func (db *DB) PutInstallation(inst Installation) error {
+	if inst.ID == "" {
+		return fmt.Errorf("record installation: empty id")
+	}
+	err := db.update(func(root *bolt.Bucket) error {
+		b, err := bucket(root, bucketInstallations)
+		if err != nil {
+			return err
+		}
+		var old Installation
+		found, err := get(b, []byte(inst.ID), &old)
+		if err != nil {
+			return err
+		}
+		switch {
+		case found && !old.Created.IsZero():
+			inst.Created = old.Created
+		case inst.Created.IsZero():
+			inst.Created = now()
+		}
+		return put(b, []byte(inst.ID), inst)
+	})
+	if err != nil {
+		return fmt.Errorf("record installation %q: %w", inst.ID, err)
+	}
+	return nil
+}
+
+// GetInstallation returns the installation id, or ErrNotFound.
+func (db *DB) GetInstallation(id string) (Installation, error) {
+	var inst Installation
+	err := db.view(func(root *bolt.Bucket) error {
+		b, err := bucket(root, bucketInstallations)
+		if err != nil {
+			return err
+		}
+		found, err := get(b, []byte(id), &inst)
+		if err == nil && !found {
+			err = ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return Installation{}, fmt.Errorf("installation %q: %w", id, err)
+	}
+	return inst, nil
+}
+
+// ListInstallations returns every installation, ordered by id.
+func (db *DB) ListInstallations() ([]Installation, error) {
+	var list []Installation
+	err := db.view(func(root *bolt.Bucket) error {
+		b, err := bucket(root, bucketInstallations)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var inst Installation
+			if _, err := get(b, k, &inst); err != nil {
+				return err
+			}
+			list = append(list, inst)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list installations: %w", err)
+	}
+	return list, nil
+}
+
+// DeleteInstallation removes the installation's record. It refuses with
+// ErrInUse while files or networks are still recorded for it; a missing
+// record is not an error, so uninstall can be rerun.
+func (db *DB) DeleteInstallation(id string) error {
+	err := db.update(func(root *bolt.Bucket) error {
+		for _, name := range [][]byte{bucketFiles, bucketNetworks} {
+			b, err := bucket(root, name)
+			if err != nil {
+				return err
+			}
+			n, err := countOwned(b, id)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				return fmt.Errorf("%w (%d in %s)", ErrInUse, n, name)
+			}
+		}
+		b, err := bucket(root, bucketInstallations)
+		if err != nil {
+			return err
+		}
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("delete installation %q: %w", id, err)
+	}
+	return nil
+}
+
+// owned is the part of file and network records that names the owner.
+type owned struct {
+	InstallationID string `json:"installation_id"`
+}
+
+// countOwned counts the records in b owned by id.
+func countOwned(b *bolt.Bucket, id string) (int, error) {
+	n := 0
+	err := b.ForEach(func(k, v []byte) error {
+		var o owned
+		if _, err := get(b, k, &o); err != nil {
+			return err
+		}
+		if o.InstallationID == id {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// requireInstallation fails with ErrNotFound unless id is recorded.
+func requireInstallation(root *bolt.Bucket, id string) error {
+	b, err := bucket(root, bucketInstallations)
+	if err != nil {
+		return err
+	}
+	if b.Get([]byte(id)) == nil {
+		return fmt.Errorf("installation %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
