@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"testing"
 	"time"
 
@@ -384,4 +383,3 @@ func TestIdentityValidate(t *testing.T) {
 	}
 }
 
-var _ = syscall.Getpid
