@@ -382,4 +382,3 @@ func TestIdentityValidate(t *testing.T) {
 		t.Errorf("Initialize with invalid identity: %v", err)
 	}
 }
-
