@@ -1,0 +1,138 @@
+package privsep
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// selfExe is the running executable, read through the kernel's link so that
+// a file replaced on disk after start is never what is captured.
+const selfExe = "/proc/self/exe"
+
+// memfdName is the name the kernel shows for the captured copy, for example
+// in /proc/<pid>/exe of the child ("/memfd:oac-node-install (deleted)").
+const memfdName = "oac-node-install"
+
+// seals make the captured copy immutable: no write, no resize, and no
+// removal of the seals themselves.
+const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+
+// Binary is the installer's own executable, captured at start into a sealed
+// memory file. Root runs the service-account child from it, never from a
+// path the service account can write; the child writes its retained copy
+// (the generation helper) from the same bytes. A Binary is safe for
+// concurrent use until Close.
+type Binary struct {
+	f      *os.File // the sealed memfd, close-on-exec
+	data   []byte   // read-only shared mapping of f
+	sum    [sha256.Size]byte
+	closed sync.Once
+}
+
+// Capture reads the running executable once into a sealed memfd and hashes
+// it. Call it at start, before anything could replace the file on disk. The
+// caller closes the Binary when no more children will be started.
+func Capture() (*Binary, error) {
+	src, err := os.Open(selfExe)
+	if err != nil {
+		return nil, fmt.Errorf("capture the running executable: %w", err)
+	}
+	defer src.Close()
+	b, err := sealedCopy(src)
+	if err != nil {
+		return nil, fmt.Errorf("capture the running executable: %w", err)
+	}
+	return b, nil
+}
+
+// sealedCopy copies r into a new memfd, seals it, maps it read-only and
+// hashes the mapped bytes, so that the hash is of exactly what will run.
+func sealedCopy(r io.Reader) (*Binary, error) {
+	fd, err := memfdCreate()
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "memfd:"+memfdName)
+	b, err := func() (*Binary, error) {
+		if _, err := io.Copy(f, r); err != nil {
+			return nil, fmt.Errorf("copy into memfd: %w", err)
+		}
+		if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
+			return nil, fmt.Errorf("seal memfd: %w", err)
+		}
+		got, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
+		if err != nil {
+			return nil, fmt.Errorf("read memfd seals: %w", err)
+		}
+		if got&seals != seals {
+			return nil, fmt.Errorf("memfd seals %#x lack %#x", got, seals)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("stat memfd: %w", err)
+		}
+		if st.Size() == 0 {
+			return nil, errors.New("the executable is empty")
+		}
+		data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			return nil, fmt.Errorf("map memfd: %w", err)
+		}
+		return &Binary{f: f, data: data, sum: sha256.Sum256(data)}, nil
+	}()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// memfdCreate makes an executable, sealable, close-on-exec memfd. Kernels
+// since 6.3 take MFD_EXEC (needed where vm.memfd_noexec makes new memfds
+// non-executable by default); older kernels reject the flag with EINVAL and
+// create executable memfds anyway.
+func memfdCreate() (int, error) {
+	flags := unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING
+	fd, err := unix.MemfdCreate(memfdName, flags|unix.MFD_EXEC)
+	if errors.Is(err, unix.EINVAL) {
+		fd, err = unix.MemfdCreate(memfdName, flags)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("create memfd: %w", err)
+	}
+	return fd, nil
+}
+
+// SHA256 is the lowercase hex SHA-256 of the captured bytes.
+func (b *Binary) SHA256() string { return hex.EncodeToString(b.sum[:]) }
+
+// Size is the number of captured bytes.
+func (b *Binary) Size() int64 { return int64(len(b.data)) }
+
+// Bytes returns a copy of the captured bytes.
+func (b *Binary) Bytes() []byte { return bytes.Clone(b.data) }
+
+// Reader returns a new reader over the captured bytes, without copying them.
+func (b *Binary) Reader() *bytes.Reader { return bytes.NewReader(b.data) }
+
+// fd is the memfd's descriptor in this process, for starting a child.
+func (b *Binary) fd() int { return int(b.f.Fd()) }
+
+// Close unmaps and closes the captured copy. The Binary must not be used
+// afterwards; children already started keep running.
+func (b *Binary) Close() error {
+	var err error
+	b.closed.Do(func() {
+		err = errors.Join(unix.Munmap(b.data), b.f.Close())
+		b.data = nil
+	})
+	return err
+}

@@ -1,0 +1,307 @@
+package privsep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Handler runs one role in the child, as the service account, with umask
+// 077, a new session keyring, its own session, stdin /dev/null and the fixed
+// environment (ChildEnv). ctx ends when the parent stops the child (SIGTERM
+// from the parent's interrupt handling): a handler stops promptly and leaves
+// what a rerun can resume. The result must marshal to JSON; an error is
+// reported with its class (ClassOf).
+type Handler func(ctx context.Context, c *Child) (result any, err error)
+
+// Child is a handler's view of the running child: its request, and the
+// reporter that sends progress to the parent. Its methods are safe for
+// concurrent use.
+type Child struct {
+	// Role is the role the parent asked for.
+	Role string
+	// Request is the parent's Options.Request as JSON.
+	Request json.RawMessage
+
+	binarySHA256 string
+	out          *sender
+}
+
+// Decode unmarshals the request into v, refusing unknown fields: parent
+// and child are the same binary, so a mismatch is a bug.
+func (c *Child) Decode(v any) error {
+	dec := json.NewDecoder(bytes.NewReader(c.Request))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode the %s request: %w", c.Role, err)
+	}
+	return nil
+}
+
+// Phase reports the start of a phase; the parent shows it as "==> label...".
+func (c *Child) Phase(label string) error {
+	return c.out.send(message{Type: msgPhase, Text: clip(label)})
+}
+
+// Progress reports one progress line (for example "downloading runtime.tar.gz:
+// 40%").
+func (c *Child) Progress(line string) error {
+	return c.out.send(message{Type: msgLine, Text: clip(line)})
+}
+
+// Executable captures the bytes the child is running (the parent's sealed
+// copy) and checks that they are the ones the parent captured, for the
+// service account to write its own retained copy of the installer. The
+// caller closes the Binary.
+func (c *Child) Executable() (*Binary, error) {
+	b, err := Capture()
+	if err != nil {
+		return nil, err
+	}
+	if b.SHA256() != c.binarySHA256 {
+		b.Close()
+		return nil, fmt.Errorf("the running executable has SHA-256 %s, the installer captured %s", b.SHA256(), c.binarySHA256)
+	}
+	return b, nil
+}
+
+// sender writes messages to the result pipe, one line each.
+type sender struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (s *sender) send(m message) error {
+	line, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s message: %w", m.Type, err)
+	}
+	line = append(line, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.f.Write(line); err != nil {
+		return fmt.Errorf("send %s message to the installer: %w", m.Type, err)
+	}
+	return nil
+}
+
+// fail sends err as the final error message and returns the exit status.
+func (s *sender) fail(err error) int {
+	s.send(message{Type: msgError, Class: ClassOf(err), Text: clip(err.Error())})
+	return 1
+}
+
+// clip bounds a text sent to the parent.
+func clip(s string) string {
+	if len(s) > maxText {
+		return s[:maxText]
+	}
+	return s
+}
+
+// ServeChild serves a child invocation and exits the process; it returns
+// false at once, doing nothing, when args (os.Args[1:]) is not one. main
+// calls it first thing, before parsing flags, with every role the
+// installer's parent side starts.
+//
+// A child runs in two stages. The first sets umask 077, refuses to run as
+// root, joins a new anonymous session keyring and re-executes itself (the
+// sealed copy, through /proc/self/exe), because a keyring joined by one
+// thread is not joined by the runtime's other threads while exec leaves a
+// single thread whose keyring every later thread inherits. The second stage
+// reads the parent's envelope, checks it runs as exactly the user, group and
+// supplementary groups the parent asked for, and calls the role's handler.
+func ServeChild(args []string, roles map[string]Handler) (handled bool) {
+	if len(args) == 0 || args[0] != ChildCommand {
+		return false
+	}
+	os.Exit(serveChild(args[1:], roles))
+	return true
+}
+
+// serveChild runs a child stage and returns its exit status: 0 after a
+// result, 1 after an error was reported, 2 when not started by the parent.
+func serveChild(args []string, roles map[string]Handler) int {
+	unix.Umask(0o077)
+	if !isPipe(resultFD) || !isPipe(requestFD) {
+		fmt.Fprintf(os.Stderr, "oac-node-install: %s is internal; only the installer itself starts it\n", ChildCommand)
+		return 2
+	}
+	out := &sender{f: os.NewFile(resultFD, "result pipe")}
+	if len(args) < 1 || len(args) > 2 || (len(args) == 2 && args[1] != reexecMark) {
+		return out.fail(fmt.Errorf("child arguments %q: %w", args, ErrUnknownRole))
+	}
+	role := args[0]
+	if err := refuseRoot(); err != nil {
+		return out.fail(err)
+	}
+	if len(args) == 1 {
+		if reexecOffMainThread {
+			return out.fail(reexecFromOtherThread(role))
+		}
+		return out.fail(joinAndReexec(role))
+	}
+	// Processes the handler starts must not hold the result pipe: the
+	// parent reads it to end of file.
+	unix.CloseOnExec(resultFD)
+	env, err := readEnvelope()
+	if err != nil {
+		return out.fail(err)
+	}
+	if err := checkCredentials(env); err != nil {
+		return out.fail(err)
+	}
+	h, ok := roles[role]
+	if !ok {
+		return out.fail(fmt.Errorf("role %q: %w", role, ErrUnknownRole))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	c := &Child{Role: role, Request: env.Request, binarySHA256: env.BinarySHA256, out: out}
+	result, err := callHandler(ctx, h, c)
+	if err != nil {
+		return out.fail(err)
+	}
+	data, err := json.Marshal(result)
+	if err != nil {
+		return out.fail(fmt.Errorf("encode the %s result: %w", role, err))
+	}
+	if err := out.send(message{Type: msgResult, Result: data}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// callHandler runs h, turning a panic into an internal error so that the
+// parent learns what happened instead of only that the child died.
+func callHandler(ctx context.Context, h Handler, c *Child) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			buf := make([]byte, 16<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			os.Stderr.Write(buf)
+			err = fmt.Errorf("%s handler panicked: %v", c.Role, p)
+		}
+	}()
+	return h(ctx, c)
+}
+
+// isPipe reports whether fd is an open pipe.
+func isPipe(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
+}
+
+// refuseRoot returns ErrRoot when any of the real or effective user or
+// group ids is 0.
+func refuseRoot() error {
+	if os.Getuid() == 0 || os.Geteuid() == 0 || os.Getgid() == 0 || os.Getegid() == 0 {
+		return fmt.Errorf("uid %d euid %d gid %d egid %d: %w", os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid(), ErrRoot)
+	}
+	return nil
+}
+
+// joinAndReexec joins a new anonymous session keyring on this thread and
+// re-executes the running (sealed) binary from it; it returns only on
+// failure. The keyring inherited from root would otherwise stay possessed,
+// and so readable, by the service account.
+func joinAndReexec(role string) error {
+	runtime.LockOSThread()
+	if err := joinSessionKeyring(); err != nil {
+		return err
+	}
+	// The parent death signal belongs to a thread, and after an exec from
+	// a thread other than the main one only that thread is left: set it
+	// here too. Until the exec completes, the main thread's signal (set by
+	// the parent's fork) still kills the child if the parent dies.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("set the parent death signal: %w", err)
+	}
+	argv := []string{memfdName, ChildCommand, role, reexecMark}
+	err := syscall.Exec(selfExe, argv, os.Environ())
+	return fmt.Errorf("re-execute the installer after joining a session keyring: %w", err)
+}
+
+// reexecOffMainThread is a test hook: the tests set it in their child to
+// make the re-exec happen on a thread other than the main one, where a lost
+// parent death signal would show.
+var reexecOffMainThread bool
+
+// reexecFromOtherThread holds the current thread, usually the main one,
+// while another thread runs joinAndReexec.
+func reexecFromOtherThread(role string) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	errc := make(chan error)
+	go func() { errc <- joinAndReexec(role) }()
+	return <-errc
+}
+
+// joinSessionKeyring makes the calling thread join a new anonymous session
+// keyring (keyctl KEYCTL_JOIN_SESSION_KEYRING with a NULL name; the x/sys
+// wrapper passes a pointer to "" instead, which names a shared keyring). A
+// kernel built without keys (ENOSYS) has no keyring to leave.
+func joinSessionKeyring() error {
+	_, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if errno != 0 && errno != unix.ENOSYS {
+		return fmt.Errorf("join a new session keyring: %w", errno)
+	}
+	return nil
+}
+
+// readEnvelope reads and closes the request pipe.
+func readEnvelope() (envelope, error) {
+	f := os.NewFile(requestFD, "request pipe")
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxRequest+1))
+	if err != nil {
+		return envelope{}, fmt.Errorf("read the request from the installer: %w", err)
+	}
+	if len(data) > maxRequest {
+		return envelope{}, fmt.Errorf("request from the installer exceeds %d bytes", maxRequest)
+	}
+	var env envelope
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil {
+		return envelope{}, fmt.Errorf("decode the request from the installer: %w", err)
+	}
+	return env, nil
+}
+
+// checkCredentials verifies that the child runs as exactly the account the
+// parent asked for.
+func checkCredentials(env envelope) error {
+	if env.UID == 0 || env.GID == 0 {
+		return fmt.Errorf("asked to run as uid %d gid %d: %w", env.UID, env.GID, ErrRoot)
+	}
+	uid, euid, gid, egid := os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid()
+	if uid != env.UID || euid != env.UID || gid != env.GID || egid != env.GID {
+		return fmt.Errorf("running as uid %d euid %d gid %d egid %d, expected uid and gid %d:%d", uid, euid, gid, egid, env.UID, env.GID)
+	}
+	groups, err := unix.Getgroups()
+	if err != nil {
+		return fmt.Errorf("read supplementary groups: %w", err)
+	}
+	if !sameSet(groups, env.Groups) {
+		return fmt.Errorf("running with supplementary groups %v, expected %v", groups, env.Groups)
+	}
+	return nil
+}
+
+// sameSet reports whether a and b hold the same ids, ignoring order and
+// repetition.
+func sameSet(a, b []int) bool {
+	a, b = slices.Compact(slices.Sorted(slices.Values(a))), slices.Compact(slices.Sorted(slices.Values(b)))
+	return slices.Equal(a, b)
+}

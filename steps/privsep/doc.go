@@ -1,0 +1,42 @@
+// Package privsep runs the installer's service-account work in a child
+// process as oac-node, and relays what that child prints to the terminal only
+// through a terminal-control sanitizer.
+//
+// Root prepares only the account, group, unit, env file and its own records;
+// everything in the node account's home runs in a child. At start the
+// installer captures its own executable (Capture) into a sealed memfd, so
+// root never executes a file the service account can write: every child is
+// executed from that sealed copy, and the service account writes its own
+// retained generation helper from the same bytes (Child.Executable). Run
+// starts a child for one role with the account's credentials, its own
+// session (and so its own process group), stdin /dev/null, SIGKILL as its
+// parent death signal, and a fixed environment plus the six normalized proxy
+// variables (ChildEnv). The child sets umask 077, refuses to run as root,
+// joins a new anonymous session keyring, re-executes itself so that every
+// thread has that keyring, checks its credentials against the parent's
+// request and calls the role's Handler (ServeChild).
+//
+//	parent (root)                             child (oac-node)
+//	Capture ─ sealed memfd ─ execve ────────▶ ServeChild: umask, keyring,
+//	Run ── fd 4: envelope (ids, request) ───▶   re-exec, check ids, Handler
+//	    ◀─ fd 3: phase/line …, result|error ──  Child.Phase/Progress
+//	    ◀─ stdout, stderr ── Sanitize ─▶ terminal
+//	    ── SIGTERM, then SIGKILL, to the group on SIGINT/SIGHUP/SIGTERM
+//
+// The child is started as [oac-node-install, __privsep-child, role]
+// (ChildCommand), a hidden invocation that only works with the parent's
+// pipes. The request travels on its own pipe, never in arguments or the
+// environment, because it can carry the enrollment token. Messages on the
+// result pipe are newline-delimited JSON objects: any number of
+// {"type":"phase","text":…} and {"type":"line","text":…}, then one
+// {"type":"result","result":…} or {"type":"error","class":…,"text":…}. An
+// error's class (transfer, refused, internal) comes from the handler's error
+// type, never from its text.
+//
+// SIGINT, SIGHUP and SIGTERM to the parent, or the end of Run's context,
+// stop the child and everything it started in its process group: SIGTERM to
+// the group, SIGKILL after a grace period, and Run returns ErrInterrupted.
+// A process the child started that left the group on purpose (a daemon with
+// its own session) is outside that reach, and the parent death signal
+// reaches only the child itself.
+package privsep

@@ -1,0 +1,248 @@
+package privsep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The test binary is its own service-account child: Run executes the
+// captured test binary, whose TestMain serves the roles below.
+func TestMain(m *testing.M) {
+	reexecOffMainThread = true
+	ServeChild(os.Args[1:], testRoles)
+	if home := os.Getenv(envIntermediate); home != "" {
+		os.Exit(intermediateParent(home))
+	}
+	os.Exit(m.Run())
+}
+
+// envIntermediate makes the test binary an intermediate parent: it runs the
+// "sleep" role as nobody with the given home, prints the child's pid, and
+// waits to be killed.
+const envIntermediate = "OAC_PRIVSEP_TEST_INTERMEDIATE_HOME"
+
+func intermediateParent(home string) int {
+	b, err := Capture()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_, err = Run(context.Background(), Options{
+		Binary: b, UID: nobody, GID: nogroup, Home: home, Role: "sleep",
+		Progress: func(e Event) { fmt.Println(e.Text) },
+	})
+	fmt.Fprintln(os.Stderr, err)
+	return 1
+}
+
+const (
+	nobody  = 65534
+	nogroup = 65534
+)
+
+// inspection is what the "inspect" role reports about the child it runs in.
+type inspection struct {
+	UID, EUID, GID, EGID int
+	Groups               []int
+	Umask                int
+	Stdin                string
+	StdinIsDevNull       bool
+	PID, SID, PGID       int
+	SessionKeyring       int
+	ThreadKeyrings       []int
+	Env                  []string
+	Exe                  string
+	Cwd                  string
+	Args                 []string
+}
+
+type echoRequest struct {
+	Stdout, Stderr []byte
+	Phases, Lines  []string
+}
+
+type failRequest struct {
+	Class, Message string
+}
+
+type sleepRequest struct {
+	IgnoreTERM bool
+}
+
+var testRoles = map[string]Handler{
+	"inspect": func(ctx context.Context, c *Child) (any, error) {
+		var in inspection
+		in.UID, in.EUID, in.GID, in.EGID = os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid()
+		in.Groups, _ = unix.Getgroups()
+		in.Umask = unix.Umask(0o077)
+		in.Stdin, _ = os.Readlink("/proc/self/fd/0")
+		var st0, stNull unix.Stat_t
+		if unix.Fstat(0, &st0) == nil && unix.Stat(os.DevNull, &stNull) == nil {
+			in.StdinIsDevNull = st0.Dev == stNull.Dev && st0.Ino == stNull.Ino && st0.Rdev == stNull.Rdev
+		}
+		in.PID, in.PGID = os.Getpid(), unix.Getpgrp()
+		in.SID, _ = unix.Getsid(0)
+		in.SessionKeyring = sessionKeyring()
+		in.ThreadKeyrings = threadKeyrings(4)
+		in.Env = os.Environ()
+		in.Exe, _ = os.Readlink("/proc/self/exe")
+		in.Cwd, _ = os.Getwd()
+		in.Args = os.Args
+		return in, nil
+	},
+	"echo": func(ctx context.Context, c *Child) (any, error) {
+		var req echoRequest
+		if err := c.Decode(&req); err != nil {
+			return nil, err
+		}
+		for _, p := range req.Phases {
+			c.Phase(p)
+		}
+		for _, l := range req.Lines {
+			c.Progress(l)
+		}
+		os.Stdout.Write(req.Stdout)
+		os.Stderr.Write(req.Stderr)
+		return req, nil
+	},
+	"fail": func(ctx context.Context, c *Child) (any, error) {
+		var req failRequest
+		if err := c.Decode(&req); err != nil {
+			return nil, err
+		}
+		return nil, WithClass(req.Class, fmt.Errorf("wrapped: %w", errors.New(req.Message)))
+	},
+	"panic": func(ctx context.Context, c *Child) (any, error) {
+		panic("boom")
+	},
+	"exit": func(ctx context.Context, c *Child) (any, error) {
+		os.Exit(3)
+		return nil, nil
+	},
+	"garbage": func(ctx context.Context, c *Child) (any, error) {
+		os.NewFile(resultFD, "result").WriteString("not json\n")
+		return "x", nil
+	},
+	"executable": func(ctx context.Context, c *Child) (any, error) {
+		b, err := c.Executable()
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		return b.SHA256(), nil
+	},
+	// sleep reports its pid and that of a grandchild it starts in its
+	// process group, then waits for the end of ctx (or forever when it
+	// ignores SIGTERM).
+	"sleep": func(ctx context.Context, c *Child) (any, error) {
+		var req sleepRequest
+		c.Decode(&req)
+		if req.IgnoreTERM {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		cmd := exec.Command("/bin/sleep", "300")
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		c.Progress(strconv.Itoa(os.Getpid()))
+		c.Progress(strconv.Itoa(cmd.Process.Pid))
+		if req.IgnoreTERM {
+			select {}
+		}
+		<-ctx.Done()
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, ctx.Err()
+	},
+}
+
+// sessionKeyring returns the calling thread's session keyring id, or -1.
+func sessionKeyring() int {
+	id, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
+	if err != nil {
+		return -1
+	}
+	return id
+}
+
+// threadKeyrings returns the session keyring seen from n distinct OS
+// threads.
+func threadKeyrings(n int) []int {
+	ids := make([]int, n)
+	var locked, release sync.WaitGroup
+	locked.Add(n)
+	release.Add(1)
+	var done sync.WaitGroup
+	for i := range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			ids[i] = sessionKeyring()
+			locked.Done()
+			release.Wait() // every goroutine holds its own thread at once
+		}()
+	}
+	locked.Wait()
+	release.Done()
+	done.Wait()
+	return ids
+}
+
+// needRoot skips a test that starts children as another user.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a child as uid 65534 (nobody)")
+	}
+}
+
+// nobodyHome returns a home directory for uid 65534 in the test's temp
+// tree, reachable by it.
+func nobodyHome(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	// t.TempDir's parent is private to root; nobody must traverse it.
+	for _, dir := range []string{home + "/..", home} {
+		if err := os.Chmod(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(home, nobody, nogroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// testBinary is captured once for all tests.
+var testBinary = sync.OnceValues(Capture)
+
+func captured(t *testing.T) *Binary {
+	t.Helper()
+	b, err := testBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// baseOptions are Options for running role as nobody.
+func baseOptions(t *testing.T, role string) Options {
+	return Options{Binary: captured(t), UID: nobody, GID: nogroup, Home: nobodyHome(t), Role: role, Grace: time.Second}
+}

@@ -1,0 +1,58 @@
+package privsep
+
+import "encoding/json"
+
+// The parent and the child talk over two pipes besides stdout and stderr:
+//
+//	fd 3  child → parent  newline-delimited JSON messages (message)
+//	fd 4  parent → child  one JSON envelope, then end of file (envelope)
+//
+// The child sends any number of "phase" and "line" messages, then exactly
+// one "result" or "error" message, and exits.
+const (
+	resultFD  = 3
+	requestFD = 4
+)
+
+// ChildCommand is the hidden first argument that makes the binary serve as a
+// service-account child: argv is [oac-node-install, ChildCommand, role].
+// It is not a command for operators; the child refuses to run without the
+// parent's pipes.
+const ChildCommand = "__privsep-child"
+
+// reexecMark is the argument the child adds when it re-executes itself after
+// joining its new session keyring (see joinSessionKeyring).
+const reexecMark = "session-joined"
+
+// Limits on what crosses the pipes.
+const (
+	maxRequest = 16 << 20 // the envelope, parent → child
+	maxMessage = 8 << 20  // one message line, child → parent
+	maxText    = 64 << 10 // text of one progress line or error message
+)
+
+// Message types.
+const (
+	msgPhase  = "phase"
+	msgLine   = "line"
+	msgResult = "result"
+	msgError  = "error"
+)
+
+// envelope is what the parent sends the child: who it must be, which bytes
+// it must be running, and the handler's request.
+type envelope struct {
+	UID          int             `json:"uid"`
+	GID          int             `json:"gid"`
+	Groups       []int           `json:"groups"`
+	BinarySHA256 string          `json:"binary_sha256"`
+	Request      json.RawMessage `json:"request"`
+}
+
+// message is one line the child sends.
+type message struct {
+	Type   string          `json:"type"`
+	Text   string          `json:"text,omitempty"`
+	Class  string          `json:"class,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}

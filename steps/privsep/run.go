@@ -1,0 +1,397 @@
+package privsep
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultGrace is how long an interrupted child's process group has to stop
+// after SIGTERM before it is killed.
+const DefaultGrace = 5 * time.Second
+
+// drainDelay bounds how long Run waits, after the child's process group is
+// gone, for the pipes to reach end of file. Only a process that left the
+// group (a daemon of its own) can hold them open longer.
+const drainDelay = 2 * time.Second
+
+// Options describe one child run.
+type Options struct {
+	// Binary is the installer's captured executable; the child runs it.
+	Binary *Binary
+	// UID, GID and Groups are the service account's user, primary group
+	// and supplementary groups. UID and GID must not be 0.
+	UID, GID int
+	Groups   []int
+	// Home is the account's home: the child's HOME and working directory.
+	Home string
+	// Role names the Handler the child runs.
+	Role string
+	// Request is marshalled to JSON and handed to the handler through a
+	// pipe, never in arguments or the environment (it may hold a token).
+	Request any
+	// Proxy is the parent's proxy variables, taken at start
+	// (ProxyFromEnviron(os.Environ())); the child gets them normalized.
+	Proxy ProxyEnv
+	// Output receives the child's stdout and stderr, sanitized (Writer).
+	// Nil discards them.
+	Output io.Writer
+	// Progress, if set, receives the child's progress events in order,
+	// their text sanitized. It is called from a goroutine of Run and must
+	// not block for long.
+	Progress func(Event)
+	// Signals, if set, replaces Run's own handling of SIGINT, SIGHUP and
+	// SIGTERM: any value received interrupts the child. Nil makes Run
+	// listen for those three signals itself while the child runs.
+	Signals <-chan os.Signal
+	// Grace overrides DefaultGrace.
+	Grace time.Duration
+}
+
+// EventKind tells a phase from a progress line.
+type EventKind string
+
+// Event kinds.
+const (
+	// EventPhase starts a phase, printed as "==> <text>...".
+	EventPhase EventKind = "phase"
+	// EventLine is one progress line.
+	EventLine EventKind = "line"
+)
+
+// Event is one progress report of the child.
+type Event struct {
+	Kind EventKind
+	Text string
+}
+
+// Result is what a child's handler returned, as JSON.
+type Result struct {
+	Value json.RawMessage
+}
+
+// Decode unmarshals the result into v.
+func (r Result) Decode(v any) error {
+	if err := json.Unmarshal(r.Value, v); err != nil {
+		return fmt.Errorf("decode the result of the service-account process: %w", err)
+	}
+	return nil
+}
+
+// validate checks the options that Run cannot start without.
+func (o *Options) validate() error {
+	switch {
+	case o.Binary == nil:
+		return errors.New("run as the service account: no captured binary")
+	case o.Role == "":
+		return errors.New("run as the service account: no role")
+	case o.UID <= 0 || o.GID <= 0:
+		return fmt.Errorf("run %s as uid %d gid %d: %w", o.Role, o.UID, o.GID, ErrRoot)
+	case !filepath.IsAbs(o.Home):
+		return fmt.Errorf("run %s: home %q is not an absolute path", o.Role, o.Home)
+	}
+	for _, g := range o.Groups {
+		if g < 0 || g > 1<<32-1 {
+			return fmt.Errorf("run %s: supplementary group %d out of range", o.Role, g)
+		}
+	}
+	return nil
+}
+
+// Run starts the child for o.Role as the service account and waits for it.
+// The child is executed from the sealed copy o.Binary, with argv
+// [oac-node-install, ChildCommand, role], the environment ChildEnv, stdin
+// /dev/null, its own session and process group, and SIGKILL as its parent
+// death signal. Its stdout and stderr reach o.Output through the
+// terminal-control sanitizer; its structured messages reach o.Progress and
+// the returned Result.
+//
+// Run returns the handler's result; a *ChildError when the handler failed
+// (its Class tells transfer, refused and internal apart); an error wrapping
+// ErrNoResult or ErrProtocol when the child misbehaved; and an error
+// wrapping ErrInterrupted when ctx ended or SIGINT, SIGHUP or SIGTERM
+// arrived: the child's process group then got SIGTERM and, after the grace
+// period, SIGKILL. When Run returns, no process of the child's process group
+// is left running.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.validate(); err != nil {
+		return Result{}, err
+	}
+	request, err := json.Marshal(o.Request)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode the %s request: %w", o.Role, err)
+	}
+	groups := append([]int{}, o.Groups...)
+	env, err := json.Marshal(envelope{UID: o.UID, GID: o.GID, Groups: groups, BinarySHA256: o.Binary.SHA256(), Request: request})
+	if err != nil {
+		return Result{}, fmt.Errorf("encode the %s request: %w", o.Role, err)
+	}
+	if len(env) > maxRequest {
+		return Result{}, fmt.Errorf("the %s request exceeds %d bytes", o.Role, maxRequest)
+	}
+	grace := o.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	sigs := o.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+
+	p, err := openPipes()
+	if err != nil {
+		return Result{}, fmt.Errorf("start %s: %w", o.Role, err)
+	}
+	defer p.close()
+	execFD, err := p.execFD(o.Binary)
+	if err != nil {
+		return Result{}, fmt.Errorf("start %s: %w", o.Role, err)
+	}
+	defer unix.Close(execFD)
+
+	cred := &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.GID), Groups: make([]uint32, 0, len(groups))}
+	for _, g := range groups {
+		cred.Groups = append(cred.Groups, uint32(g))
+	}
+	cmd := &exec.Cmd{
+		// The sealed copy, named through this process's descriptor table:
+		// the forked child resolves /proc/self/fd/N before execve closes N.
+		Path:       fmt.Sprintf("/proc/self/fd/%d", execFD),
+		Args:       []string{memfdName, ChildCommand, o.Role},
+		Env:        ChildEnv(o.Home, o.Proxy),
+		Dir:        o.Home,
+		Stdin:      p.devNull,
+		Stdout:     p.outW,
+		Stderr:     p.errW,
+		ExtraFiles: []*os.File{p.resW, p.reqR}, // fd 3 and 4
+		SysProcAttr: &syscall.SysProcAttr{
+			Credential: cred,
+			Setsid:     true,
+			Pdeathsig:  syscall.SIGKILL,
+		},
+	}
+
+	// The parent death signal is tied to the OS thread that forks, not to
+	// the process: if that thread ever exited, the child would be killed.
+	// The goroutine that starts the child keeps its thread locked until the
+	// child has exited, so no other goroutine can make that thread exit.
+	started := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waitExited(cmd.Process.Pid)
+		close(exited)
+	}()
+	if err := <-started; err != nil {
+		return Result{}, fmt.Errorf("start %s as %s: %w", o.Role, AccountName, err)
+	}
+	pid := cmd.Process.Pid
+	p.closeChildEnds()
+
+	output := o.Output
+	if output == nil {
+		output = io.Discard
+	}
+	out := &lockedWriter{w: output}
+	var wg sync.WaitGroup
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		p.reqW.Write(env) // a child that died early shows in its result
+		p.reqW.Close()
+	}()
+	go func() { defer wg.Done(); relay(out, p.outR) }()
+	go func() { defer wg.Done(); relay(out, p.errR) }()
+	rd := &reader{role: o.Role, progress: o.Progress}
+	go func() { defer wg.Done(); rd.read(p.resR) }()
+
+	interrupted := false
+	select {
+	case <-exited:
+	default:
+		select {
+		case <-exited:
+		case <-ctx.Done():
+			interrupted = true
+		case <-sigs:
+			interrupted = true
+		}
+	}
+	if interrupted {
+		stopGroup(pid, exited, grace)
+	}
+	// Whatever is left of the group goes too. The child is exited but not
+	// yet reaped, so its pid, the group's id, cannot name another group.
+	unix.Kill(-pid, unix.SIGKILL)
+	cmd.Wait()
+	state := cmd.ProcessState
+
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainDelay):
+		// A process outside the group still holds a pipe: stop reading.
+		p.closeParentEnds()
+		<-done
+	}
+
+	if interrupted {
+		return Result{}, fmt.Errorf("%s as %s: %w", o.Role, AccountName, ErrInterrupted)
+	}
+	return rd.outcome(state)
+}
+
+// waitExited blocks until the child pid has exited, leaving it unreaped
+// (WNOWAIT) so that its pid stays reserved while Run signals its group.
+func waitExited(pid int) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// stopGroup sends SIGTERM to the child's process group, waits up to grace
+// for the child to exit and the group to empty, then sends SIGKILL and
+// waits for the child to exit.
+func stopGroup(pid int, exited <-chan struct{}, grace time.Duration) {
+	unix.Kill(-pid, unix.SIGTERM)
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	select {
+	case <-exited:
+		// The group may still hold processes the child started.
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for unix.Kill(-pid, 0) == nil {
+			select {
+			case <-tick.C:
+			case <-deadline.C:
+				unix.Kill(-pid, unix.SIGKILL)
+				return
+			}
+		}
+	case <-deadline.C:
+		unix.Kill(-pid, unix.SIGKILL)
+		<-exited
+	}
+}
+
+// relay copies a child's output stream through the sanitizer.
+func relay(out io.Writer, r io.Reader) {
+	s := NewWriter(out)
+	io.Copy(s, r)
+	s.Flush()
+}
+
+// lockedWriter serializes the writes of the two output relays.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// reader decodes the child's messages.
+type reader struct {
+	role     string
+	progress func(Event)
+
+	final    *message
+	protoErr error
+}
+
+// read consumes the result pipe to its end.
+func (rd *reader) read(r io.Reader) {
+	defer io.Copy(io.Discard, r) // never leave the child blocked on a write
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxMessage)
+	for sc.Scan() {
+		if err := rd.handle(sc.Bytes()); err != nil {
+			rd.protoErr = err
+			return
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+		rd.protoErr = fmt.Errorf("read messages of %s: %w", rd.role, err)
+	}
+}
+
+// handle processes one message line.
+func (rd *reader) handle(line []byte) error {
+	var m message
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("%s: %w", rd.role, ErrProtocol)
+	}
+	if rd.final != nil {
+		return fmt.Errorf("%s: message after the final one: %w", rd.role, ErrProtocol)
+	}
+	switch m.Type {
+	case msgPhase, msgLine:
+		if rd.progress != nil {
+			rd.progress(Event{Kind: EventKind(m.Type), Text: SanitizeString(clip(m.Text))})
+		}
+	case msgResult:
+		if len(m.Result) == 0 {
+			return fmt.Errorf("%s: result without a value: %w", rd.role, ErrProtocol)
+		}
+		rd.final = &m
+	case msgError:
+		rd.final = &m
+	default:
+		return fmt.Errorf("%s: message type %q: %w", rd.role, SanitizeString(clip(m.Type)), ErrProtocol)
+	}
+	return nil
+}
+
+// outcome turns what the child sent, and how it ended, into Run's result.
+func (rd *reader) outcome(state *os.ProcessState) (Result, error) {
+	if rd.protoErr != nil {
+		return Result{}, rd.protoErr
+	}
+	how := "ended"
+	if state != nil {
+		how = state.String()
+	}
+	switch {
+	case rd.final == nil:
+		return Result{}, fmt.Errorf("%s as %s (%s): %w", rd.role, AccountName, how, ErrNoResult)
+	case rd.final.Type == msgError:
+		return Result{}, &ChildError{Role: rd.role, Message: SanitizeString(clip(rd.final.Text)), class: knownClass(rd.final.Class)}
+	case state == nil || !state.Success():
+		return Result{}, fmt.Errorf("%s as %s (%s after its result): %w", rd.role, AccountName, how, ErrNoResult)
+	}
+	return Result{Value: rd.final.Result}, nil
+}

@@ -1,0 +1,153 @@
+package privsep
+
+import (
+	"io"
+	"sync"
+	"unicode/utf8"
+)
+
+// replacement is what every terminal control becomes.
+const replacement = '?'
+
+// Sanitize appends src to dst with every terminal control replaced by '?',
+// and returns the extended slice. Replaced are the C0 controls except tab
+// and newline (so also carriage return and ESC), DEL, the C1 controls
+// U+0080–U+009F written as UTF-8, and raw bytes 0x80–0x9F that are not part
+// of a valid UTF-8 sequence (a terminal in an 8-bit mode reads those as C1
+// controls: 0x9B is CSI). Everything else, including other bytes of invalid
+// UTF-8, is copied unchanged. The output is never longer than src.
+//
+// Sanitize treats src as complete: an incomplete UTF-8 sequence at its end
+// is judged byte by byte. Use Writer for a stream that arrives in pieces.
+func Sanitize(dst, src []byte) []byte {
+	dst, _ = sanitize(dst, src, true)
+	return dst
+}
+
+// SanitizeString is Sanitize for a string.
+func SanitizeString(s string) string {
+	return string(Sanitize(make([]byte, 0, len(s)), []byte(s)))
+}
+
+// sanitize appends the sanitized form of src to dst. Unless final, a
+// trailing prefix of a valid multi-byte sequence is left unconsumed, and its
+// length returned as rest, so that the next piece of the stream can complete
+// it.
+func sanitize(dst, src []byte, final bool) (out []byte, rest int) {
+	i := 0
+	for i < len(src) {
+		c := src[i]
+		if c < utf8.RuneSelf {
+			// The ASCII fast path: copy a run of printable bytes at once.
+			j := i
+			for j < len(src) && src[j] >= 0x20 && src[j] < 0x7f {
+				j++
+			}
+			dst = append(dst, src[i:j]...)
+			if j == len(src) {
+				break
+			}
+			i = j
+			c = src[i]
+			if c >= utf8.RuneSelf {
+				continue
+			}
+			if c == '\t' || c == '\n' {
+				dst = append(dst, c)
+			} else {
+				dst = append(dst, replacement)
+			}
+			i++
+			continue
+		}
+		if !final && !utf8.FullRune(src[i:]) {
+			return dst, len(src) - i
+		}
+		r, size := utf8.DecodeRune(src[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			// A byte that is not part of valid UTF-8.
+			if c <= 0x9f {
+				dst = append(dst, replacement)
+			} else {
+				dst = append(dst, c)
+			}
+		case r >= 0x80 && r <= 0x9f:
+			dst = append(dst, replacement)
+		default:
+			dst = append(dst, src[i:i+size]...)
+		}
+		i += size
+	}
+	return dst, 0
+}
+
+// Writer sanitizes a byte stream on its way to an underlying writer, the
+// terminal. It is safe across Write boundaries: a UTF-8 sequence split
+// between two writes is held back (at most three bytes) until it is complete
+// or proven invalid, so neither a split character is corrupted nor a split
+// C1 control let through. Close (or Flush) judges what is still held back.
+// A Writer is safe for concurrent use; each Write reaches the underlying
+// writer as one Write call.
+type Writer struct {
+	mu      sync.Mutex
+	w       io.Writer
+	pending [utf8.UTFMax]byte
+	npend   int
+	buf     []byte
+}
+
+// NewWriter returns a Writer that sanitizes into w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write sanitizes p and writes the result to the underlying writer. It
+// reports len(p) when the underlying write succeeded, even when some bytes
+// are still held back as the start of a UTF-8 sequence.
+func (s *Writer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = s.buf[:0]
+	src := p
+	if s.npend > 0 {
+		// Complete the held-back sequence with at most the bytes it needs,
+		// so that only a short joined prefix is copied.
+		n := copy(s.pending[s.npend:], p)
+		joined := s.pending[:s.npend+n]
+		out, rest := sanitize(s.buf, joined, false)
+		if rest == len(joined) {
+			// Still incomplete (p was shorter than what the rune needs).
+			s.npend += n
+			return len(p), nil
+		}
+		// Bytes of p that the joined prefix consumed; the held-back bytes
+		// are always consumed first, so rest counts only bytes of p.
+		s.buf = out
+		src = p[n-rest:]
+		s.npend = 0
+	}
+	out, rest := sanitize(s.buf, src, false)
+	s.buf = out
+	s.npend = copy(s.pending[:], src[len(src)-rest:])
+	if len(s.buf) > 0 {
+		if _, err := s.w.Write(s.buf); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Flush writes out what is held back, judged as complete input.
+func (s *Writer) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.npend == 0 {
+		return nil
+	}
+	s.buf = Sanitize(s.buf[:0], s.pending[:s.npend])
+	s.npend = 0
+	_, err := s.w.Write(s.buf)
+	return err
+}
+
+// Close flushes; it does not close the underlying writer.
+func (s *Writer) Close() error { return s.Flush() }
