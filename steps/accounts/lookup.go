@@ -1,0 +1,138 @@
+package accounts
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ErrNotFound is returned when the account or group does not exist.
+var ErrNotFound = errors.New("not found")
+
+// User is one /etc/passwd entry.
+type User struct {
+	Name  string
+	UID   int
+	GID   int
+	Home  string
+	Shell string
+}
+
+// Group is one /etc/group entry.
+type Group struct {
+	Name    string
+	GID     int
+	Members []string
+}
+
+// Databases names the files lookups read; Default is the host's.
+type Databases struct{ Passwd, Group string }
+
+// Default reads /etc/passwd and /etc/group.
+var Default = Databases{Passwd: "/etc/passwd", Group: "/etc/group"}
+
+// Under returns the databases of a host rooted at root.
+func Under(root string) Databases {
+	return Databases{Passwd: filepath.Join(root, "etc/passwd"), Group: filepath.Join(root, "etc/group")}
+}
+
+// LookupUser finds the user name.
+func (d Databases) LookupUser(name string) (User, error) {
+	var found *User
+	err := scan(d.Passwd, 7, func(f []string) bool {
+		if f[0] != name {
+			return true
+		}
+		uid, err1 := strconv.Atoi(f[2])
+		gid, err2 := strconv.Atoi(f[3])
+		if err1 != nil || err2 != nil {
+			return true
+		}
+		found = &User{Name: f[0], UID: uid, GID: gid, Home: f[5], Shell: f[6]}
+		return false
+	})
+	if err != nil {
+		return User{}, err
+	}
+	if found == nil {
+		return User{}, fmt.Errorf("user %s: %w", name, ErrNotFound)
+	}
+	return *found, nil
+}
+
+// LookupGroup finds the group name.
+func (d Databases) LookupGroup(name string) (Group, error) {
+	var found *Group
+	err := scan(d.Group, 4, func(f []string) bool {
+		if f[0] != name {
+			return true
+		}
+		gid, err := strconv.Atoi(f[2])
+		if err != nil {
+			return true
+		}
+		g := Group{Name: f[0], GID: gid}
+		if f[3] != "" {
+			g.Members = strings.Split(f[3], ",")
+		}
+		found = &g
+		return false
+	})
+	if err != nil {
+		return Group{}, err
+	}
+	if found == nil {
+		return Group{}, fmt.Errorf("group %s: %w", name, ErrNotFound)
+	}
+	return *found, nil
+}
+
+// SupplementaryGroups returns the gids of the groups that list user as a
+// member.
+func (d Databases) SupplementaryGroups(user string) ([]int, error) {
+	var gids []int
+	err := scan(d.Group, 4, func(f []string) bool {
+		for _, m := range strings.Split(f[3], ",") {
+			if m == user {
+				if gid, err := strconv.Atoi(f[2]); err == nil {
+					gids = append(gids, gid)
+				}
+			}
+		}
+		return true
+	})
+	return gids, err
+}
+
+// scan calls fn with the colon-separated fields of each well-formed line
+// until fn returns false.
+func scan(path string, fields int, fn func([]string) bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 64*1024), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, ":")
+		if len(f) != fields {
+			continue
+		}
+		if !fn(f) {
+			return nil
+		}
+	}
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
