@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/openagentcore/oac-node-install/steps/privsep"
 )
 
 // Exit codes (CONTRACT §4.4).
@@ -22,6 +24,8 @@ const (
 )
 
 func main() {
+	// A service-account child of this same binary serves its role and exits.
+	privsep.ServeChild(os.Args[1:], childRoles)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -31,7 +35,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "status":
-			return exitCode(stderr, runStatus(ctx, args[1:], stdout))
+			return exitCode(stderr, runStatus(ctx, args[1:], stdout, stderr))
 		case "leases":
 			return exitCode(stderr, runLeases(ctx, args[1:], stdout))
 		case "version", "--version":

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,7 +46,7 @@ func parseStatusFlags(args []string) (statusFlags, error) {
 
 // runStatus prints the state of every workflow journal on the host: root's
 // (install, uninstall) and the node roots' (prepare, repair, collect).
-func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f, err := parseStatusFlags(args)
 	if err != nil {
 		return err
@@ -65,14 +64,30 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		reports = append(reports, rep)
 	}
+	// The node roots' journals (prepare, repair, collect) and leases belong
+	// to the service account: read them as that account.
+	nodes, err := readNodes(ctx, host, inspectRequest{InstallationID: f.installationID, Journals: true, Leases: true}, stderr)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		reports = append(reports, n.Journals...)
+	}
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Workflows []*workflow.Report `json:"workflows"`
-		}{reports})
+			Nodes     []nodeInspection   `json:"nodes"`
+		}{reports, nodes})
 	}
 	printReports(stdout, reports)
+	for _, n := range nodes {
+		if len(n.Generations) > 0 || n.Error != "" {
+			fmt.Fprintln(stdout)
+			printLeases(stdout, []nodeInspection{n})
+		}
+	}
 	return nil
 }
 
@@ -96,9 +111,6 @@ func findJournals(host layout.Host, id string) ([]string, error) {
 		ids = id
 	}
 	if err := glob(filepath.Join(host.JournalsRoot(), ids, "*.journal")); err != nil {
-		return nil, err
-	}
-	if err := glob(filepath.Join(host.NodesDir(), ids, "journals", "*.journal")); err != nil {
 		return nil, err
 	}
 	sort.Strings(out)
@@ -168,5 +180,3 @@ func short(s string) string {
 	}
 	return s
 }
-
-var errNotImplemented = errors.New("not implemented")

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// roleInspect is the service-account child that reads the node roots for
+// status and leases: root never opens files the service account can write.
+const roleInspect = "inspect"
+
+// childRoles are every role the parent side starts.
+var childRoles = map[string]privsep.Handler{
+	roleInspect: serveInspect,
+}
+
+// inspectRequest asks the child what to read.
+type inspectRequest struct {
+	Home           string `json:"home"`
+	InstallationID string `json:"installation_id"`
+	Leases         bool   `json:"leases"`
+	Journals       bool   `json:"journals"`
+}
+
+// nodeInspection is what one node root holds.
+type nodeInspection struct {
+	InstallationID string                   `json:"installation_id"`
+	NodeRoot       string                   `json:"node_root"`
+	Generations    []lease.GenerationReport `json:"generations,omitempty"`
+	Journals       []*workflow.Report       `json:"journals,omitempty"`
+	Error          string                   `json:"error,omitempty"`
+}
+
+func serveInspect(ctx context.Context, c *privsep.Child) (any, error) {
+	var req inspectRequest
+	if err := c.Decode(&req); err != nil {
+		return nil, err
+	}
+	return inspectNodes(req)
+}
+
+// inspectNodes reads every node root under req.Home (or the one named),
+// as whoever runs it.
+func inspectNodes(req inspectRequest) ([]nodeInspection, error) {
+	nodes := filepath.Join(req.Home, ".oac", "nodes")
+	var ids []string
+	if req.InstallationID != "" {
+		ids = []string{req.InstallationID}
+	} else {
+		entries, err := os.ReadDir(nodes)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", nodes, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && validateInstallationID(e.Name()) == nil {
+				ids = append(ids, e.Name())
+			}
+		}
+	}
+	sort.Strings(ids)
+	out := make([]nodeInspection, 0, len(ids))
+	for _, id := range ids {
+		n := layout.Node{Root: layout.NodeRootIn(req.Home, id)}
+		ni := nodeInspection{InstallationID: id, NodeRoot: n.Root}
+		if _, err := os.Lstat(n.Root); err != nil {
+			ni.Error = err.Error()
+			out = append(out, ni)
+			continue
+		}
+		if req.Leases {
+			gens, err := lease.InspectFor(n.Generations(), os.Getuid(), id)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				ni.Error = err.Error()
+			}
+			ni.Generations = gens
+		}
+		if req.Journals {
+			paths, _ := filepath.Glob(filepath.Join(n.Journals(), "*.journal"))
+			sort.Strings(paths)
+			for _, p := range paths {
+				rep, err := workflow.InspectJournal(p, workflow.Lookup)
+				if err != nil {
+					rep = &workflow.Report{Journal: p, Condition: workflow.NeedsInspection, Note: "cannot read: " + err.Error()}
+				}
+				ni.Journals = append(ni.Journals, rep)
+			}
+		}
+		out = append(out, ni)
+	}
+	return out, nil
+}
+
+// readNodes runs inspectNodes as the service account: directly when this
+// process is that account (or no account exists), through the privsep child
+// when it is root.
+func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr io.Writer) ([]nodeInspection, error) {
+	u, err := accounts.Under(host.Root).LookupUser(layout.Account)
+	switch {
+	case errors.Is(err, accounts.ErrNotFound):
+		return nil, nil // no service account: no node on this host
+	case err != nil:
+		return nil, err
+	}
+	// Node roots are found in the account's home as this host lays it out.
+	req.Home = host.Home()
+	if os.Geteuid() != 0 {
+		return inspectNodes(req)
+	}
+	if u.UID == 0 {
+		return nil, fmt.Errorf("the %s account has uid 0; refusing to read its files as root", layout.Account)
+	}
+	bin, err := privsep.Capture()
+	if err != nil {
+		return nil, err
+	}
+	defer bin.Close()
+	groups, err := accounts.Under(host.Root).SupplementaryGroups(layout.Account)
+	if err != nil {
+		return nil, err
+	}
+	res, err := privsep.Run(ctx, privsep.Options{
+		Binary: bin, UID: u.UID, GID: u.GID, Groups: groups, Home: req.Home,
+		Role: roleInspect, Request: req, Output: stderr,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []nodeInspection
+	return out, res.Decode(&out)
+}
