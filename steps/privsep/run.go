@@ -342,7 +342,10 @@ func (rd *reader) read(r io.Reader) {
 			return
 		}
 	}
-	if err := sc.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		rd.protoErr = fmt.Errorf("%s: message longer than %d bytes: %w", rd.role, maxMessage, ErrProtocol)
+	case err != nil && !errors.Is(err, os.ErrClosed):
 		rd.protoErr = fmt.Errorf("read messages of %s: %w", rd.role, err)
 	}
 }
