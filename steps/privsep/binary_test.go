@@ -53,7 +53,10 @@ func TestCapturedCopyCannotChange(t *testing.T) {
 		}},
 		{"truncate", func() error { return unix.Ftruncate(b.fd(), 1) }},
 		{"grow", func() error { return unix.Ftruncate(b.fd(), b.Size()+1) }},
-		{"remove seals", func() error { _, err := unix.FcntlInt(uintptr(b.fd()), unix.F_ADD_SEALS, unix.F_SEAL_FUTURE_WRITE); return err }},
+		{"remove seals", func() error {
+			_, err := unix.FcntlInt(uintptr(b.fd()), unix.F_ADD_SEALS, unix.F_SEAL_FUTURE_WRITE)
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.try(); !errors.Is(err, unix.EPERM) {
