@@ -1,0 +1,112 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/release"
+)
+
+// ActiveName is the active release pointer in the payload directory.
+const ActiveName = "active.json"
+
+// activePointer is active.json: {"source_commit": "<rev>"}.
+type activePointer struct {
+	SourceCommit string `json:"source_commit"`
+}
+
+// ReadActive returns the source commit active.json names, or "" when there
+// is no active.json (the payload is then served flat).
+func ReadActive(payloadDir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(payloadDir, ActiveName))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read active release: %w", err)
+	}
+	var p activePointer
+	if err := json.Unmarshal(data, &p); err != nil || !release.IsCommit(p.SourceCommit) {
+		return "", fmt.Errorf("read active release: %s does not name a source commit", filepath.Join(payloadDir, ActiveName))
+	}
+	return p.SourceCommit, nil
+}
+
+// Activate makes the published release sourceCommit the active one by
+// writing active.json atomically (then fsyncing the directory). An
+// active.json already naming sourceCommit is left as it is; one naming
+// another release is refused with ErrActiveRelease, as the console's
+// installer refuses it: use Switch to move it on purpose. The release's
+// manifest.json and SHA256SUMS must be published and verify
+// (ErrNotPublished otherwise).
+func Activate(payloadDir, sourceCommit string) error {
+	return activate(payloadDir, sourceCommit, false)
+}
+
+// Switch is Activate that replaces an active.json naming another release.
+func Switch(payloadDir, sourceCommit string) error {
+	return activate(payloadDir, sourceCommit, true)
+}
+
+func activate(payloadDir, sourceCommit string, replace bool) error {
+	if !release.IsCommit(sourceCommit) {
+		return fmt.Errorf("activate release %q: %w: not a source commit", sourceCommit, ErrNotPublished)
+	}
+	if err := checkPublishedRelease(payloadDir, sourceCommit); err != nil {
+		return fmt.Errorf("activate release %s: %w", sourceCommit, err)
+	}
+	lock, err := journal.Lock(filepath.Join(payloadDir, lockName), filePerm)
+	if err != nil {
+		return fmt.Errorf("activate release %s: %w", sourceCommit, err)
+	}
+	defer lock.Unlock()
+	if err := checkPublishedRelease(payloadDir, sourceCommit); err != nil {
+		return fmt.Errorf("activate release %s: %w", sourceCommit, err)
+	}
+	current, err := ReadActive(payloadDir)
+	if err != nil && !replace {
+		return fmt.Errorf("activate release %s: %w", sourceCommit, err)
+	}
+	if current == sourceCommit {
+		return nil
+	}
+	if current != "" && !replace {
+		return fmt.Errorf("activate release %s: %w: %s names %s", sourceCommit, ErrActiveRelease, ActiveName, current)
+	}
+	data, _ := json.Marshal(activePointer{SourceCommit: sourceCommit})
+	if err := journal.AtomicWrite(filepath.Join(payloadDir, ActiveName), append(data, '\n'), filePerm); err != nil {
+		return fmt.Errorf("activate release %s: %w", sourceCommit, err)
+	}
+	return nil
+}
+
+// checkPublishedRelease verifies the published metadata of a release.
+func checkPublishedRelease(payloadDir, sourceCommit string) error {
+	root, err := journal.OpenRoot(payloadDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	exp := journal.Expect{UID: journal.AnyUID, MaxSize: release.MaxMetadataSize}
+	dir := releasesDir + "/" + sourceCommit + "/"
+	mb, err := root.ReadFile(dir+release.ManifestName, exp)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotPublished, err)
+	}
+	sb, err := root.ReadFile(dir+release.SumsName, exp)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotPublished, err)
+	}
+	r, err := release.VerifyRelease(mb, sb, release.ProviderDocker)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotPublished, err)
+	}
+	if r.Manifest.SourceCommit != sourceCommit {
+		return fmt.Errorf("%w: its manifest names source commit %s", ErrNotPublished, r.Manifest.SourceCommit)
+	}
+	return nil
+}
