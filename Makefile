@@ -5,8 +5,9 @@ MODULE   := github.com/openagentcore/oac-node-install
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X $(MODULE)/workflow.Version=$(VERSION)
 BIN      := bin
-# Fuzz each decoder briefly in the normal test run (seconds per target).
-FUZZTIME ?= 5s
+# Fuzz each decoder briefly in the normal test run: a fixed number of inputs
+# per target (a count, not a duration, so a loaded machine cannot time out).
+FUZZTIME ?= 3000x
 
 .PHONY: all build test fuzz check bench diagrams clean demo
 
