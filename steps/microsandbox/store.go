@@ -1,0 +1,160 @@
+package microsandbox
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/openagentcore/oac-node-install/journal"
+)
+
+// MaxStorePath is the longest store path, in bytes: microsandbox places
+// Unix sockets under it.
+const MaxStorePath = 48
+
+// MarkerName is the store's ownership marker.
+const MarkerName = "oac-installation.json"
+
+// StorePath is the installation's store: <home>/.oac/m/<first 12 hex of
+// sha256(installation_id)>. A path over 48 bytes is ErrHomeTooLong.
+func StorePath(home, installationID string) (string, error) {
+	return storeIn(home, installationID)
+}
+
+// GenerationStorePath is the store of a later generation whose runtime or
+// firmware hashes differ from the installation's:
+// <home>/.oac/m/<first 12 hex of
+// sha256("<installation_id>:<runtime_sha256>:<firmware_sha256>")>.
+func GenerationStorePath(home, installationID, runtimeSHA256, firmwareSHA256 string) (string, error) {
+	return storeIn(home, installationID+":"+runtimeSHA256+":"+firmwareSHA256)
+}
+
+// SelectStore picks the store of a generation: the installation's store
+// when its runtime and firmware hashes equal the base configuration's, the
+// generation form otherwise.
+func SelectStore(home, installationID, baseRuntime, baseFirmware, runtimeSHA256, firmwareSHA256 string) (string, error) {
+	if runtimeSHA256 == baseRuntime && firmwareSHA256 == baseFirmware {
+		return StorePath(home, installationID)
+	}
+	return GenerationStorePath(home, installationID, runtimeSHA256, firmwareSHA256)
+}
+
+func storeIn(home, key string) (string, error) {
+	if !filepath.IsAbs(home) {
+		return "", fmt.Errorf("microsandbox store: home %q is not absolute", home)
+	}
+	sum := sha256.Sum256([]byte(key))
+	p := filepath.Join(home, ".oac", "m", hex.EncodeToString(sum[:])[:12])
+	if len(p) > MaxStorePath {
+		return "", fmt.Errorf("%w: the microsandbox store %s is %d bytes, at most %d", ErrHomeTooLong, p, len(p), MaxStorePath)
+	}
+	return p, nil
+}
+
+type marker struct {
+	InstallationID string `json:"installation_id"`
+}
+
+func markerBytes(installationID string) []byte {
+	data, _ := json.MarshalIndent(marker{installationID}, "", "  ")
+	return append(data, '\n')
+}
+
+// ClaimStore makes store (a path from StorePath or GenerationStorePath) the
+// installation's: it creates <home>/.oac/m and the store with mode 0700
+// when missing (refusing symbolic links and other owners than uid), and
+// publishes the ownership marker in an empty store. A store whose marker
+// names this installation is accepted as it is; a non-empty store without
+// a marker, or with another installation's, is ErrStoreNotOwned.
+func ClaimStore(store, installationID string, uid int) error {
+	parent := filepath.Dir(store) // <home>/.oac/m
+	oac := filepath.Dir(parent)   // <home>/.oac
+	home, err := journal.OpenRoot(filepath.Dir(oac))
+	if err != nil {
+		return fmt.Errorf("claim microsandbox store %s: %w", store, err)
+	}
+	defer home.Close()
+	dirExp := journal.Expect{UID: uid}
+	rels := []string{".oac", ".oac/m", ".oac/m/" + filepath.Base(store)}
+	for _, rel := range rels {
+		if err := home.Mkdir(rel, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("claim microsandbox store %s: %w", store, err)
+		}
+		d, err := home.OpenDir(rel, dirExp)
+		if err != nil {
+			return fmt.Errorf("claim microsandbox store %s: %w", store, err)
+		}
+		d.Close()
+	}
+	root, err := home.OpenDir(rels[2], journal.Expect{UID: uid, Mode: 0o700})
+	if err != nil {
+		return fmt.Errorf("claim microsandbox store %s: %w", store, err)
+	}
+	defer root.Close()
+	switch err := checkMarker(root, installationID, uid); {
+	case err == nil:
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	names, err := root.ReadDir()
+	if err != nil {
+		return fmt.Errorf("claim microsandbox store %s: %w", store, err)
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("%w: %s holds %d entries but no %s", ErrStoreNotOwned, store, len(names), MarkerName)
+	}
+	if err := root.PublishOnce(MarkerName, markerBytes(installationID), 0o600); err != nil {
+		return fmt.Errorf("claim microsandbox store %s: %w", store, err)
+	}
+	return nil
+}
+
+// CheckStoreOwner requires the store's marker to name installationID (a
+// private 0600 file of uid, exact key set). Collection and uninstall call
+// it before touching the store; any failure keeps the bytes. A missing
+// marker is ErrStoreNotOwned too.
+func CheckStoreOwner(store, installationID string, uid int) error {
+	root, err := journal.OpenRoot(store)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStoreNotOwned, err)
+	}
+	defer root.Close()
+	if err := checkMarker(root, installationID, uid); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %s has no %s", ErrStoreNotOwned, store, MarkerName)
+		}
+		return err
+	}
+	return nil
+}
+
+// checkMarker reads the marker; a missing marker matches os.ErrNotExist.
+func checkMarker(root *journal.Root, installationID string, uid int) error {
+	data, err := root.ReadFile(MarkerName, journal.Expect{UID: uid, Mode: 0o600, MaxSize: 4096})
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrStoreNotOwned, err)
+	}
+	var m marker
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil || m.InstallationID == "" {
+		return fmt.Errorf("%w: %s is not an ownership marker", ErrStoreNotOwned, filepath.Join(root.Path(), MarkerName))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: %s is not an ownership marker", ErrStoreNotOwned, filepath.Join(root.Path(), MarkerName))
+	}
+	if m.InstallationID != installationID {
+		return fmt.Errorf("%w: %s names installation %s", ErrStoreNotOwned, root.Path(), m.InstallationID)
+	}
+	return nil
+}
