@@ -41,7 +41,6 @@ func newScanner() *scanner {
 		blobs: map[string]int64{},
 		meta:  map[string][]byte{},
 		files: map[string][]byte{},
-		buf:   make([]byte, copyBufSize),
 	}
 }
 
@@ -109,12 +108,14 @@ func (s *scanner) scan(r io.Reader) error {
 	}
 }
 
+// readAll reads the n bytes of an entry; memory grows with what is read,
+// not with what the header claims.
 func (s *scanner) readAll(r io.Reader, n int64) ([]byte, error) {
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, err
+	b, err := io.ReadAll(io.LimitReader(r, n))
+	if err == nil && int64(len(b)) != n {
+		err = io.ErrUnexpectedEOF
 	}
-	return b, nil
+	return b, err
 }
 
 // blob hashes one blob of size n and checks that it hashes to its name.
@@ -134,6 +135,9 @@ func (s *scanner) blob(r io.Reader, name string, n int64) error {
 			s.meta[name] = b
 		}
 	} else {
+		if s.buf == nil {
+			s.buf = make([]byte, copyBufSize)
+		}
 		h := sha256.New()
 		got, err := io.CopyBuffer(h, r, s.buf)
 		if err == nil && got != n {

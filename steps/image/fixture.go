@@ -155,6 +155,15 @@ type fixtureImage struct {
 	layers []blob
 	config map[string]any
 	tag    string
+
+	// Hooks for tests that need an archive altered yet self-consistent.
+	editManifest func(*manifest)
+	editIndex    func(*index)
+	editLegacy   func(*[]legacyEntry)
+	// nested wraps the manifest in an image index listing it (as
+	// linux/amd64) plus these descriptors, as the containerd store saves.
+	nested      bool
+	nestedExtra []descriptor
 }
 
 type historyEntry struct {
@@ -195,7 +204,8 @@ func newFixtureImage(opts FixtureOptions) (*fixtureImage, error) {
 
 // parts builds the config, manifest and index records over the layers.
 // rootfs.diff_ids is set from the layers unless the config already has one.
-func (f *fixtureImage) parts() (config, mfst blob, ix []byte, legacy []byte, err error) {
+// root is the blob index.json lists: the manifest, or a nested index.
+func (f *fixtureImage) parts() (config, mfst, root blob, ix []byte, legacy []byte, err error) {
 	if _, ok := f.config["rootfs"]; !ok {
 		var diffIDs []string
 		for _, l := range f.layers {
@@ -211,11 +221,23 @@ func (f *fixtureImage) parts() (config, mfst blob, ix []byte, legacy []byte, err
 	for _, l := range f.layers {
 		m.Layers = append(m.Layers, l.descriptor())
 	}
+	if f.editManifest != nil {
+		f.editManifest(&m)
+	}
 	mfst, _, err = jsonBlob(mediaTypeOCIManifest, m)
 	if err != nil {
 		return
 	}
-	d := mfst.descriptor()
+	root = mfst
+	if f.nested {
+		md := mfst.descriptor()
+		md.Platform = &platform{Architecture: "amd64", OS: "linux"}
+		root, _, err = jsonBlob(mediaTypeOCIIndex, index{SchemaVersion: 2, MediaType: mediaTypeOCIIndex, Manifests: append([]descriptor{md}, f.nestedExtra...)})
+		if err != nil {
+			return
+		}
+	}
+	d := root.descriptor()
 	var tags []string
 	if f.tag != "" {
 		tags = []string{f.tag}
@@ -224,7 +246,11 @@ func (f *fixtureImage) parts() (config, mfst blob, ix []byte, legacy []byte, err
 			d.Annotations["org.opencontainers.image.ref.name"] = f.tag[i+1:]
 		}
 	}
-	ix, err = json.Marshal(index{SchemaVersion: 2, MediaType: mediaTypeOCIIndex, Manifests: []descriptor{d}})
+	top := index{SchemaVersion: 2, MediaType: mediaTypeOCIIndex, Manifests: []descriptor{d}}
+	if f.editIndex != nil {
+		f.editIndex(&top)
+	}
+	ix, err = json.Marshal(top)
 	if err != nil {
 		return
 	}
@@ -232,13 +258,17 @@ func (f *fixtureImage) parts() (config, mfst blob, ix []byte, legacy []byte, err
 	for _, l := range f.layers {
 		le.Layers = append(le.Layers, blobPath(l.digest))
 	}
-	legacy, err = json.Marshal([]legacyEntry{le})
+	les := []legacyEntry{le}
+	if f.editLegacy != nil {
+		f.editLegacy(&les)
+	}
+	legacy, err = json.Marshal(les)
 	return
 }
 
 // entries returns the archive's files in the order docker save writes them.
 func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
-	config, mfst, ix, legacy, err := f.parts()
+	config, mfst, root, ix, legacy, err := f.parts()
 	if err != nil {
 		return nil, Identity{}, err
 	}
@@ -249,12 +279,16 @@ func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
 	for _, l := range f.layers {
 		es = append(es, l.entry())
 	}
-	es = append(es, config.entry(), mfst.entry(),
+	es = append(es, config.entry(), mfst.entry())
+	if root.digest != mfst.digest {
+		es = append(es, root.entry())
+	}
+	es = append(es,
 		bytesEntry(ociIndexFile, ix),
 		bytesEntry(legacyManifest, legacy),
 		bytesEntry(ociLayoutFile, []byte(`{"imageLayoutVersion":"1.0.0"}`)),
 	)
-	return es, Identity{ConfigDigest: config.digest, ManifestDigest: mfst.digest}, nil
+	return es, Identity{ConfigDigest: config.digest, ManifestDigest: root.digest}, nil
 }
 
 // BuildFixtureArchive writes to w a Runtime image archive built from bytes,

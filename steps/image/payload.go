@@ -9,7 +9,7 @@ import (
 
 // payload generates deterministic pseudo-random bytes that compress like
 // real image content (roughly 2–3× with gzip) rather than not at all (random
-// bytes) or trivially (zeros). It stitches slices of a 1 MiB text-like
+// bytes) or trivially (zeros). It stitches slices of a 256 KiB text-like
 // dictionary with runs of incompressible noise, so a stream of any length is
 // produced at memory-copy speed.
 type payload struct {
@@ -21,7 +21,7 @@ type payload struct {
 }
 
 const (
-	payloadDictSize  = 1 << 20
+	payloadDictSize  = 256 << 10
 	payloadNoiseSize = 1 << 18
 )
 
@@ -42,19 +42,23 @@ func newPayload(seed string, n int64) *payload {
 		}
 		words[i] = w
 	}
+	// One random draw picks four words and their separators.
 	p.dict = make([]byte, 0, payloadDictSize+64)
 	for len(p.dict) < payloadDictSize {
-		p.dict = append(p.dict, words[rng.IntN(len(words))]...)
-		switch rng.IntN(10) {
-		case 0:
-			p.dict = append(p.dict, '\n')
-		case 1:
-			p.dict = append(p.dict, '.', ' ')
-		default:
-			p.dict = append(p.dict, ' ')
+		r := rng.Uint64()
+		for range 4 {
+			p.dict = append(p.dict, words[r&511]...)
+			switch (r >> 9) & 15 {
+			case 0:
+				p.dict = append(p.dict, '\n')
+			case 1:
+				p.dict = append(p.dict, '.', ' ')
+			default:
+				p.dict = append(p.dict, ' ')
+			}
+			r >>= 13
 		}
 	}
-	p.dict = p.dict[:payloadDictSize]
 	p.noise = make([]byte, payloadNoiseSize)
 	for i := 0; i < len(p.noise); i += 8 {
 		binary.LittleEndian.PutUint64(p.noise[i:], rng.Uint64())

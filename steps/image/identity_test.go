@@ -1,0 +1,352 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildArchive writes the fixture image's archive after edit changed its
+// parts and then its entries.
+func buildArchive(t *testing.T, opts FixtureOptions, edit func(*fixtureImage), editEntries func([]archiveEntry) []archiveEntry) ([]byte, Identity) {
+	t.Helper()
+	img, err := newFixtureImage(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(img)
+	}
+	es, id, err := img.entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if editEntries != nil {
+		es = editEntries(es)
+	}
+	var b bytes.Buffer
+	if err := writeArchive(&b, es); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes(), id
+}
+
+// readEntries returns the regular files of a tar archive by name.
+func readEntries(t *testing.T, archive []byte) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[hdr.Name] = b
+		}
+	}
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// TestFixtureIdentity recomputes both identities from the archive bytes
+// independently of the scanner and compares them with Identify's.
+func TestFixtureIdentity(t *testing.T) {
+	archive, built := buildArchive(t, FixtureOptions{Label: "identity", RepoTag: "oac-runtime:fixture"}, nil, nil)
+	files := readEntries(t, archive)
+	var ix struct {
+		Manifests []struct{ Digest string } `json:"manifests"`
+	}
+	if err := json.Unmarshal(files["index.json"], &ix); err != nil || len(ix.Manifests) != 1 {
+		t.Fatalf("index.json: %v %s", err, files["index.json"])
+	}
+	mdig := ix.Manifests[0].Digest
+	mbytes := files["blobs/sha256/"+strings.TrimPrefix(mdig, "sha256:")]
+	if sha(mbytes) != mdig {
+		t.Fatalf("manifest blob does not hash to %s", mdig)
+	}
+	var m struct {
+		Config struct{ Digest string } `json:"config"`
+	}
+	if err := json.Unmarshal(mbytes, &m); err != nil {
+		t.Fatal(err)
+	}
+	cbytes := files["blobs/sha256/"+strings.TrimPrefix(m.Config.Digest, "sha256:")]
+	if sha(cbytes) != m.Config.Digest {
+		t.Fatalf("config blob does not hash to %s", m.Config.Digest)
+	}
+	want := Identity{ConfigDigest: m.Config.Digest, ManifestDigest: mdig}
+	if built != want {
+		t.Fatalf("builder says %+v, archive says %+v", built, want)
+	}
+	got, err := IdentifyReader(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("Identify = %+v, want %+v", got, want)
+	}
+
+	// Equal options give equal bytes; another label another identity.
+	again, _ := buildArchive(t, FixtureOptions{Label: "identity", RepoTag: "oac-runtime:fixture"}, nil, nil)
+	if !bytes.Equal(again, archive) {
+		t.Fatal("the fixture archive is not deterministic")
+	}
+	_, other := buildArchive(t, FixtureOptions{Label: "other"}, nil, nil)
+	if other.ConfigDigest == want.ConfigDigest || other.ManifestDigest == want.ManifestDigest {
+		t.Fatal("different labels gave the same identity")
+	}
+}
+
+func TestIdentifyNestedIndex(t *testing.T) {
+	archive, built := buildArchive(t, FixtureOptions{Label: "nested"}, func(f *fixtureImage) { f.nested = true }, nil)
+	got, err := IdentifyReader(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != built {
+		t.Fatalf("Identify = %+v, want %+v", got, built)
+	}
+	_, plain := buildArchive(t, FixtureOptions{Label: "nested"}, nil, nil)
+	if got.ConfigDigest != plain.ConfigDigest || got.ManifestDigest == plain.ManifestDigest {
+		t.Fatalf("nested index: want the same config and the index digest, got %+v vs %+v", got, plain)
+	}
+}
+
+// Positions of the fixture archive's entries (see fixtureImage.entries).
+const (
+	atLayer1 = 2 + iota
+	atLayer2
+	atConfig
+	atManifest
+	atIndex
+	atLegacy
+	atLayout
+)
+
+// replaceAt rewrites the content of entry i, keeping its name.
+func replaceAt(i int, f func([]byte) []byte) func([]archiveEntry) []archiveEntry {
+	return func(es []archiveEntry) []archiveEntry {
+		b, _ := io.ReadAll(es[i].open())
+		es[i] = bytesEntry(es[i].name, f(b))
+		return es
+	}
+}
+
+func dropEntry(match func(i int, e archiveEntry) bool) func([]archiveEntry) []archiveEntry {
+	return func(es []archiveEntry) []archiveEntry {
+		var out []archiveEntry
+		for i, e := range es {
+			if !match(i, e) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+}
+
+func TestIdentifyRefuses(t *testing.T) {
+	flip := func(off int) func([]byte) []byte {
+		return func(b []byte) []byte { b = bytes.Clone(b); b[off%len(b)] ^= 1; return b }
+	}
+	arm := &platform{Architecture: "arm64", OS: "linux"}
+	cases := []struct {
+		name    string
+		edit    func(*fixtureImage)
+		entries func([]archiveEntry) []archiveEntry
+		want    error
+	}{
+		{name: "tampered config", entries: replaceAt(atConfig, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"io.oac.fixture":"refuse"`), []byte(`"io.oac.fixture":"refusE"`), 1)
+		}), want: ErrBlobMismatch},
+		{name: "tampered layer byte", entries: replaceAt(atLayer2, flip(700)), want: ErrBlobMismatch},
+		{name: "tampered first layer byte", entries: replaceAt(atLayer1, flip(1030)), want: ErrBlobMismatch},
+		{name: "tampered manifest", entries: replaceAt(atManifest, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"schemaVersion":2`), []byte(`"schemaVersion":2 `), 1)
+		}), want: ErrBlobMismatch},
+		{name: "layer size differs from descriptor", edit: func(f *fixtureImage) {
+			f.editManifest = func(m *manifest) { m.Layers[1].Size++ }
+		}, want: ErrBlobMismatch},
+		{name: "config size differs from descriptor", edit: func(f *fixtureImage) {
+			f.editManifest = func(m *manifest) { m.Config.Size-- }
+		}, want: ErrBlobMismatch},
+		{name: "manifest size differs from index", edit: func(f *fixtureImage) {
+			f.editIndex = func(ix *index) { ix.Manifests[0].Size += 2 }
+		}, want: ErrBlobMismatch},
+		{name: "missing layer blob", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atLayer2 }), want: ErrMissingBlob},
+		{name: "missing config blob", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atConfig }), want: ErrMissingBlob},
+		{name: "missing manifest blob", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atManifest }), want: ErrMissingBlob},
+		{name: "two images in index.json", edit: func(f *fixtureImage) {
+			f.editIndex = func(ix *index) {
+				d := ix.Manifests[0]
+				d.Digest = "sha256:" + strings.Repeat("ab", 32)
+				ix.Manifests = append(ix.Manifests, d)
+			}
+		}, want: ErrPlatform},
+		{name: "same image twice in index.json", edit: func(f *fixtureImage) {
+			f.editIndex = func(ix *index) { ix.Manifests = append(ix.Manifests, ix.Manifests[0]) }
+		}, want: nil},
+		{name: "index.json lists arm64", edit: func(f *fixtureImage) {
+			f.editIndex = func(ix *index) { ix.Manifests[0].Platform = arm }
+		}, want: ErrPlatform},
+		{name: "config for arm64", edit: func(f *fixtureImage) { f.config["architecture"] = "arm64" }, want: ErrPlatform},
+		{name: "config for windows", edit: func(f *fixtureImage) { f.config["os"] = "windows" }, want: ErrPlatform},
+		{name: "config amd64 variant", edit: func(f *fixtureImage) { f.config["variant"] = "v3" }, want: ErrPlatform},
+		{name: "nested index with two platforms", edit: func(f *fixtureImage) {
+			f.nested = true
+			f.nestedExtra = []descriptor{{MediaType: mediaTypeOCIManifest, Digest: "sha256:" + strings.Repeat("cd", 32), Size: 10, Platform: arm}}
+		}, want: ErrPlatform},
+		{name: "legacy manifest.json layers swapped", edit: func(f *fixtureImage) {
+			f.editLegacy = func(l *[]legacyEntry) { e := &(*l)[0]; e.Layers[0], e.Layers[1] = e.Layers[1], e.Layers[0] }
+		}, want: ErrInconsistent},
+		{name: "legacy manifest.json config elsewhere", edit: func(f *fixtureImage) {
+			f.editLegacy = func(l *[]legacyEntry) { (*l)[0].Config = "0123.json" }
+		}, want: ErrInconsistent},
+		{name: "legacy manifest.json lacks a layer", edit: func(f *fixtureImage) {
+			f.editLegacy = func(l *[]legacyEntry) { (*l)[0].Layers = (*l)[0].Layers[:1] }
+		}, want: ErrInconsistent},
+		{name: "legacy manifest.json two images", edit: func(f *fixtureImage) {
+			f.editLegacy = func(l *[]legacyEntry) { *l = append(*l, (*l)[0]) }
+		}, want: ErrPlatform},
+		{name: "no legacy manifest.json", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atLegacy }), want: ErrMalformed},
+		{name: "diff_ids differ from layers", edit: func(f *fixtureImage) {
+			f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": []string{f.layers[0].digest, f.layers[0].digest}}
+		}, want: ErrInconsistent},
+		{name: "diff_ids too few", edit: func(f *fixtureImage) {
+			f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": []string{f.layers[0].digest}}
+		}, want: ErrInconsistent},
+		{name: "unknown layer media type", edit: func(f *fixtureImage) {
+			f.editManifest = func(m *manifest) { m.Layers[0].MediaType = "application/vnd.oci.image.layer.nondistributable.v1.tar" }
+		}, want: ErrMalformed},
+		{name: "no oci-layout", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atLayout }), want: ErrMalformed},
+		{name: "no index.json", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atIndex }), want: ErrMalformed},
+		{name: "index.json twice", entries: func(es []archiveEntry) []archiveEntry {
+			return append(es, bytesEntry("./index.json", []byte(`{"schemaVersion":2,"manifests":[]}`)))
+		}, want: ErrMalformed},
+		{name: "blob twice", entries: func(es []archiveEntry) []archiveEntry { return append(es, es[atLayer2]) }, want: ErrMalformed},
+		{name: "blob is a symbolic link", entries: func(es []archiveEntry) []archiveEntry {
+			es[atLayer2] = archiveEntry{name: es[atLayer2].name, typeflag: tar.TypeSymlink, linkname: "/etc/passwd"}
+			return es
+		}, want: ErrMalformed},
+		{name: "unsafe entry name", entries: func(es []archiveEntry) []archiveEntry {
+			return append(es, bytesEntry("../escape", []byte("x")))
+		}, want: ErrMalformed},
+		{name: "index.json not JSON", entries: replaceAt(atIndex, func([]byte) []byte { return []byte("{") }), want: ErrMalformed},
+		{name: "index.json wrong schema", edit: func(f *fixtureImage) {
+			f.editIndex = func(ix *index) { ix.SchemaVersion = 1 }
+		}, want: ErrMalformed},
+		{name: "index.json lists no image", edit: func(f *fixtureImage) {
+			f.editIndex = func(ix *index) { ix.Manifests = nil }
+		}, want: ErrMalformed},
+		{name: "index.json bad digest", edit: func(f *fixtureImage) {
+			f.editIndex = func(ix *index) { ix.Manifests[0].Digest = "sha512:00" }
+		}, want: ErrMalformed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			archive, _ := buildArchive(t, FixtureOptions{Label: "refuse"}, c.edit, c.entries)
+			_, err := IdentifyReader(bytes.NewReader(archive))
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+func TestIdentifyTruncatedAndGarbage(t *testing.T) {
+	archive, _ := buildArchive(t, FixtureOptions{Label: "cut"}, nil, nil)
+	for _, n := range []int{0, 100, 512, 1500, len(archive) / 2, len(archive) - 2600} {
+		if _, err := IdentifyReader(bytes.NewReader(archive[:n])); !errors.Is(err, ErrMalformed) {
+			t.Errorf("archive cut at %d: got %v, want ErrMalformed", n, err)
+		}
+	}
+	if _, err := IdentifyReader(strings.NewReader(strings.Repeat("not a tar ", 200))); !errors.Is(err, ErrMalformed) {
+		t.Errorf("garbage: got %v", err)
+	}
+}
+
+func TestIdentifyReadError(t *testing.T) {
+	boom := errors.New("disk on fire")
+	_, err := IdentifyReader(io.MultiReader(strings.NewReader(strings.Repeat("\x00", 100)), &failReader{boom}))
+	if !errors.Is(err, boom) || errors.Is(err, ErrMalformed) {
+		t.Fatalf("got %v, want the read error, not a malformed archive", err)
+	}
+}
+
+type failReader struct{ err error }
+
+func (f *failReader) Read([]byte) (int, error) { return 0, f.err }
+
+func TestIdentifyAndVerifyFile(t *testing.T) {
+	dir := t.TempDir()
+	fx, err := WriteFixture(dir, FixtureOptions{Label: "file", PayloadSize: 3 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fx.TarPath, fx.GzPath} {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", p, err, st.Mode())
+		}
+	}
+	tarBytes, _ := os.ReadFile(fx.TarPath)
+	if int64(len(tarBytes)) != fx.TarSize || sha(tarBytes) != "sha256:"+fx.TarSHA256 {
+		t.Fatal("WriteFixture reported another size or sha256 for runtime.tar")
+	}
+	id, err := Identify(fx.TarPath)
+	if err != nil || id != fx.Identity {
+		t.Fatalf("Identify = %+v, %v; want %+v", id, err, fx.Identity)
+	}
+	if err := Verify(fx.TarPath, fx.ConfigDigest, fx.ManifestDigest); err != nil {
+		t.Fatal(err)
+	}
+	other := "sha256:" + strings.Repeat("0", 64)
+	cases := []struct {
+		name             string
+		config, manifest string
+		want             error
+	}{
+		{"other config", other, fx.ManifestDigest, ErrIdentityMismatch},
+		{"other manifest", fx.ConfigDigest, other, ErrIdentityMismatch},
+		{"swapped", fx.ManifestDigest, fx.ConfigDigest, ErrIdentityMismatch},
+		{"malformed", "sha256:XYZ", fx.ManifestDigest, ErrBadDigest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := Verify(fx.TarPath, c.config, c.manifest); !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+
+	link := filepath.Join(dir, "link.tar")
+	os.Symlink(fx.TarPath, link)
+	if _, err := Identify(link); err == nil {
+		t.Fatal("Identify followed a symbolic link")
+	}
+}

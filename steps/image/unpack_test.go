@@ -1,0 +1,187 @@
+package image
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func gz(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
+	zw.Write(b)
+	zw.Close()
+	return out.Bytes()
+}
+
+func hexSum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// onlyFiles returns the names in dir.
+func onlyFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestUnpack(t *testing.T) {
+	// More than one chunk, not a multiple of the chunk size.
+	content := make([]byte, 3*chunkSize+12345)
+	newPayload("unpack", int64(len(content))).Read(content)
+	dir := t.TempDir()
+	gzPath := filepath.Join(dir, "runtime.tar.gz")
+	os.WriteFile(gzPath, gz(t, content), 0o600)
+	target := filepath.Join(dir, "runtime.tar")
+	if err := Unpack(gzPath, target, int64(len(content)), hexSum(content)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(target)
+	if err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("unpacked bytes differ (%v)", err)
+	}
+	if st, _ := os.Stat(target); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", st.Mode())
+	}
+	if names := onlyFiles(t, dir); len(names) != 2 {
+		t.Fatalf("files left: %v", names)
+	}
+	// Unpacking again replaces the verified file with equal bytes.
+	if err := Unpack(gzPath, target, int64(len(content)), hexSum(content)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnpackRefuses(t *testing.T) {
+	content := []byte(strings.Repeat("runtime bytes ", 100000))
+	good := gz(t, content)
+	size, sum := int64(len(content)), hexSum(content)
+	truncated := good[:len(good)/2]
+	corrupt := bytes.Clone(good)
+	corrupt[len(corrupt)/2] ^= 0xff
+	badCRC := bytes.Clone(good)
+	badCRC[len(badCRC)-6] ^= 1
+	cases := []struct {
+		name  string
+		gz    []byte
+		size  int64
+		sum   string
+		want  error
+		other bool // an error not of this package
+	}{
+		{name: "size smaller than the stream", gz: good, size: size - 1, sum: sum, want: ErrUnpackMismatch},
+		{name: "size larger than the stream", gz: good, size: size + 1, sum: sum, want: ErrUnpackMismatch},
+		{name: "sha256 differs", gz: good, size: size, sum: hexSum([]byte("x")), want: ErrUnpackMismatch},
+		{name: "far too long (a gzip bomb stops early)", gz: gz(t, make([]byte, 64<<20)), size: 1 << 20, sum: sum, want: ErrUnpackMismatch},
+		{name: "truncated gzip", gz: truncated, size: size, sum: sum, other: true},
+		{name: "truncated gzip, right size claimed", gz: gz(t, content)[:len(good)-4], size: size, sum: sum, other: true},
+		{name: "corrupt gzip", gz: corrupt, size: size, sum: sum, other: true},
+		{name: "gzip checksum", gz: badCRC, size: size, sum: sum, other: true},
+		{name: "not gzip", gz: content, size: size, sum: sum, other: true},
+		{name: "empty file", gz: nil, size: size, sum: sum, other: true},
+		{name: "malformed sha256", gz: good, size: size, sum: strings.ToUpper(sum), want: ErrBadDigest},
+		{name: "zero size", gz: good, size: 0, sum: sum, want: ErrBadDigest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			gzPath := filepath.Join(dir, "runtime.tar.gz")
+			os.WriteFile(gzPath, c.gz, 0o600)
+			target := filepath.Join(dir, "runtime.tar")
+			// An earlier, verified file stays as it was.
+			os.WriteFile(target, []byte("previous"), 0o600)
+			err := Unpack(gzPath, target, c.size, c.sum)
+			switch {
+			case err == nil:
+				t.Fatal("accepted")
+			case c.other && errorsIsAny(err):
+				t.Fatalf("got %v, want a gunzip error", err)
+			case !c.other && !errors.Is(err, c.want):
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			t.Log(err)
+			if b, _ := os.ReadFile(target); string(b) != "previous" {
+				t.Fatalf("target changed to %d bytes", len(b))
+			}
+			if names := onlyFiles(t, dir); len(names) != 2 {
+				t.Fatalf("files left: %v", names)
+			}
+		})
+	}
+}
+
+func TestUnpackRefusesLinks(t *testing.T) {
+	dir := t.TempDir()
+	content := []byte("x")
+	real := filepath.Join(dir, "real.gz")
+	os.WriteFile(real, gz(t, content), 0o600)
+	link := filepath.Join(dir, "runtime.tar.gz")
+	os.Symlink(real, link)
+	if err := Unpack(link, filepath.Join(dir, "runtime.tar"), 1, hexSum(content)); err == nil {
+		t.Fatal("followed a symbolic link")
+	}
+}
+
+func TestUnpackIdentify(t *testing.T) {
+	dir := t.TempDir()
+	fx, err := WriteFixture(dir, FixtureOptions{Label: "unpack-identify", PayloadSize: 5<<20 + 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "unpacked.tar")
+	id, err := UnpackIdentify(fx.GzPath, target, fx.TarSize, fx.TarSHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != fx.Identity {
+		t.Fatalf("identity %+v, want %+v", id, fx.Identity)
+	}
+	if err := Verify(target, fx.ConfigDigest, fx.ManifestDigest); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnpackIdentifyRefusesTampered: an archive whose unpacked size and
+// sha256 match what a (wrong) manifest says, but whose layer was altered,
+// is refused and not published.
+func TestUnpackIdentifyRefusesTampered(t *testing.T) {
+	archive, _ := buildArchive(t, FixtureOptions{Label: "tampered"}, nil, replaceAt(atLayer2, func(b []byte) []byte {
+		b = bytes.Clone(b)
+		b[600] ^= 1
+		return b
+	}))
+	dir := t.TempDir()
+	gzPath := filepath.Join(dir, "runtime.tar.gz")
+	os.WriteFile(gzPath, gz(t, archive), 0o600)
+	target := filepath.Join(dir, "runtime.tar")
+	_, err := UnpackIdentify(gzPath, target, int64(len(archive)), hexSum(archive))
+	if !errors.Is(err, ErrBlobMismatch) {
+		t.Fatalf("got %v, want ErrBlobMismatch", err)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("target exists: %v", err)
+	}
+	if names := onlyFiles(t, dir); len(names) != 1 {
+		t.Fatalf("files left: %v", names)
+	}
+	// With a wrong unpacked sha256 as well, the mismatch is what is reported.
+	_, err = UnpackIdentify(gzPath, target, int64(len(archive)), hexSum([]byte("other")))
+	if !errors.Is(err, ErrUnpackMismatch) {
+		t.Fatalf("got %v, want ErrUnpackMismatch", err)
+	}
+}
