@@ -22,9 +22,6 @@ var ErrPlanMismatch = errors.New("preparation plan does not match the node")
 // the one being written.
 var ErrDrift = errors.New("provider configuration drifted from its plan")
 
-// ErrHomeTooLong: the microsandbox store path would exceed 48 bytes.
-var ErrHomeTooLong = errors.New("HOME is too long for a microsandbox store")
-
 // FieldError names the key that broke a rule, as a dotted path
 // ("microsandbox.network.rules[2].port"), and why.
 type FieldError struct {

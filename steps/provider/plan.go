@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -121,7 +122,7 @@ func storeFor(base *Config, spec *release.Specification, home string) (string, e
 	if spec.Runtime.RuntimeSHA256 == brt.RuntimeSHA256 && spec.Runtime.FirmwareSHA256 == brt.FirmwareSHA256 {
 		return base.Microsandbox.RuntimeHome, nil
 	}
-	return RuntimeStorePath(home, base.InstallationID, spec.Runtime.RuntimeSHA256, spec.Runtime.FirmwareSHA256)
+	return microsandbox.GenerationStorePath(home, base.InstallationID, spec.Runtime.RuntimeSHA256, spec.Runtime.FirmwareSHA256)
 }
 
 // CheckPlan checks a plan (or a final configuration) of a later generation

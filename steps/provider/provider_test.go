@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -47,7 +48,7 @@ func dockerBase(t *testing.T) *Config {
 }
 
 func microBase(t *testing.T) *Config {
-	store, err := StorePath("/home/n", testID)
+	store, err := microsandbox.StorePath("/home/n", testID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := RuntimeStorePath("/home/n", testID, hex64('e'), hex64('d'))
+		want, _ := microsandbox.GenerationStorePath("/home/n", testID, hex64('e'), hex64('d'))
 		if p.Microsandbox.RuntimeHome != want || want == base.Microsandbox.RuntimeHome {
 			t.Fatalf("store %s, want %s", p.Microsandbox.RuntimeHome, want)
 		}
@@ -292,20 +293,5 @@ func TestCheckFinal(t *testing.T) {
 				t.Fatalf("CheckFinal: %v, want ErrDrift", err)
 			}
 		})
-	}
-}
-
-func TestStorePath(t *testing.T) {
-	p, err := StorePath("/var/lib/oac-node", testID)
-	if err != nil || !strings.HasPrefix(p, "/var/lib/oac-node/.oac/m/") || len(filepath.Base(p)) != 12 {
-		t.Fatalf("StorePath: %s, %v", p, err)
-	}
-	if _, err := StorePath("/home/a-rather-long-home-directory-name", testID); !errors.Is(err, ErrHomeTooLong) {
-		t.Fatalf("long home: %v", err)
-	}
-	a, _ := RuntimeStorePath("/h", testID, hex64('c'), hex64('d'))
-	b, _ := RuntimeStorePath("/h", testID, hex64('c'), hex64('e'))
-	if a == b || a == p {
-		t.Fatal("runtime stores must differ by runtime and firmware")
 	}
 }
