@@ -26,11 +26,14 @@
 // of the payload. The header checksum lets a reader tell a torn tail from a
 // corrupted length field: a crash mid-append leaves a prefix of the last
 // frame (an incomplete header, or a valid header with a short payload), or
-// after a power loss a zero-filled or garbled last frame, while a flipped
-// byte in an earlier frame fails its checksum with complete frames after it.
+// after a power loss a zero-filled tail or a last frame whose payload fails
+// its checksum, while a flipped byte in an earlier frame fails its checksum
+// with complete frames after it. A last frame with a bad header checksum
+// that is not all zeros is corruption: its length cannot be trusted.
 //
 // Opening a journal for writing replays every record. A torn final frame is
-// cut off, a copy of the original file is kept beside it as <name>.broken,
+// cut off, a copy of the original file is kept beside it as <name>.broken
+// (<name>.broken.N when an earlier copy exists),
 // and the cut is reported; a bad frame anywhere before the tail is corruption
 // and refuses, naming the file and the offset.
 package journal

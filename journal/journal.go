@@ -147,8 +147,15 @@ func (t *Tail) end(size int64) int64 {
 // cutTail keeps a durable copy of the whole original file, then truncates
 // the journal at the torn frame and makes the truncation durable.
 func cutTail(f *os.File, path string, data []byte, tail *Tail) error {
+	// An earlier repair's copy is kept too: number the new one.
 	cp := path + BrokenSuffix
-	if err := AtomicWrite(cp, data, 0o600); err != nil {
+	for n := 1; ; n++ {
+		if _, err := os.Lstat(cp); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		cp = fmt.Sprintf("%s%s.%d", path, BrokenSuffix, n)
+	}
+	if err := PublishOnce(cp, data, 0o600); err != nil {
 		return fmt.Errorf("keep copy of torn journal %s: %w", path, err)
 	}
 	if err := f.Truncate(tail.Offset); err != nil {

@@ -1,0 +1,77 @@
+// Command oac-devcore is the development console: it builds a fixture
+// release, publishes it, and serves /node-install/ over HTTPS with its own
+// CA, so the installer runs end to end on one machine.
+//
+//	oac-devcore --data DIR [--listen 127.0.0.1:8443] [--release-host-listen ADDR]
+//	            [--installer PATH] [--node-program PATH]
+//	            [--artifact-size-mib N] [--image-payload-mib N]
+//
+// When ready it prints one line with the console URL and the CA file, and
+// it exits cleanly on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses args, starts the console, and serves until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("oac-devcore", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg devcore.Config
+	var nodeMiB, imageMiB int64
+	fs.StringVar(&cfg.DataDir, "data", "", "data directory (CA, build, payload); required")
+	fs.StringVar(&cfg.Listen, "listen", devcore.DefaultListen, "console HTTPS listen address")
+	fs.StringVar(&cfg.ReleaseHostListen, "release-host-listen", "", "listen address of a second HTTPS server, the release host, that alone holds the Runtime image (the console redirects to it)")
+	fs.StringVar(&cfg.Fixture.Installer, "installer", "", "installer binary served as /node-install/oac-node-install (default: a placeholder)")
+	fs.StringVar(&cfg.Fixture.NodeProgram, "node-program", "", "node program published as native/bin/oac-node (default: a placeholder script)")
+	fs.Int64Var(&nodeMiB, "artifact-size-mib", 0, "pad the placeholder node program artifact to this many MiB (for transfer benchmarks)")
+	fs.Int64Var(&imageMiB, "image-payload-mib", 0, "size of the Runtime image's payload layer in MiB")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if cfg.DataDir == "" || fs.NArg() > 0 || nodeMiB < 0 || imageMiB < 0 {
+		fmt.Fprintln(stderr, "usage: oac-devcore --data DIR [--listen ADDR] [--release-host-listen ADDR] [--installer PATH] [--node-program PATH] [--artifact-size-mib N] [--image-payload-mib N]")
+		return 2
+	}
+	if nodeMiB > 0 && cfg.Fixture.NodeProgram != "" {
+		fmt.Fprintln(stderr, "oac-devcore: --artifact-size-mib pads the placeholder node program; it cannot be used with --node-program")
+		return 2
+	}
+	cfg.Fixture.NodeProgramSize = nodeMiB << 20
+	cfg.Fixture.ImagePayloadSize = imageMiB << 20
+	cfg.Log = stderr
+	s, err := devcore.Start(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "oac-devcore: %v\n", err)
+		return 1
+	}
+	if s.Fixture.PlaceholderInstaller {
+		fmt.Fprintln(stderr, "oac-devcore: warning: no --installer given; /node-install/oac-node-install is a placeholder that exits 1")
+	}
+	line := fmt.Sprintf("oac-devcore: serving %s (CA %s)", s.URL, s.CA.CertPath)
+	if s.ReleaseHostURL != "" {
+		line += "; release host " + s.ReleaseHostURL
+	}
+	fmt.Fprintln(stdout, line)
+	<-ctx.Done()
+	if err := s.Close(); err != nil {
+		fmt.Fprintf(stderr, "oac-devcore: stop: %v\n", err)
+		return 1
+	}
+	return 0
+}
