@@ -17,9 +17,6 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 	ident := filepath.Join(dir, identityName(g))
 	all := filepath.Join(dir, strconv.FormatInt(g, 10)) + ".*"
 	id := installationID
-	if id == "" && r.Lease.Identity != nil {
-		id = r.Lease.Identity.InstallationID
-	}
 	unit := "oac-node-<installation-id>"
 	if id != "" {
 		unit = "oac-node-" + id
@@ -36,7 +33,7 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 
 	switch r.Lease.State {
 	case StateIdentityMissing:
-		add("Check `ls -li %s %s`: the lease exists without its identity record, an initialization interrupted before the identity became durable; both the node and the collector refuse it and never re-adopt it.", all, ident)
+		add("Check `ls -li %s*`: the lease exists without its identity record, an initialization interrupted before the identity became durable; both the node and the collector refuse it and never re-adopt it.", lease)
 		add("Check `%s`: no process may hold the lease; a holder listed here is an unexpected helper — see `ps -o pid,etime,args -p <pid>`.", grepLocks)
 		add("Keep %s as it is (it is never re-created or removed); %s.", lease, reinstall)
 	case StateMismatch:

@@ -177,13 +177,21 @@ func inspect(dir string, uid int, installationID, proc string) ([]GenerationRepo
 		}
 		byFD = descriptorHolders(proc, locked)
 	}
+	// Hints name the installation's unit; without an expected installation
+	// the first readable identity in the directory names it.
+	known := installationID
+	for i := 0; known == "" && i < len(reports); i++ {
+		if id := reports[i].Lease.Identity; id != nil && canonicalUUID(id.InstallationID) {
+			known = id.InstallationID
+		}
+	}
 	for i := range reports {
 		r := &reports[i]
 		r.Holders = []Holder{}
 		if lines, ok := locks[r.Lease.LockKey]; ok && r.Lease.LockKey != "" {
 			r.Holders = holdersOf(proc, lines, byFD[r.Lease.LockKey])
 		}
-		r.Next = nextSteps(d.path, r, installationID)
+		r.Next = nextSteps(d.path, r, known)
 	}
 	return reports, nil
 }
