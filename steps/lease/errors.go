@@ -3,11 +3,14 @@ package lease
 import (
 	"errors"
 	"fmt"
+
+	"github.com/openagentcore/oac-node-install/journal"
 )
 
 // ErrUnsafe is matched (errors.Is) by every refusal of a file that is not a
 // private regular file of the node: ErrSymlink, ErrHardLinked,
-// ErrForeignOwner, ErrUnsafeMode, ErrNotRegular and ErrTooLarge.
+// ErrForeignOwner, ErrUnsafeMode, ErrNotRegular and ErrTooLarge. Those
+// refusals match journal.ErrUnsafe too, like the journal's safe opening.
 var ErrUnsafe = errors.New("unsafe file")
 
 // ErrSymlink: the path (or a component below the generations directory) is
@@ -88,11 +91,12 @@ func (e *CheckError) Error() string {
 	return s
 }
 
-// Unwrap returns the sentinel, and ErrUnsafe for unsafe-file refusals.
+// Unwrap returns the sentinel, and ErrUnsafe and journal.ErrUnsafe for
+// unsafe-file refusals.
 func (e *CheckError) Unwrap() []error {
 	switch e.Err {
 	case ErrSymlink, ErrHardLinked, ErrForeignOwner, ErrUnsafeMode, ErrNotRegular, ErrTooLarge:
-		return []error{e.Err, ErrUnsafe}
+		return []error{e.Err, ErrUnsafe, journal.ErrUnsafe}
 	}
 	return []error{e.Err}
 }

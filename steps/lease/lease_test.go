@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal"
 )
 
 const (
@@ -307,7 +309,7 @@ func TestOpenRefusals(t *testing.T) {
 			if !errors.Is(err, c.err) {
 				t.Fatalf("err = %v, want %v", err, c.err)
 			}
-			if errors.Is(err, ErrUnsafe) != c.unsafe {
+			if errors.Is(err, ErrUnsafe) != c.unsafe || errors.Is(err, journal.ErrUnsafe) != c.unsafe {
 				t.Errorf("errors.Is(err, ErrUnsafe) = %v, want %v", !c.unsafe, c.unsafe)
 			}
 			var ce *CheckError
