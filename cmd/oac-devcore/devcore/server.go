@@ -42,7 +42,9 @@ type Config struct {
 
 // Server is a running development console.
 type Server struct {
-	// URL is the console origin, https://host:port.
+	// URL is the console origin, https://host:port. /node-install/ answers
+	// only requests whose Host is this host:port (CONTRACT §2.1), so use
+	// it as printed: 127.0.0.1 and localhost are different origins.
 	URL string
 	// ReleaseHostURL is the release host's origin, or "".
 	ReleaseHostURL string
