@@ -80,17 +80,22 @@ func (c *Client) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	return nil, classifyDial(c.socket, err)
+}
+
+// classifyDial turns a failed connection to socket into a *dialError.
+func classifyDial(socket string, err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOENT):
-		return nil, &dialError{ErrUnavailable, c.socket, "no such socket"}
+		return &dialError{ErrUnavailable, socket, "no such socket"}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return nil, &dialError{ErrUnavailable, c.socket, "nothing accepts connections on it"}
+		return &dialError{ErrUnavailable, socket, "nothing accepts connections on it"}
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return nil, &dialError{ErrPermission, c.socket, "this account may not use it"}
+		return &dialError{ErrPermission, socket, "this account may not use it"}
 	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ENOTSOCK):
-		return nil, &dialError{ErrUnavailable, c.socket, "not a socket"}
+		return &dialError{ErrUnavailable, socket, "not a socket"}
 	}
-	return nil, &dialError{ErrUnavailable, c.socket, "cannot connect"}
+	return &dialError{ErrUnavailable, socket, "cannot connect"}
 }
 
 // statusKey carries, per call, where the HTTP status of the engine's

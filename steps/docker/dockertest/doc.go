@@ -1,0 +1,13 @@
+// Package dockertest serves a fake Docker Engine API on a unix socket, for
+// tests of code that uses steps/docker: the adapter's real client code path
+// (version negotiation, error classification, JSON streams) runs against
+// it without an engine.
+//
+// It serves only the routes the adapter calls: /_ping, /info,
+// /images/{ref}/json, /images/load, /networks/{id}, /networks/create,
+// DELETE /networks/{id} and /containers/json, with or without a /v1.xx
+// prefix. Loading checks the archive with steps/image.IdentifyReader and
+// registers the image under its config digest (the classic store) or,
+// with ContainerdStore set, its manifest digest. State lives in memory and
+// is read and arranged through the Engine's methods.
+package dockertest
