@@ -5,6 +5,7 @@ package workflow
 // importer runs, the final configuration durable before the plan is cleared.
 const (
 	PrepareLock        State = "lock"
+	PrepareLease       State = "lease"
 	PreparePlan        State = "plan"
 	PrepareDownload    State = "download"
 	PrepareImportStart State = "import_start"
@@ -31,7 +32,9 @@ func PrepareDefinition() *Definition {
 		Name:  "prepare",
 		Final: PrepareDone,
 		States: []StateDef{
-			{Name: PrepareLock, Step: "lock", Policy: Rerun, Doc: "installation lock and the generation's lease (initialized here for a new generation)",
+			{Name: PrepareLock, Step: "lock", Policy: Rerun, Doc: "installation lock and, when it exists, the generation's exclusive lease",
+				On: []Transition{{EventLocked, PrepareLease}}},
+			{Name: PrepareLease, Step: "lease", Policy: Inspect, Doc: "a new generation's lease and durable identity (an interrupted initialization needs inspection)",
 				On: []Transition{{EventLeaseAcquired, PreparePlan}}},
 			{Name: PreparePlan, Step: "plan", Policy: Rerun, Doc: "write <g>.preparing with import_started false (or revalidate the same plan)",
 				On: []Transition{{EventPlanned, PrepareDownload}}},
