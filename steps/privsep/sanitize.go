@@ -1,7 +1,10 @@
 package privsep
 
 import (
+	"encoding/binary"
 	"io"
+	"math/bits"
+	"slices"
 	"sync"
 	"unicode/utf8"
 )
@@ -33,54 +36,78 @@ func SanitizeString(s string) string {
 // trailing prefix of a valid multi-byte sequence is left unconsumed, and its
 // length returned as rest, so that the next piece of the stream can complete
 // it.
+//
+// It scans for the bytes to replace and copies the safe stretches between
+// them whole; dst is grown once, as the output is never longer than src.
 func sanitize(dst, src []byte, final bool) (out []byte, rest int) {
+	dst = slices.Grow(dst, len(src))
+	mark := 0 // src[mark:i] is safe and not yet copied
 	i := 0
 	for i < len(src) {
-		c := src[i]
-		if c < utf8.RuneSelf {
-			// The ASCII fast path: copy a run of printable bytes at once.
-			j := i
-			for j < len(src) && src[j] >= 0x20 && src[j] < 0x7f {
-				j++
-			}
-			dst = append(dst, src[i:j]...)
-			if j == len(src) {
+		// Skip printable ASCII (0x20–0x7e), eight bytes at a time while
+		// it can. In a little-endian word, a byte is flagged when it is
+		// below 0x20, has its top bit set, or equals 0x7f (the classic
+		// "has less" and "has zero" word tests); a flag above the lowest
+		// may be spurious, but the lowest is exactly the first byte
+		// outside the range.
+		for len(src)-i >= 8 {
+			w := binary.LittleEndian.Uint64(src[i:])
+			del := w ^ (0x7f * lsbs)
+			if flags := ((w-0x20*lsbs)&^w | w | (del-lsbs)&^del) & msbs; flags != 0 {
+				i += bits.TrailingZeros64(flags) / 8
 				break
 			}
-			i = j
-			c = src[i]
-			if c >= utf8.RuneSelf {
-				continue
-			}
-			if c == '\t' || c == '\n' {
-				dst = append(dst, c)
-			} else {
-				dst = append(dst, replacement)
-			}
+			i += 8
+		}
+		for i < len(src) && src[i] >= 0x20 && src[i] < 0x7f {
 			i++
-			continue
 		}
-		if !final && !utf8.FullRune(src[i:]) {
-			return dst, len(src) - i
+		if i == len(src) {
+			break
 		}
-		r, size := utf8.DecodeRune(src[i:])
+		c := src[i]
+		size, replace := 1, false
 		switch {
-		case r == utf8.RuneError && size == 1:
-			// A byte that is not part of valid UTF-8.
-			if c <= 0x9f {
-				dst = append(dst, replacement)
-			} else {
-				dst = append(dst, c)
-			}
-		case r >= 0x80 && r <= 0x9f:
-			dst = append(dst, replacement)
+		case c == '\t' || c == '\n':
+		case c < utf8.RuneSelf:
+			replace = true
+		case c >= 0xc3 && c <= 0xdf && i+1 < len(src) && src[i+1]&0xc0 == 0x80:
+			// A valid two-byte sequence above U+00BF: never a C1 control
+			// (those are 0xc2 0x80–0x9f).
+			size = 2
+		case c >= 0xe1 && c <= 0xef && c != 0xed && i+2 < len(src) && src[i+1]&0xc0 == 0x80 && src[i+2]&0xc0 == 0x80:
+			// A valid three-byte sequence (0xe0 and 0xed, which exclude
+			// overlong forms and surrogates, take the general path).
+			size = 3
 		default:
-			dst = append(dst, src[i:i+size]...)
+			if !final && !utf8.FullRune(src[i:]) {
+				return append(dst, src[mark:i]...), len(src) - i
+			}
+			var r rune
+			r, size = utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && size == 1 {
+				// A byte that is not part of valid UTF-8: replaced only
+				// when an 8-bit terminal would read it as a C1 control.
+				replace = c <= 0x9f
+			} else {
+				replace = r >= 0x80 && r <= 0x9f
+			}
+		}
+		if replace {
+			dst = append(dst, src[mark:i]...)
+			dst = append(dst, replacement)
+			mark = i + size
 		}
 		i += size
 	}
-	return dst, 0
+	return append(dst, src[mark:]...), 0
 }
+
+// Word masks for the eight-byte scan in sanitize.
+const (
+	lsbs = 0x0101010101010101
+	msbs = 0x8080808080808080
+)
 
 // Writer sanitizes a byte stream on its way to an underlying writer, the
 // terminal. It is safe across Write boundaries: a UTF-8 sequence split

@@ -126,7 +126,52 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("split at %d: %q, whole %q", cut, got, whole)
 		}
 		checkNoControls(t, whole)
+		if naive := naiveSanitize(in); string(naive) != string(whole) {
+			t.Fatalf("Sanitize(%q) = %q, rune-by-rune %q", in, whole, naive)
+		}
 	})
+}
+
+// naiveSanitize is the rule applied one rune at a time, with no fast path.
+func naiveSanitize(in []byte) []byte {
+	var out []byte
+	for i := 0; i < len(in); {
+		r, size := utf8.DecodeRune(in[i:])
+		switch {
+		case r == utf8.RuneError && size == 1 && in[i] >= 0x80 && in[i] <= 0x9f:
+			out = append(out, '?')
+		case r < 0x20 && r != '\t' && r != '\n', r == 0x7f, r >= 0x80 && r <= 0x9f:
+			out = append(out, '?')
+		default:
+			out = append(out, in[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// TestWordScan puts every byte value at every position of a string longer
+// than two words, so that the eight-byte scan must find it in the first
+// word, the second, or the tail.
+func TestWordScan(t *testing.T) {
+	for b := range 256 {
+		for pos := range 17 {
+			in := []byte(strings.Repeat("a", 17))
+			in[pos] = byte(b)
+			if got, want := Sanitize(nil, in), naiveSanitize(in); string(got) != string(want) {
+				t.Fatalf("byte %#x at %d: %q, want %q", b, pos, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkSanitizeASCII(b *testing.B) {
+	in := []byte(strings.Repeat("2024-05-01T10:00:00Z downloading runtime.tar.gz 40%\n", 64))
+	buf := make([]byte, 0, len(in))
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		buf = Sanitize(buf[:0], in)
+	}
 }
 
 // checkNoControls fails when out holds a C0 control other than tab and
