@@ -105,6 +105,9 @@ func memfdCreate() (int, error) {
 	if errors.Is(err, unix.EINVAL) {
 		fd, err = unix.MemfdCreate(memfdName, flags)
 	}
+	if errors.Is(err, unix.EACCES) {
+		return -1, fmt.Errorf("create an executable memfd: %w (the sysctl vm.memfd_noexec forbids executable memfds)", err)
+	}
 	if err != nil {
 		return -1, fmt.Errorf("create memfd: %w", err)
 	}

@@ -48,7 +48,8 @@ type Options struct {
 	// (ProxyFromEnviron(os.Environ())); the child gets them normalized.
 	Proxy ProxyEnv
 	// Output receives the child's stdout and stderr, sanitized (Writer).
-	// Nil discards them.
+	// Nil discards them, and so does an Output whose writes fail, so that
+	// the child never blocks on a full pipe.
 	Output io.Writer
 	// Progress, if set, receives the child's progress events in order,
 	// their text sanitized. It is called from a goroutine of Run and must
@@ -142,6 +143,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	if len(env) > maxRequest {
 		return Result{}, fmt.Errorf("the %s request exceeds %d bytes", o.Role, maxRequest)
+	}
+	if ctx.Err() != nil {
+		return Result{}, fmt.Errorf("%s as %s: %w", o.Role, AccountName, ErrInterrupted)
 	}
 	grace := o.Grace
 	if grace <= 0 {
@@ -310,7 +314,9 @@ func relay(out io.Writer, r io.Reader) {
 	s.Flush()
 }
 
-// lockedWriter serializes the writes of the two output relays.
+// lockedWriter serializes the writes of the two output relays. It never
+// fails: when the terminal is gone the relays must still drain the pipes,
+// or the child would block on its next write.
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -319,7 +325,8 @@ type lockedWriter struct {
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	l.w.Write(p)
+	return len(p), nil
 }
 
 // reader decodes the child's messages.

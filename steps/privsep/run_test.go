@@ -365,3 +365,27 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestRunCancelledBeforeStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Run(ctx, Options{Binary: &Binary{}, UID: 5, GID: 5, Home: "/nonexistent", Role: "inspect"})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Errorf("error %v, want ErrInterrupted", err)
+	}
+}
+
+func TestRunSurvivesFailingOutput(t *testing.T) {
+	needRoot(t)
+	o := baseOptions(t, "echo")
+	// More than a pipe holds, to a writer that always fails.
+	o.Request = echoRequest{Stdout: bytes.Repeat([]byte("x"), 1<<20)}
+	o.Output = failingWriter{}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write(p []byte) (int, error) { return 0, errors.New("terminal gone") }
