@@ -1,0 +1,99 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// factDropped is "true" when the generation was already dropped: the
+// remaining collect steps change nothing.
+const factDropped = "dropped"
+
+// recheckStep rechecks, under the exclusive lease and install.lock, every
+// reference the node can see before anything is written: the generation's
+// own records name its installation and specification; a plan is an exact
+// plan; every other retained configuration can be read; and what would be
+// removed is either shared (then kept) or proven private file by file.
+// The node program's own references (queued provider calls, target,
+// serving pin) are checked by the node before it runs the helper; a live
+// helper holds the lease, which Run could not have locked.
+type recheckStep struct{ d Data }
+
+func (s recheckStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	d := s.d
+	id := d.Identity()
+	if ok, err := dropped(d, id.Generation); err != nil {
+		return workflow.Result{}, workflow.Unchanged(err)
+	} else if ok {
+		got, err := lease.ReadDropped(d.Node().Generations(), id.Generation, d.UID())
+		if err != nil {
+			return workflow.Result{}, workflow.Unchanged(refusal("", err))
+		}
+		if got != id {
+			return workflow.Result{}, workflow.Unchanged(refusef(ErrSpecification, "", "generation %d was dropped as %s", id.Generation, got))
+		}
+		d.Logf("generation %d was already collected", id.Generation)
+		return workflow.Result{Facts: map[string]string{factDropped: "true"}}, nil
+	}
+	if err := checkCollecting(d); err != nil {
+		return workflow.Result{}, workflow.Unchanged(err)
+	}
+	gc, err := collectTarget(d)
+	if err != nil {
+		return workflow.Result{}, workflow.Unchanged(err)
+	}
+	r, err := planRemoval(d, gc)
+	if err != nil {
+		return workflow.Result{}, workflow.Unchanged(refusal("Nothing is removed until every file is proven private and unreferenced", err))
+	}
+	if r.shared != "" {
+		d.Logf("the release files of generation %d stay: %s", id.Generation, r.shared)
+	}
+	return workflow.Result{}, nil
+}
+
+// collectTarget is the generation's configuration for collection (nil when
+// it has none: nothing native and no files to remove), checked against the
+// run's identity; a plan must be an exact plan of this node.
+func collectTarget(d Data) (*generationConfig, error) {
+	gc, err := currentConfig(d)
+	if err != nil || gc == nil {
+		return nil, err
+	}
+	if err := checkIdentity(d, gc.Config); err != nil {
+		return nil, refusal("", err)
+	}
+	if !gc.Base {
+		base, err := d.Base()
+		if err != nil {
+			return nil, err
+		}
+		if err := provider.CheckPlan(gc.Config, base, d.Node().Root, d.Home()); err != nil {
+			return nil, refusal("", fmt.Errorf("generation %d: %w", gc.Config.Generation, err))
+		}
+	}
+	return gc, nil
+}
+
+// checkCollecting requires an existing collection journal to be this
+// generation's.
+func checkCollecting(d Data) error {
+	id := d.Identity()
+	c, err := lease.ReadCollecting(d.Node().Generations(), id.Generation, d.UID())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return refusal("", err)
+	}
+	if c.Identity != id {
+		return refusef(ErrSpecification, "", "the collection journal of generation %d is for %s", id.Generation, c.Identity)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package generation
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// clearPlanStep runs once the final configuration is durable: it removes
+// the import's unpacked archive (the downloaded archive stays for repair)
+// and then the plan, fsyncing the directory. Until the plan is gone an
+// interruption revalidates the same plan and final identity.
+type clearPlanStep struct{ d Data }
+
+func (s clearPlanStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	d := s.d
+	g := d.Identity().Generation
+	final, ok, err := readFinal(d, g)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if !ok {
+		return workflow.Result{}, fmt.Errorf("generation %d has no published configuration; the plan is kept", g)
+	}
+	dir, err := releaseRel(d, final)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if err := removeUnpacked(d, dir); err != nil {
+		return workflow.Result{}, err
+	}
+	return workflow.Result{}, lease.RemovePreparing(d.Node().Generations(), g, d.UID())
+}

@@ -1,0 +1,152 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// PrepareSteps binds the prepare workflow's steps to d.
+func PrepareSteps(d Data) map[string]workflow.Step {
+	return map[string]workflow.Step{
+		"lock":         lockStep{d, ActionPrepare},
+		"lease":        leaseStep{d},
+		"plan":         planStep{d},
+		"download":     downloadStep{d},
+		"import-start": importStartStep{d},
+		"import":       importStep{d},
+		"publish":      publishStep{d},
+		"clear-plan":   clearPlanStep{d},
+	}
+}
+
+// RepairSteps binds the repair workflow's steps to d.
+func RepairSteps(d Data) map[string]workflow.Step {
+	return map[string]workflow.Step{
+		"lock":     lockStep{d, ActionRepair},
+		"verify":   repairVerifyStep{d},
+		"download": repairDownloadStep{d},
+		"probe":    repairProbeStep{d},
+	}
+}
+
+// CollectSteps binds the collect workflow's steps to d.
+func CollectSteps(d Data) map[string]workflow.Step {
+	return map[string]workflow.Step{
+		"lock":            lockStep{d, ActionCollect},
+		"recheck":         recheckStep{d},
+		"collecting":      collectingStep{d},
+		"native":          nativeStep{d},
+		"native-complete": nativeCompleteStep{d},
+		"release-files":   releaseFilesStep{d},
+		"dropped":         droppedStep{d},
+	}
+}
+
+// Run runs e's action for its generation: it takes the locks (Acquire),
+// then runs the workflow against the generation's journal
+// <root>/journals/<action>-<g>.journal, resuming an interrupted run, and
+// releases the locks. A prepare or collect journal that already completed
+// is left as it is and reported. A repair journal that completed is kept
+// beside as <journal>.<n> and a new repair starts: repair runs again
+// whenever the node finds files missing. Preparing the node's base
+// generation (whose configuration is provider.json) succeeds without a run
+// when its specification is the run's.
+func Run(ctx context.Context, e *Env) (*workflow.Report, error) {
+	var def *workflow.Definition
+	var steps map[string]workflow.Step
+	switch e.opts.Action {
+	case ActionPrepare:
+		def, steps = workflow.PrepareDefinition(), PrepareSteps(e)
+	case ActionRepair:
+		def, steps = workflow.RepairDefinition(), RepairSteps(e)
+	default:
+		def, steps = workflow.CollectDefinition(), CollectSteps(e)
+	}
+	if err := e.Acquire(); err != nil {
+		return nil, err
+	}
+	defer e.release()
+	id := e.opts.Identity
+	if e.opts.Action == ActionPrepare {
+		if done, err := e.basePrepared(); done || err != nil {
+			return nil, err
+		}
+	}
+	if err := mkdirs(e, "journals"); err != nil {
+		return nil, err
+	}
+	path := e.node.GenerationJournal(def.Name, id.Generation)
+	if e.opts.Action == ActionRepair {
+		if err := keepCompleted(path); err != nil {
+			return nil, err
+		}
+	}
+	r := &workflow.Runner{
+		Def:   def,
+		Steps: steps,
+		Binding: workflow.Binding{
+			Version:             workflow.Version,
+			InstallationID:      id.InstallationID,
+			Generation:          id.Generation,
+			SpecificationDigest: id.SpecificationDigest,
+		},
+		Journal: path,
+		Observe: func(p workflow.Progress) {
+			switch p.Phase {
+			case "begin", "resumed":
+				e.Logf("%s generation %d: %s (%s)", def.Name, id.Generation, p.Step, p.Doc)
+			case "fail":
+				e.Logf("%s generation %d: %s failed", def.Name, id.Generation, p.Step)
+			}
+		},
+	}
+	return r.Run(ctx)
+}
+
+// basePrepared reports whether the run prepares the base generation, which
+// the installation prepared: its provider.json must hold the run's
+// specification.
+func (e *Env) basePrepared() (bool, error) {
+	base, err := e.Base()
+	if err != nil || base.Generation != e.opts.Identity.Generation {
+		return false, err
+	}
+	if err := checkIdentity(e, base); err != nil {
+		return true, refusal("", err)
+	}
+	e.Logf("generation %d is the node's base generation; provider.json is its configuration", base.Generation)
+	return true, nil
+}
+
+// keepCompleted moves a completed journal aside to the first free
+// <path>.<n>, so that the next run starts a new journal; the old one stays
+// as a receipt.
+func keepCompleted(path string) error {
+	rep, err := workflow.InspectJournal(path, workflow.Lookup)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || rep.Condition != workflow.Complete {
+		return err
+	}
+	for n := 1; ; n++ {
+		dst := path + "." + strconv.Itoa(n)
+		if _, err := os.Lstat(dst); err == nil {
+			continue
+		}
+		if err := os.Link(path, dst); err != nil {
+			return fmt.Errorf("keep the completed journal %s: %w", path, err)
+		}
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("keep the completed journal %s: %w", path, err)
+		}
+		return journal.SyncDir(filepath.Dir(path))
+	}
+}

@@ -1,0 +1,207 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/openagentcore/oac-node-install/steps/image"
+	"github.com/openagentcore/oac-node-install/steps/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/release"
+)
+
+// wantImage is the image identity a configuration's specification names.
+func wantImage(c *provider.Config) image.Identity {
+	rt := c.Specification.Runtime
+	return image.Identity{ConfigDigest: rt.ImageID, ManifestDigest: rt.ImageManifestDigest}
+}
+
+// microsandboxFor is msb for the configuration's store.
+func microsandboxFor(d Data, c *provider.Config) (Microsandbox, microsandbox.Reference, error) {
+	m := c.Microsandbox
+	ref, err := microsandbox.ParseReference(m.Image)
+	if err != nil {
+		return nil, ref, err
+	}
+	return d.Microsandbox(m.RuntimePath, m.RuntimeHome, m.FirmwarePath), ref, nil
+}
+
+// imageHeld reports whether the provider already holds the configuration's
+// Runtime image with its exact identity: Docker resolves it (config or
+// manifest digest, linux/amd64), or msb reports the reference with its
+// digest for linux/amd64. A microsandbox store that does not exist yet
+// holds nothing; an msb that cannot answer is taken as not holding it (the
+// archive is then fetched, which is always safe).
+func imageHeld(ctx context.Context, d Data, c *provider.Config) (string, bool, error) {
+	switch {
+	case c.Docker != nil:
+		dk, err := d.Docker(ctx)
+		if err != nil {
+			return "", false, err
+		}
+		id, found, err := image.Resolve(ctx, dk, wantImage(c))
+		return id, found, err
+	case c.Microsandbox != nil:
+		if _, err := os.Stat(c.Microsandbox.RuntimeHome); err != nil {
+			return "", false, nil
+		}
+		if _, err := os.Stat(c.Microsandbox.RuntimePath); err != nil {
+			return "", false, nil
+		}
+		cli, ref, err := microsandboxFor(d, c)
+		if err != nil {
+			return "", false, err
+		}
+		if cli.VerifyImage(ctx, ref) == nil {
+			return ref.String(), true, nil
+		}
+		return "", false, nil
+	}
+	return "", false, fmt.Errorf("configuration without an adapter")
+}
+
+// importImage makes the provider hold the configuration's Runtime image
+// and returns its local identity (Docker: the local image ID; microsandbox:
+// the reference). An image already held is not loaded again. Otherwise the
+// verified archive (downloaded if missing) is unpacked and its identity
+// proven before the import, and the image must resolve after it.
+func importImage(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
+	if id, held, err := imageHeld(ctx, d, c); err != nil || held {
+		return id, err
+	}
+	switch {
+	case c.Docker != nil:
+		tar, err := unpackedArchive(ctx, d, c, dir)
+		if err != nil {
+			return "", err
+		}
+		dk, err := d.Docker(ctx)
+		if err != nil {
+			return "", err
+		}
+		d.Logf("load the Runtime image into the Docker Engine")
+		if err := dk.ImageLoad(ctx, tar); err != nil {
+			return "", fmt.Errorf("load %s: %w", tar, err)
+		}
+		id, found, err := image.Resolve(ctx, dk, wantImage(c))
+		if err != nil {
+			return "", err
+		}
+		if !found {
+			return "", fmt.Errorf("the Docker Engine loaded %s but does not resolve %s or %s for linux/amd64", tar, wantImage(c).ConfigDigest, wantImage(c).ManifestDigest)
+		}
+		return id, nil
+	default:
+		m := c.Microsandbox
+		if err := microsandbox.ClaimStore(m.RuntimeHome, c.InstallationID, d.UID()); err != nil {
+			return "", err
+		}
+		tar, err := unpackedArchive(ctx, d, c, dir)
+		if err != nil {
+			return "", err
+		}
+		cli, ref, err := microsandboxFor(d, c)
+		if err != nil {
+			return "", err
+		}
+		d.Logf("load the Runtime image into the microsandbox store %s", m.RuntimeHome)
+		if err := cli.LoadImage(ctx, tar, ref); err != nil {
+			return "", err
+		}
+		if err := cli.VerifyImage(ctx, ref); err != nil {
+			return "", fmt.Errorf("after loading %s: %w", tar, err)
+		}
+		return ref.String(), nil
+	}
+}
+
+// unpackedArchive returns the path of the release's unpacked Runtime
+// archive in dir, proven to hold the specification's image: the archive is
+// downloaded if missing, the unpacked copy reused if it has its declared
+// bytes and unpacked again otherwise (leftover temporary copies are
+// cleared first).
+func unpackedArchive(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
+	rt := c.Specification.Runtime
+	md, err := d.Release(ctx, rt.SourceCommit)
+	if err != nil {
+		return "", err
+	}
+	if err := release.MatchRelease(c.Specification, md.Release.Manifest); err != nil {
+		return "", artifactErr(err)
+	}
+	var gz, tar runtimeFile
+	for _, f := range releaseFiles(md.Release) {
+		switch f.Rel {
+		case release.PathRuntimeImage:
+			gz = f
+		case PathUnpacked:
+			tar = f
+		}
+	}
+	gzRel, tarRel := path.Join(dir, gz.Rel), path.Join(dir, tar.Rel)
+	st, err := checkFile(d, gzRel, gz)
+	if err != nil {
+		return "", err
+	}
+	if st == fileMissing {
+		if err := mkdirs(d, path.Dir(gzRel)); err != nil {
+			return "", err
+		}
+		d.Logf("restore %s", gzRel)
+		if err := fetchFile(ctx, d, rt.SourceCommit, gzRel, gz); err != nil {
+			return "", err
+		}
+	}
+	gzPath, tarPath := filepath.Join(d.Node().Root, gzRel), filepath.Join(d.Node().Root, tarRel)
+	st, err = checkFile(d, tarRel, tar)
+	if err == nil && st == fileOK {
+		return tarPath, artifactErr(imageErr(image.Verify(tarPath, rt.ImageID, rt.ImageManifestDigest)))
+	}
+	clearUnpackLeftovers(filepath.Dir(tarPath))
+	id, err := image.UnpackIdentify(gzPath, tarPath, tar.Size, tar.SHA256)
+	if err != nil {
+		return "", imageErr(err)
+	}
+	if err := id.Check(wantImage(c)); err != nil {
+		return "", artifactErr(err)
+	}
+	return tarPath, nil
+}
+
+// imageErr marks refusals of an archive's bytes or identity as artifact
+// failures; I/O errors stay as they are.
+func imageErr(err error) error {
+	for _, s := range []error{image.ErrUnpackMismatch, image.ErrIdentityMismatch, image.ErrMalformed, image.ErrMissingBlob,
+		image.ErrBlobMismatch, image.ErrPlatform, image.ErrInconsistent} {
+		if errors.Is(err, s) {
+			return artifactErr(err)
+		}
+	}
+	return err
+}
+
+// clearUnpackLeftovers removes temporary copies an interrupted unpack left
+// (.runtime.tar.tmp-*); they are ours and never hold verified bytes.
+func clearUnpackLeftovers(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, ".runtime.tar.tmp-*"))
+	for _, n := range names {
+		if fi, err := os.Lstat(n); err == nil && fi.Mode().IsRegular() {
+			os.Remove(n)
+		}
+	}
+}
+
+// removeUnpacked removes the unpacked archive of dir once the image is
+// imported (the downloaded archive stays for repair), and its leftovers.
+func removeUnpacked(d Data, dir string) error {
+	rel := path.Join(dir, PathUnpacked)
+	clearUnpackLeftovers(filepath.Dir(filepath.Join(d.Node().Root, rel)))
+	if err := d.Root().Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
