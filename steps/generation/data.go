@@ -5,8 +5,8 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/steps/download"
-	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"

@@ -551,4 +551,3 @@ func diffSnapshots(a, b map[string]string) string {
 	}
 	return strings.Join(d, "\n")
 }
-
