@@ -105,8 +105,6 @@ func NewClient(o Options) (*Client, error) {
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     30 * time.Second,
-		ReadBufferSize:      64 << 10,
-		WriteBufferSize:     16 << 10,
 	}
 	c.metadata = &http.Client{
 		Transport: c.transport,

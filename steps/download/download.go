@@ -52,9 +52,13 @@ type Stats struct {
 	Restarts int   // times the part was emptied to start from byte 0
 }
 
-// bufSize is the read buffer: large reads keep system calls and hash
-// calls few on multi-hundred-MiB transfers.
-const bufSize = 1 << 20
+// Receive buffers: large reads keep system calls and hash calls few on
+// multi-hundred-MiB transfers, and several let the network run ahead of
+// the disk.
+const (
+	bufSize  = 1 << 20
+	bufCount = 4
+)
 
 // Download publishes the verified artifact at req.Target; see
 // DownloadStats.
@@ -85,7 +89,11 @@ func (c *Client) download(ctx context.Context, req Request) (Stats, error) {
 		return st, err
 	}
 	name := filepath.Base(req.Target)
-	buf := make([]byte, bufSize)
+	bufs := make([][]byte, bufCount)
+	for i := range bufs {
+		bufs[i] = make([]byte, bufSize)
+	}
+	buf := bufs[0] // for reading local files, never while a spool runs
 
 	switch err := verifyTarget(req.Target, req.Size, want, req.Mode, buf); {
 	case err == nil:
@@ -129,9 +137,13 @@ func (c *Client) download(ctx context.Context, req Request) (Stats, error) {
 			}
 		}
 		st.Requests++
-		err := c.transfer(ctx, req, p, buf, &st)
+		err := c.transfer(ctx, req, p, bufs, &st)
 		if err == nil {
 			continue
+		}
+		var le local
+		if errors.As(err, &le) {
+			return st, le.err
 		}
 		if ctx.Err() != nil {
 			return st, fmt.Errorf("download %s: %w; the %s received so far are kept", name, ctx.Err(), sizeText(p.size))
@@ -167,6 +179,13 @@ func (c *Client) download(ctx context.Context, req Request) (Stats, error) {
 	return st, p.publish(req.Target, req.Mode, want, buf)
 }
 
+// local marks a failure of this host (disk, permissions) during a
+// transfer: it ends the download as it is and is no transfer error.
+type local struct{ err error }
+
+func (l local) Error() string { return l.err.Error() }
+func (l local) Unwrap() error { return l.err }
+
 // restartSignal asks for an empty part and a request from byte 0.
 type restartSignal struct{ reason string }
 
@@ -174,7 +193,7 @@ func (r restartSignal) Error() string { return r.reason }
 
 // transfer sends one request and appends its body to the part. It returns
 // nil when the part grew to req.Size.
-func (c *Client) transfer(ctx context.Context, req Request, p *part, buf []byte, st *Stats) error {
+func (c *Client) transfer(ctx context.Context, req Request, p *part, bufs [][]byte, st *Stats) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var received atomic.Int64
@@ -182,7 +201,7 @@ func (c *Client) transfer(ctx context.Context, req Request, p *part, buf []byte,
 
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL, nil)
 	if err != nil {
-		return err
+		return local{err}
 	}
 	for k, v := range req.Header {
 		hreq.Header[k] = v
@@ -210,11 +229,11 @@ func (c *Client) transfer(ctx context.Context, req Request, p *part, buf []byte,
 			// The server sent the whole file instead of the rest: use it.
 			st.Restarts++
 			if err := p.reset(); err != nil {
-				return err
+				return local{err}
 			}
 		}
 		if err := p.saveValidator(validatorOf(resp)); err != nil {
-			return err
+			return local{err}
 		}
 	case code == http.StatusPartialContent:
 		start, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
@@ -226,7 +245,7 @@ func (c *Client) transfer(ctx context.Context, req Request, p *part, buf []byte,
 		}
 		if p.size == 0 {
 			if err := p.saveValidator(validatorOf(resp)); err != nil {
-				return err
+				return local{err}
 			}
 		}
 	case code == http.StatusRequestedRangeNotSatisfiable:
@@ -237,31 +256,52 @@ func (c *Client) transfer(ctx context.Context, req Request, p *part, buf []byte,
 		return &StatusError{Code: code, URL: where}
 	}
 
-	// One pass: every chunk is hashed and written as it arrives. Reading
-	// one byte beyond the declared size detects a longer file.
+	// One pass: every chunk is hashed as it arrives and written by the
+	// spool. Reading one byte beyond the declared size detects a longer
+	// file.
 	body := io.LimitReader(resp.Body, req.Size-p.size+1)
-	for {
-		n, rerr := fill(body, buf, &received, st)
-		if n > 0 {
-			if p.size+int64(n) > req.Size {
-				return fmt.Errorf("%w: %s serves more than the declared %d bytes", ErrSize, where, req.Size)
-			}
-			if err := p.write(buf[:n]); err != nil {
-				return err
-			}
-			req.progress(p.size)
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return stallCause(ctx, retryable{fmt.Errorf("receive from %s: %w", where, rerr)})
-		}
+	sp := startSpool(p, bufs)
+	err = c.receive(body, req, p, sp, &received, st, where)
+	if werr := sp.finish(); werr != nil {
+		return local{werr}
+	}
+	if err != nil {
+		return stallCause(ctx, err)
 	}
 	if p.size < req.Size {
 		return retryable{fmt.Errorf("receive from %s: %w after %d of %d bytes", where, io.ErrUnexpectedEOF, p.size, req.Size)}
 	}
 	return nil
+}
+
+// receive hashes the body into p and hands it to the spool until the body
+// ends.
+func (c *Client) receive(body io.Reader, req Request, p *part, sp *spool, received *atomic.Int64, st *Stats, where string) error {
+	for {
+		buf, err := sp.buffer()
+		if err != nil {
+			return local{err}
+		}
+		n, rerr := fill(body, buf, received, st)
+		if n > 0 {
+			if p.size+int64(n) > req.Size {
+				sp.release(buf)
+				return fmt.Errorf("%w: %s serves more than the declared %d bytes", ErrSize, where, req.Size)
+			}
+			p.hash.Write(buf[:n])
+			sp.write(buf[:n], p.size)
+			p.size += int64(n)
+			req.progress(p.size)
+		} else {
+			sp.release(buf)
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return retryable{fmt.Errorf("receive from %s: %w", where, rerr)}
+		}
+	}
 }
 
 // fill reads into buf until it is full, the body ends or fails.

@@ -149,20 +149,17 @@ func (p *part) saveValidator(v string) error {
 	return nil
 }
 
-// write appends b at the end of the part and adds it to the hash. Every
-// 8 MiB it starts the writeback of what came before, so that the final
-// fsync finds little left to write.
-func (p *part) write(b []byte) error {
-	n, err := p.f.WriteAt(b, p.size)
-	p.hash.Write(b[:n])
-	p.size += int64(n)
-	if err != nil {
+// writeAt writes b at off, from the spool's goroutine. Every 8 MiB it
+// starts the writeback of what came before, so that the final fsync finds
+// little left to write and the disk works while the network does.
+func (p *part) writeAt(b []byte, off int64) error {
+	if _, err := p.f.WriteAt(b, off); err != nil {
 		return fmt.Errorf("write part file %s: %w", p.path, err)
 	}
-	if p.size-p.synced >= writebackChunk {
+	if end := off + int64(len(b)); end-p.synced >= writebackChunk {
 		// Advisory: a failure here shows again at the final fsync.
-		_ = unix.SyncFileRange(p.fd, p.synced, p.size-p.synced, unix.SYNC_FILE_RANGE_WRITE)
-		p.synced = p.size
+		_ = unix.SyncFileRange(p.fd, p.synced, end-p.synced, unix.SYNC_FILE_RANGE_WRITE)
+		p.synced = end
 	}
 	return nil
 }
