@@ -252,6 +252,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	unix.Kill(-pid, unix.SIGKILL)
 	cmd.Wait()
 	state := cmd.ProcessState
+	waitGroupGone(pid)
 
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -304,6 +305,23 @@ func stopGroup(pid int, exited <-chan struct{}, grace time.Duration) {
 	case <-deadline.C:
 		unix.Kill(-pid, unix.SIGKILL)
 		<-exited
+	}
+}
+
+// groupGoneDelay bounds how long Run waits for killed processes of the
+// group to finish dying. A killed process runs no more code of its own, but
+// leaves only once the kernel has scheduled its exit; and an orphan whose
+// exit nobody reaps (a container whose init does not reap) never leaves.
+const groupGoneDelay = time.Second
+
+// waitGroupGone waits until no process is left in group pgid, or
+// groupGoneDelay has passed. Called after the group leader was reaped:
+// while any member is left, the kernel keeps the group's id from naming a
+// new process, and signal 0 sends nothing to whatever it names.
+func waitGroupGone(pgid int) {
+	deadline := time.Now().Add(groupGoneDelay)
+	for unix.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

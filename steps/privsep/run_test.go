@@ -171,10 +171,12 @@ func TestRunInterrupted(t *testing.T) {
 		name       string
 		ignoreTERM bool
 		signal     bool
+		real       bool // a real SIGHUP to this process, caught by Run itself
 	}{
 		{name: "context cancelled", ignoreTERM: false},
 		{name: "SIGTERM, child stops", signal: true},
 		{name: "SIGTERM, child ignores it", signal: true, ignoreTERM: true},
+		{name: "real SIGHUP to the parent", real: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := baseOptions(t, "sleep")
@@ -183,7 +185,9 @@ func TestRunInterrupted(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			sigs := make(chan os.Signal, 1)
-			o.Signals = sigs
+			if !tc.real {
+				o.Signals = sigs
+			}
 			var mu sync.Mutex
 			var pids []int
 			o.Progress = func(e Event) {
@@ -191,9 +195,12 @@ func TestRunInterrupted(t *testing.T) {
 				mu.Lock()
 				pids = append(pids, pid)
 				if len(pids) == 2 {
-					if tc.signal {
+					switch {
+					case tc.real:
+						syscall.Kill(os.Getpid(), syscall.SIGHUP)
+					case tc.signal:
 						sigs <- syscall.SIGTERM
-					} else {
+					default:
 						cancel()
 					}
 				}
