@@ -41,8 +41,8 @@ check:
 	$(GO) test -count=1 -run 'TestCommittedDiagramsAreCurrent' ./diagrams
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o /dev/null ./cmd/oac-node-install
 
-bench:
-	$(GO) run ./cmd/oac-bench
+bench: build
+	$(BIN)/oac-bench -installer $(BIN)/oac-node-install
 
 diagrams:
 	$(GO) generate ./diagrams

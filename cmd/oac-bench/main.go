@@ -37,6 +37,8 @@ type Result struct {
 
 var measures []measure
 
+var installerFlag = flag.String("installer", "", "oac-node-install binary for command measures (default bin/oac-node-install)")
+
 func register(name string, run func(dir string) ([]Result, error)) {
 	measures = append(measures, measure{name, run})
 }
