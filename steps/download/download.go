@@ -57,7 +57,7 @@ type Stats struct {
 // the disk.
 const (
 	bufSize  = 1 << 20
-	bufCount = 4
+	bufCount = 8
 )
 
 // Download publishes the verified artifact at req.Target; see
