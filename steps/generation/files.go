@@ -153,6 +153,9 @@ func fetchMissing(ctx context.Context, d Data, dir string, md *Metadata, archive
 		if err != nil {
 			return err
 		}
+		if st == fileOK {
+			clearPartial(filepath.Join(d.Node().Root, dir, f.Rel))
+		}
 		if st == fileMissing {
 			missing = append(missing, f)
 			if f.Size > 0 {
@@ -229,4 +232,14 @@ func checkReleaseFiles(d Data, dir string, md *Metadata) (missing []string, err 
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
+}
+
+// clearPartial removes what an interrupted download of a target that is
+// now complete left beside it (a kept part file or its validator).
+func clearPartial(target string) {
+	for _, p := range []string{download.PartPath(target), download.ValidatorPath(target)} {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			os.Remove(p)
+		}
+	}
 }

@@ -1,0 +1,265 @@
+//go:build crashtest
+
+package generation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+	"github.com/openagentcore/oac-node-install/workflow/crashharness"
+)
+
+// TestGenerationCrashChild is the process the crash harness kills: one
+// helper run on the node under $OAC_GEN_CRASH_HOME, with the fake Docker
+// Engine whose state lives there too.
+func TestGenerationCrashChild(t *testing.T) {
+	home := os.Getenv("OAC_GEN_CRASH_HOME")
+	if home == "" {
+		t.Skip("runs only as the crash harness's child process")
+	}
+	g, _ := strconv.ParseInt(os.Getenv("OAC_GEN_CRASH_GENERATION"), 10, 64)
+	opts := Options{
+		Action:   os.Getenv("OAC_GEN_CRASH_ACTION"),
+		Identity: lease.Identity{InstallationID: testID, Generation: g, SpecificationDigest: os.Getenv("OAC_GEN_CRASH_DIGEST")},
+		Home:     home,
+		UID:      os.Getuid(),
+		Docker: func(context.Context, string) (Docker, error) {
+			return &fakeDocker{path: filepath.Join(home, "docker-engine.json")}, nil
+		},
+		Log: os.Stderr,
+	}
+	e, err := NewEnv(opts)
+	if err == nil {
+		_, err = Run(context.Background(), e)
+		e.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+}
+
+// crashCase describes one workflow under the harness: what the node looks
+// like before the run, and the generation the run is for.
+type crashCase struct {
+	action string
+	// prepare makes the node's state before the killed run (beyond the
+	// installation's); it runs in this process.
+	prepare func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification)
+}
+
+// runCrash runs the harness over one workflow. Every sandbox is reached
+// through one fixed path (a symbolic link re-pointed before each run), so
+// the absolute paths written into configurations are the same in every
+// sandbox and the harness can compare them byte for byte.
+func runCrash(t *testing.T, c crashCase) crashharness.Summary {
+	a, b := buildRelease(t, commitA), buildRelease(t, commitB)
+	srv := newTestServer(t, a, b)
+	spec := b.spec(t, release.ProviderDocker, 2)
+	srv.setSpec(2, spec)
+	fixed := filepath.Join(t.TempDir(), "node")
+	point := func(dir string) {
+		os.Remove(fixed)
+		if err := os.Symlink(dir, fixed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := layout.Node{Root: layout.NodeRootIn(fixed, testID)}
+	journalOf := func(dir string) string {
+		return filepath.Join(dir, strings.TrimPrefix(node.GenerationJournal(c.action, 2), fixed))
+	}
+	var mu sync.Mutex
+	identityMissing := map[string]bool{}
+	// The node before the run is built once and copied into every sandbox.
+	template := filepath.Join(t.TempDir(), "template")
+	mkdir(t, template)
+	point(template)
+	n := setupNode(t, fixed, srv, release.ProviderDocker, a)
+	if c.prepare != nil {
+		c.prepare(t, n, b, spec)
+	}
+	sum := crashharness.Run(t, crashharness.Target{
+		Setup: func(t *testing.T, dir string) {
+			copyTree(t, template, dir)
+			point(dir)
+			rebindLeases(t, node.Generations())
+		},
+		Command: func(dir string) *exec.Cmd {
+			point(dir)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestGenerationCrashChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "OAC_GEN_CRASH_HOME="+fixed, "OAC_GEN_CRASH_ACTION="+c.action,
+				"OAC_GEN_CRASH_GENERATION=2", "OAC_GEN_CRASH_DIGEST="+spec.Digest())
+			return cmd
+		},
+		NeedsInspection: func(dir string) bool {
+			rep, err := workflow.InspectJournal(journalOf(dir), workflow.Lookup)
+			need := err == nil && rep.Condition == workflow.NeedsInspection
+			if need {
+				reports, _ := lease.Inspect(filepath.Join(dir, strings.TrimPrefix(node.Generations(), fixed)), os.Getuid())
+				for _, r := range reports {
+					if r.Generation == 2 && r.Lease.State == lease.StateIdentityMissing {
+						mu.Lock()
+						identityMissing[filepath.Base(dir)] = true
+						mu.Unlock()
+					}
+				}
+			}
+			return need
+		},
+		Outcome: func(dir string) (string, error) {
+			rep, err := workflow.InspectJournal(journalOf(dir), workflow.Lookup)
+			if err != nil {
+				return "", err
+			}
+			var steps []string
+			for _, s := range rep.Completed {
+				steps = append(steps, s.Step)
+			}
+			out := fmt.Sprintf("%s %s %s", rep.Condition, rep.State, strings.Join(steps, ","))
+			reports, err := lease.Inspect(filepath.Join(dir, strings.TrimPrefix(node.Generations(), fixed)), os.Getuid())
+			if err != nil {
+				return "", err
+			}
+			for _, r := range reports {
+				out += fmt.Sprintf("; generation %d lease %s records %+v", r.Generation, r.Lease.State, r.Records)
+			}
+			return out, nil
+		},
+		Ignore: func(rel string) bool {
+			// Journals are compared through Outcome; lease identities
+			// name inode numbers, which differ between sandboxes.
+			return strings.Contains(rel, "/journals/") || strings.HasSuffix(rel, "/journals") || strings.HasSuffix(rel, ".lease-identity")
+		},
+	})
+	for _, n := range sum.Refused {
+		if sum.Points[n-1] == "lease-created" && !identityMissing[fmt.Sprintf("crash-%03d", n)] {
+			t.Errorf("point %d (lease-created): leases does not report identity-missing", n)
+		}
+	}
+	return sum
+}
+
+func TestCrashPrepare(t *testing.T) {
+	t.Parallel()
+	sum := runCrash(t, crashCase{action: ActionPrepare})
+	var leaseCreated bool
+	for _, n := range sum.Refused {
+		p := sum.Points[n-1]
+		leaseCreated = leaseCreated || p == "lease-created"
+		// Only the lease state refuses: its own points and the journal
+		// points of its done record.
+		if p != "lease-created" && p != "lease-identity-published" && !strings.HasPrefix(p, "journal-") {
+			t.Errorf("unexpected refusal at point %d (%s)", n, p)
+		}
+	}
+	t.Logf("refused for inspection at %v", sum.Refused)
+	if !leaseCreated {
+		t.Error("the lease-initialization point did not refuse")
+	}
+	if len(sum.Resumed) == 0 {
+		t.Error("no crash point resumed")
+	}
+}
+
+func TestCrashRepair(t *testing.T) {
+	t.Parallel()
+	sum := runCrash(t, crashCase{action: ActionRepair, prepare: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
+		if err := n.run(ActionPrepare, 2, spec); err != nil {
+			t.Fatalf("prepare: %v\n%s", err, n.log)
+		}
+		for _, rel := range []string{release.PathSeccomp, release.PathRuntimeImage} {
+			if err := os.Remove(n.path("releases", commitB, rel)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n.docker.forget(t, b.image)
+	}})
+	if len(sum.Refused) != 0 {
+		t.Errorf("repair refused after crashes at %v", sum.Refused)
+	}
+}
+
+func TestCrashCollect(t *testing.T) {
+	t.Parallel()
+	sum := runCrash(t, crashCase{action: ActionCollect, prepare: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
+		if err := n.run(ActionPrepare, 2, spec); err != nil {
+			t.Fatalf("prepare: %v\n%s", err, n.log)
+		}
+	}})
+	if len(sum.Refused) != 0 {
+		t.Errorf("collect refused after crashes at %v", sum.Refused)
+	}
+}
+
+// copyTree copies the regular files and directories below src into dst
+// with their modes.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		switch {
+		case fi.IsDir():
+			if err := os.MkdirAll(target, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(target, fi.Mode().Perm())
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(target, data, fi.Mode().Perm()); err != nil {
+				return err
+			}
+			return os.Chmod(target, fi.Mode().Perm())
+		}
+		return fmt.Errorf("unexpected %s in the template", p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rebindLeases rewrites every lease identity of a copied node with the
+// device and inode of its copied lease, as the installation would have
+// recorded them.
+func rebindLeases(t *testing.T, dir string) {
+	t.Helper()
+	leases, _ := filepath.Glob(filepath.Join(dir, "*.lease"))
+	for _, l := range leases {
+		var st syscall.Stat_t
+		if err := syscall.Stat(l, &st); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(l + "-identity")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(data, &rec); err != nil {
+			t.Fatal(err)
+		}
+		rec["device"], rec["inode"] = st.Dev, st.Ino
+		out, _ := json.MarshalIndent(rec, "", "  ")
+		if err := os.WriteFile(l+"-identity", append(out, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
