@@ -76,8 +76,8 @@ func TestCollectDocker(t *testing.T) {
 func TestCollectKeepsFilesAnotherGenerationUses(t *testing.T) {
 	t.Parallel()
 	n, b, spec := preparedNode(t)
-	spec4 := b.spec(t, release.ProviderDocker, 3)
-	n.srv.setSpec(4, spec4)
+	spec4 := b.Spec(t, release.ProviderDocker, 3)
+	n.srv.SetSpec(4, spec4)
 	if err := n.run(ActionPrepare, 4, spec4); err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +101,8 @@ func TestCollectBaseGeneration(t *testing.T) {
 	t.Run("root files stay while another generation uses them", func(t *testing.T) {
 		t.Parallel()
 		n, a, _ := dockerNode(t)
-		spec3 := a.spec(t, release.ProviderDocker, 4)
-		n.srv.setSpec(3, spec3)
+		spec3 := a.Spec(t, release.ProviderDocker, 4)
+		n.srv.SetSpec(3, spec3)
 		if err := n.run(ActionPrepare, 3, spec3); err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestCollectRefusals(t *testing.T) {
 			return 2, spec
 		}, ErrReferenced},
 		{"another specification", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
-			return 2, b.spec(t, release.ProviderDocker, 8)
+			return 2, b.Spec(t, release.ProviderDocker, 8)
 		}, lease.ErrIdentityMismatch},
 		{"no lease", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
 			return 6, spec
@@ -214,8 +214,8 @@ func microNode(t *testing.T) (*testNode, *fixtureRelease, *release.Specification
 	t.Cleanup(func() { os.RemoveAll(home) })
 	a, b := buildRelease(t, commitA), buildRelease(t, commitB)
 	n := setupNode(t, home, newTestServer(t, a, b), release.ProviderMicrosandbox, a)
-	spec := b.spec(t, release.ProviderMicrosandbox, 2)
-	n.srv.setSpec(2, spec)
+	spec := b.Spec(t, release.ProviderMicrosandbox, 2)
+	n.srv.SetSpec(2, spec)
 	return n, b, spec
 }
 
@@ -231,7 +231,7 @@ func TestMicrosandboxPrepareAndCollect(t *testing.T) {
 	}
 	final := readConfig(t, n.gen("2.json"))
 	want, _ := microsandbox.GenerationStorePath(n.home, testID, spec.Runtime.RuntimeSHA256, spec.Runtime.FirmwareSHA256)
-	if final.Microsandbox.RuntimeHome != want || final.Microsandbox.Image != b.manifest.RuntimeRef {
+	if final.Microsandbox.RuntimeHome != want || final.Microsandbox.Image != b.Manifest.RuntimeRef {
 		t.Fatalf("final %+v", final.Microsandbox)
 	}
 	if _, err := os.Stat(n.storeImage(t, final)); err != nil {

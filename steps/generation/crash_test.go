@@ -68,8 +68,8 @@ type crashCase struct {
 func runCrash(t *testing.T, c crashCase) crashharness.Summary {
 	a, b := buildRelease(t, commitA), buildRelease(t, commitB)
 	srv := newTestServer(t, a, b)
-	spec := b.spec(t, release.ProviderDocker, 2)
-	srv.setSpec(2, spec)
+	spec := b.Spec(t, release.ProviderDocker, 2)
+	srv.SetSpec(2, spec)
 	fixed := filepath.Join(t.TempDir(), "node")
 	point := func(dir string) {
 		os.Remove(fixed)
@@ -185,7 +185,7 @@ func TestCrashRepair(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		n.docker.forget(t, b.image)
+		n.docker.forget(t, b.Image)
 	}})
 	if len(sum.Refused) != 0 {
 		t.Errorf("repair refused after crashes at %v", sum.Refused)

@@ -61,27 +61,27 @@ func TestPrepareRefusals(t *testing.T) {
 		{
 			name: "Core holds another specification",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				n.srv.setSpec(2, b.spec(t, release.ProviderDocker, 7))
+				n.srv.SetSpec(2, b.Spec(t, release.ProviderDocker, 7))
 			},
 			want: ErrSpecification,
 		},
 		{
 			name: "Core rejects the credential",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				n.srv.coreReply = func(w http.ResponseWriter, g int64) bool { w.WriteHeader(http.StatusUnauthorized); return true }
+				n.srv.SetCoreReply(func(w http.ResponseWriter, g int64) bool { w.WriteHeader(http.StatusUnauthorized); return true })
 			},
 			want: ErrCoreRejected,
 		},
 		{
 			name: "Core answers for another installation",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				n.srv.coreReply = func(w http.ResponseWriter, g int64) bool {
+				n.srv.SetCoreReply(func(w http.ResponseWriter, g int64) bool {
 					raw, _ := spec.MarshalJSON()
 					json.NewEncoder(w).Encode(map[string]any{"installation_id": "11111111-2222-4333-8444-555555555555", "provider": "docker",
 						"core_url": n.srv.URL, "generation": g, "specification": json.RawMessage(raw), "specification_digest": spec.Digest(),
 						"max_active": 1, "max_retained": 1})
 					return true
-				}
+				})
 			},
 			want: ErrCoreAnswer,
 		},
@@ -117,8 +117,8 @@ func TestPrepareRefusals(t *testing.T) {
 		{
 			name: "release metadata does not verify",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				n.srv.serve("/node-install/releases/"+commitB+"/manifest.json", func(w http.ResponseWriter, r *http.Request) {
-					w.Write(append(append([]byte(nil), b.files[release.ManifestName]...), ' '))
+				n.srv.Serve("/node-install/releases/"+commitB+"/manifest.json", func(w http.ResponseWriter, r *http.Request) {
+					w.Write(append(append([]byte(nil), b.Files[release.ManifestName]...), ' '))
 				})
 			},
 			want: release.ErrChecksumMismatch, artifact: true,
@@ -126,16 +126,16 @@ func TestPrepareRefusals(t *testing.T) {
 		{
 			name: "release missing on the console",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				n.srv.serve("/node-install/releases/"+commitB+"/SHA256SUMS", http.NotFound)
+				n.srv.Serve("/node-install/releases/"+commitB+"/SHA256SUMS", http.NotFound)
 			},
 			want: download.ErrHTTPStatus, artifact: true,
 		},
 		{
 			name: "artifact with other bytes",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				name := b.manifest.Artifacts[release.PathRuntimeImage].Filename
-				n.srv.serve("/node-install/releases/"+commitB+"/artifacts/"+name, func(w http.ResponseWriter, r *http.Request) {
-					data := append([]byte(nil), b.bytes[release.PathRuntimeImage]...)
+				name := b.Manifest.Artifacts[release.PathRuntimeImage].Filename
+				n.srv.Serve("/node-install/releases/"+commitB+"/artifacts/"+name, func(w http.ResponseWriter, r *http.Request) {
+					data := append([]byte(nil), b.Bytes[release.PathRuntimeImage]...)
 					data[len(data)/2] ^= 0xff
 					w.Write(data)
 				})
@@ -145,7 +145,7 @@ func TestPrepareRefusals(t *testing.T) {
 		{
 			name: "seccomp profile with other bytes",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				n.srv.serve("/node-install/releases/"+commitB+"/runtime/seccomp.json", func(w http.ResponseWriter, r *http.Request) {
+				n.srv.Serve("/node-install/releases/"+commitB+"/runtime/seccomp.json", func(w http.ResponseWriter, r *http.Request) {
 					w.Write([]byte("{}\n"))
 				})
 			},
@@ -199,7 +199,7 @@ func TestPrepareRefusals(t *testing.T) {
 		{
 			name: "lease of another specification",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				initLease(t, n, 2, b.spec(t, release.ProviderDocker, 9))
+				initLease(t, n, 2, b.Spec(t, release.ProviderDocker, 9))
 			},
 			want: lease.ErrIdentityMismatch, same: true,
 		},
@@ -208,8 +208,8 @@ func TestPrepareRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			n, _, b := dockerNode(t)
-			spec := b.spec(t, release.ProviderDocker, 2)
-			n.srv.setSpec(2, spec)
+			spec := b.Spec(t, release.ProviderDocker, 2)
+			n.srv.SetSpec(2, spec)
 			tc.setup(t, n, b, spec)
 			var err error
 			check := func() { err = n.run(ActionPrepare, 2, spec) }

@@ -34,14 +34,14 @@ func readConfig(t *testing.T, path string) *provider.Config {
 
 func TestPrepareDockerOtherRelease(t *testing.T) {
 	n, _, b := dockerNode(t)
-	spec := b.spec(t, release.ProviderDocker, 2)
-	n.srv.setSpec(2, spec)
+	spec := b.Spec(t, release.ProviderDocker, 2)
+	n.srv.SetSpec(2, spec)
 	if err := n.run(ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	final := readConfig(t, n.gen("2.json"))
-	if final.Docker.Image != b.image.ConfigDigest {
-		t.Errorf("final image %s, want the resolved config digest %s", final.Docker.Image, b.image.ConfigDigest)
+	if final.Docker.Image != b.Image.ConfigDigest {
+		t.Errorf("final image %s, want the resolved config digest %s", final.Docker.Image, b.Image.ConfigDigest)
 	}
 	if want := n.path("releases", commitB, release.PathSeccomp); final.Docker.SeccompFile != want {
 		t.Errorf("seccomp %s, want %s", final.Docker.SeccompFile, want)
@@ -50,10 +50,10 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 		t.Errorf("the plan was not cleared: %v", err)
 	}
 	for rel, want := range map[string][]byte{
-		release.ManifestName:     b.files[release.ManifestName],
-		release.SumsName:         b.files[release.SumsName],
-		release.PathSeccomp:      b.bytes[release.PathSeccomp],
-		release.PathRuntimeImage: b.bytes[release.PathRuntimeImage],
+		release.ManifestName:     b.Files[release.ManifestName],
+		release.SumsName:         b.Files[release.SumsName],
+		release.PathSeccomp:      b.Bytes[release.PathSeccomp],
+		release.PathRuntimeImage: b.Bytes[release.PathRuntimeImage],
 	} {
 		got, err := os.ReadFile(n.path("releases", commitB, rel))
 		if err != nil || string(got) != string(want) {
@@ -81,14 +81,14 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 
 	// A rerun changes nothing and asks nobody.
 	before := snapshot(t, n.home)
-	requests := n.srv.count("/node-install/releases/" + commitB + "/manifest.json")
+	requests := n.srv.Count("/node-install/releases/" + commitB + "/manifest.json")
 	if err := n.run(ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
 	if d := diffSnapshots(before, snapshot(t, n.home)); d != "" {
 		t.Errorf("the rerun changed files:\n%s", d)
 	}
-	if got := n.srv.count("/node-install/releases/" + commitB + "/manifest.json"); got != requests {
+	if got := n.srv.Count("/node-install/releases/" + commitB + "/manifest.json"); got != requests {
 		t.Errorf("the rerun fetched metadata again")
 	}
 }
@@ -96,28 +96,28 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 func TestPrepareDockerContainerdStoreRecordsManifestDigest(t *testing.T) {
 	n, _, b := dockerNode(t)
 	n.docker.store = "containerd"
-	spec := b.spec(t, release.ProviderDocker, 2)
-	n.srv.setSpec(2, spec)
+	spec := b.Spec(t, release.ProviderDocker, 2)
+	n.srv.SetSpec(2, spec)
 	if err := n.run(ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
-	if got := readConfig(t, n.gen("2.json")).Docker.Image; got != b.image.ManifestDigest {
-		t.Errorf("final image %s, want the manifest digest %s", got, b.image.ManifestDigest)
+	if got := readConfig(t, n.gen("2.json")).Docker.Image; got != b.Image.ManifestDigest {
+		t.Errorf("final image %s, want the manifest digest %s", got, b.Image.ManifestDigest)
 	}
 }
 
 func TestPrepareSameReleaseReusesTheRootAndTheImage(t *testing.T) {
 	n, a, _ := dockerNode(t)
-	spec := a.spec(t, release.ProviderDocker, 4)
-	n.srv.setSpec(3, spec)
+	spec := a.Spec(t, release.ProviderDocker, 4)
+	n.srv.SetSpec(3, spec)
 	if err := n.run(ActionPrepare, 3, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	final := readConfig(t, n.gen("3.json"))
-	if final.Docker.SeccompFile != n.baseCfg.Docker.SeccompFile || final.Docker.Image != a.image.ConfigDigest {
+	if final.Docker.SeccompFile != n.baseCfg.Docker.SeccompFile || final.Docker.Image != a.Image.ConfigDigest {
 		t.Errorf("final %+v", final.Docker)
 	}
-	if got := n.srv.count("/node-install/releases/" + commitA + "/artifacts/" + a.manifest.Artifacts[release.PathRuntimeImage].Filename); got != 0 {
+	if got := n.srv.Count("/node-install/releases/" + commitA + "/artifacts/" + a.Manifest.Artifacts[release.PathRuntimeImage].Filename); got != 0 {
 		t.Errorf("the image archive was downloaded %d times although the engine holds the image", got)
 	}
 	if _, err := os.Lstat(n.path("releases")); !errors.Is(err, os.ErrNotExist) {
@@ -130,13 +130,13 @@ func TestPrepareSameReleaseReusesTheRootAndTheImage(t *testing.T) {
 
 func TestPrepareBaseGenerationIsAlreadyPrepared(t *testing.T) {
 	n, a, _ := dockerNode(t)
-	if err := n.run(ActionPrepare, 1, a.spec(t, release.ProviderDocker, 2)); err != nil {
+	if err := n.run(ActionPrepare, 1, a.Spec(t, release.ProviderDocker, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(n.node.GenerationJournal("prepare", 1)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("preparing the base generation ran a workflow: %v", err)
 	}
-	err := n.run(ActionPrepare, 1, a.spec(t, release.ProviderDocker, 3))
+	err := n.run(ActionPrepare, 1, a.Spec(t, release.ProviderDocker, 3))
 	if !errors.Is(err, lease.ErrIdentityMismatch) {
 		t.Fatalf("base generation with another specification: %v", err)
 	}

@@ -15,8 +15,8 @@ import (
 func preparedNode(t *testing.T) (*testNode, *fixtureRelease, *release.Specification) {
 	t.Helper()
 	n, _, b := dockerNode(t)
-	spec := b.spec(t, release.ProviderDocker, 2)
-	n.srv.setSpec(2, spec)
+	spec := b.Spec(t, release.ProviderDocker, 2)
+	n.srv.SetSpec(2, spec)
 	if err := n.run(ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
@@ -32,7 +32,7 @@ func TestRepairRestoresMissingFilesAndTheImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.docker.forget(t, b.image)
+	n.docker.forget(t, b.Image)
 	if err := n.run(ActionRepair, 2, spec); err != nil {
 		t.Fatalf("repair: %v\n%s", err, n.log)
 	}
@@ -58,7 +58,7 @@ func TestRepairRestoresMissingFilesAndTheImage(t *testing.T) {
 }
 
 func resolveFake(n *testNode, r *fixtureRelease) (string, bool, error) {
-	id, _, _, err := n.docker.ImageInspect(nil, r.image.ConfigDigest)
+	id, _, _, err := n.docker.ImageInspect(nil, r.Image.ConfigDigest)
 	if err != nil {
 		return "", false, nil
 	}
@@ -68,10 +68,9 @@ func resolveFake(n *testNode, r *fixtureRelease) (string, bool, error) {
 func TestRepairOfThePlanOnly(t *testing.T) {
 	t.Parallel()
 	n, _, b := dockerNode(t)
-	spec := b.spec(t, release.ProviderDocker, 2)
-	n.srv.setSpec(2, spec)
+	spec := b.Spec(t, release.ProviderDocker, 2)
+	n.srv.SetSpec(2, spec)
 	// An interrupted preparation: the plan, some files, no final configuration.
-	n.srv.coreReply = nil
 	e, err := NewEnv(n.options(ActionPrepare, 2, spec))
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +119,7 @@ func TestRepairRefusals(t *testing.T) {
 		}, provider.ErrPlanMismatch},
 		{"different retained specification", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
 			// The lease and journal are the run's; the configuration holds another specification.
-			other := b.spec(t, release.ProviderDocker, 5)
+			other := b.Spec(t, release.ProviderDocker, 5)
 			c := readConfig(t, n.gen("2.json"))
 			c.Specification = other
 			d, _ := c.Marshal()
@@ -150,7 +149,7 @@ func TestRepairRefusals(t *testing.T) {
 			return spec
 		}, lease.ErrDropped},
 		{"no lease", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
-			other := b.spec(t, release.ProviderDocker, 6)
+			other := b.Spec(t, release.ProviderDocker, 6)
 			return other // generation 9 below has no lease
 		}, lease.ErrLeaseMissing},
 		{"helper holds the lease", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
