@@ -3,9 +3,88 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"os/user"
+
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/lease"
 )
 
+// helperTransferLine is the fixed line the generation helper ends with when
+// it exits 65; the node program maps the status, never the text, to
+// runtime_download_failed.
+const helperTransferLine = "the Runtime artifacts could not be downloaded or verified (runtime_download_failed)"
+
+// helperExit is a generation helper failure that picks its exit status.
+type helperExit struct {
+	code int
+	msg  string
+}
+
+func (e *helperExit) Error() string { return e.msg }
+func (e *helperExit) ExitCode() int { return e.code }
+
+// runGenerationHelper runs the retained helper's action (prepare, repair or
+// collect) for one generation, as the node account: oac-node runs it as
+// `oac-node-install --generation-action A --generation N
+// --specification-digest HEX --installation-id ID`. The node root is
+// ~/.oac/nodes/<id> of the account running it (HOME, else the account
+// database), or below --host-root for tests. It exits 65 only for artifact
+// transfer, checksum or provenance failures, decided by the error's type,
+// and 1 for anything else.
 func runGenerationHelper(ctx context.Context, f *installerFlags, stdout, stderr io.Writer) error {
-	return errors.New("the generation helper is not in this build yet")
+	if os.Geteuid() == 0 || os.Getuid() == 0 {
+		return errors.New("the generation helper runs as the node account, never as root; the node program runs it. Nothing was changed.")
+	}
+	home, err := helperHome(f)
+	if err != nil {
+		return err
+	}
+	e, err := generation.NewEnv(generation.Options{
+		Action: f.generationAction,
+		Identity: lease.Identity{
+			InstallationID:      f.installationID,
+			Generation:          f.generation,
+			SpecificationDigest: f.specificationDigest,
+		},
+		Home: home,
+		UID:  os.Getuid(),
+		Docker: func(_ context.Context, host string) (generation.Docker, error) {
+			return docker.New(host)
+		},
+		Log: stdout,
+	})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if _, err := generation.Run(ctx, e); err != nil {
+		if generation.IsArtifactFailure(err) {
+			fmt.Fprintf(stderr, "generation helper: %v\n", err)
+			return &helperExit{code: exitTransfer, msg: helperTransferLine}
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "%s of generation %d complete\n", f.generationAction, f.generation)
+	return nil
+}
+
+// helperHome is the node account's home: below --host-root when given
+// (tests), else $HOME, else the account database's.
+func helperHome(f *installerFlags) (string, error) {
+	if f.set["host-root"] {
+		return layout.Host{Root: f.hostRoot}.Home(), nil
+	}
+	if h := os.Getenv("HOME"); h != "" {
+		return h, nil
+	}
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		return "", fmt.Errorf("the node account's home is unknown: HOME is not set and the account database has none. Nothing was changed.")
+	}
+	return u.HomeDir, nil
 }
