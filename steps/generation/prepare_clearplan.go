@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -23,6 +24,18 @@ func (s clearPlanStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resu
 	}
 	if !ok {
 		return workflow.Result{}, fmt.Errorf("generation %d has no published configuration; the plan is kept", g)
+	}
+	// An interruption between publication and here resumes with the same
+	// plan and final identity, or refuses.
+	if _, plan, err := recordedPlan(d); err == nil {
+		if err := provider.CheckFinal(final, plan); err != nil {
+			return workflow.Result{}, workflow.Unchanged(refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
+		}
+	} else if _, _, present, _ := readPlan(d, g); present {
+		return workflow.Result{}, workflow.Unchanged(refusal("Inspect it with `oac-node-install leases`", err))
+	}
+	if err := checkIdentity(d, final); err != nil {
+		return workflow.Result{}, workflow.Unchanged(refusal("", err))
 	}
 	dir, err := releaseRel(d, final)
 	if err != nil {

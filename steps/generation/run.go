@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -126,8 +128,8 @@ func (e *Env) basePrepared() (bool, error) {
 }
 
 // keepCompleted moves a completed journal aside to the first free
-// <path>.<n>, so that the next run starts a new journal; the old one stays
-// as a receipt.
+// <path>.<n> (never replacing one), so that the next run starts a new
+// journal; the old one stays as a receipt.
 func keepCompleted(path string) error {
 	rep, err := workflow.InspectJournal(path, workflow.Lookup)
 	if errors.Is(err, os.ErrNotExist) {
@@ -137,14 +139,11 @@ func keepCompleted(path string) error {
 		return err
 	}
 	for n := 1; ; n++ {
-		dst := path + "." + strconv.Itoa(n)
-		if _, err := os.Lstat(dst); err == nil {
+		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, path+"."+strconv.Itoa(n), unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
 			continue
 		}
-		if err := os.Link(path, dst); err != nil {
-			return fmt.Errorf("keep the completed journal %s: %w", path, err)
-		}
-		if err := os.Remove(path); err != nil {
+		if err != nil {
 			return fmt.Errorf("keep the completed journal %s: %w", path, err)
 		}
 		return journal.SyncDir(filepath.Dir(path))
