@@ -6,6 +6,8 @@
 package generationtest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -88,11 +90,31 @@ func BuildRelease(t testing.TB, commit string) *Release {
 	if r, ok := releaseCache[commit]; ok {
 		return r
 	}
+	r := buildRelease(t, commit, "runtime-"+commit)
+	releaseCache[commit] = r
+	return r
+}
+
+// BuildUniqueRelease builds a release with a random source commit and an
+// image no other test builds, for tests against a real engine. Its files
+// are removed when the test ends.
+func BuildUniqueRelease(t testing.TB) *Release {
+	t.Helper()
+	var b [20]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	commit := hex.EncodeToString(b[:])
+	return buildRelease(t, commit, "oac-test-"+commit)
+}
+
+func buildRelease(t testing.TB, commit, label string) *Release {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "oac-gen-release-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx, err := image.WriteFixture(dir, image.FixtureOptions{Label: "runtime-" + commit})
+	fx, err := image.WriteFixture(dir, image.FixtureOptions{Label: label})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +172,6 @@ func BuildRelease(t testing.TB, commit string) *Release {
 		t.Fatal(err)
 	}
 	r.Files = map[string][]byte{release.ManifestName: mb, release.SumsName: sums, release.SeccompName: r.Bytes[release.PathSeccomp]}
-	releaseCache[commit] = r
 	return r
 }
 
