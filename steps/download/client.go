@@ -16,7 +16,7 @@ import (
 const (
 	DefaultConnectTimeout  = 15 * time.Second
 	DefaultResponseTimeout = 30 * time.Second
-	DefaultMetadataTimeout = 60 * time.Second
+	DefaultMetadataTimeout = 30 * time.Second
 	DefaultStallWindow     = 60 * time.Second
 	DefaultStallBytes      = 64 << 10
 	// MaxMetadata is the contract's limit on a metadata file (1 MiB).

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -163,7 +164,7 @@ func (c *Client) download(ctx context.Context, req Request) (Stats, error) {
 		if errors.Is(err, ErrStalled) {
 			return st, &TransferError{Op: "download", File: name, Err: fmt.Errorf(
 				"%w: less than %s arrived in %s; the %s received so far are kept in %s; rerun the same command to resume",
-				ErrStalled, sizeText(c.stallBytes), c.stallWindow, sizeText(p.size), p.path)}
+				ErrStalled, sizeText(c.stallBytes), durationText(c.stallWindow), sizeText(p.size), p.path)}
 		}
 		attempt++
 		if !isRetryable(err) || attempt > len(c.sleeps) {
@@ -487,4 +488,12 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// durationText renders a window for operators: "60 s" rather than "1m0s".
+func durationText(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return d.String()
 }

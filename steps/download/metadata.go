@@ -65,9 +65,10 @@ func (c *Client) fetchOnce(ctx context.Context, u *url.URL, limit int64) ([]byte
 	case code >= 300 && code < 400:
 		return nil, fmt.Errorf("%w: metadata is read from the console itself, never through a redirect (HTTP %d)", ErrRedirect, code)
 	case retryStatus(code):
-		return nil, retryable{&StatusError{Code: code, URL: displayURL(u)}}
+		// No URL: the message names it already, and there is no redirect.
+		return nil, retryable{&StatusError{Code: code}}
 	default:
-		return nil, &StatusError{Code: code, URL: displayURL(u)}
+		return nil, &StatusError{Code: code}
 	}
 	if resp.ContentLength > limit {
 		return nil, fmt.Errorf("%w: %d bytes, more than the limit of %d", ErrTooLarge, resp.ContentLength, limit)
