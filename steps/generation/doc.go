@@ -38,6 +38,15 @@
 // Failures to obtain or prove those bytes are *ArtifactError, which the
 // helper command turns into exit status 65 — by type, never by text.
 //
+// A later generation keeps its Runtime files in releases/<source_commit>/,
+// or in the node root itself when it runs the installation's own release
+// from there. The image archive is downloaded only when the provider does
+// not already hold the image; the unpacked copy is removed once the import
+// is done, the downloaded archive stays for repair. Repair restores only
+// missing files at their original paths and, for a published generation
+// whose image the provider lost, imports it again from the verified archive
+// before the readiness probe decides.
+//
 // Collection removes only what it can prove is private and unreferenced:
 // Docker images never; a microsandbox image only after a complete inventory
 // shows it (any inventory failure keeps every byte); release files only
@@ -46,4 +55,8 @@
 // for the node root's original files) before the first deletion.
 // Configurations, plans, collection journals and the manifests stay as
 // receipts.
+//
+// Package generationtest builds the fixture releases, the TLS console and
+// Core, and the node roots these tests and the helper command's run
+// against.
 package generation
