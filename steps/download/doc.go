@@ -9,13 +9,14 @@
 //
 // Two kinds of request exist, with different rules:
 //
-//   - Metadata (FetchMetadata: manifest.json, SHA256SUMS, seccomp profile,
-//     the installer binary's checksum file) is read into memory, at most
+//   - Metadata (FetchMetadata: manifest.json, SHA256SUMS and the other
+//     fixed names of a console release) is read into memory, at most
 //     1 MiB, and never follows a redirect: metadata stays on the console
 //     the command named.
 //   - Artifacts (Download) are streamed to disk and may follow HTTPS
 //     redirects to the release host; after a redirect only Range and
-//     If-Range are sent, never Authorization, Cookie or any other header.
+//     If-Range (and the User-Agent) are sent, never Authorization, Cookie,
+//     Referer or any other header.
 //
 // Both retry a transport error, an incomplete read and HTTP 408, 429, 500,
 // 502, 503 and 504, three attempts in all with sleeps of 1 s and 2 s; any
@@ -43,7 +44,10 @@
 //	        mismatch ── remove part ──► ErrChecksum / ErrSize
 //
 // The sha256 is computed while streaming, in one pass: a resumed download
-// hashes the kept part once and then continues with the stream. A transfer
+// hashes the kept part once and then continues with the stream. The
+// receiving goroutine hashes; a spool goroutine writes, starting the
+// writeback every 8 MiB, so the network, the CPU and the disk work at the
+// same time and the final fsync finds little left to do. A transfer
 // that brings less than 64 KiB in 60 s is stopped, keeps its part and tells
 // the operator to rerun the same command; the rerun asks only for the
 // missing bytes. An existing target is never replaced: one that verifies is
