@@ -190,3 +190,14 @@ func transportFailure(err error) error {
 	}
 	return retryable{err}
 }
+
+// CertPoolFromPEM returns a pool of the certificates in pemData (the
+// operator's --core-ca file), to use as Options.RootCAs. It fails when the
+// data holds no certificate.
+func CertPoolFromPEM(pemData []byte) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemData) {
+		return nil, errors.New("no PEM certificate found")
+	}
+	return pool, nil
+}

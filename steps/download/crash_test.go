@@ -42,8 +42,10 @@ func TestDownloadChildProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pemBytes)
+	pool, err := CertPoolFromPEM(pemBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := NewClient(Options{RootCAs: pool})
 	if err != nil {
 		t.Fatal(err)

@@ -184,3 +184,9 @@ func TestFetchMetadataUntrustedCertificateNotRetried(t *testing.T) {
 		t.Fatalf("server saw %d requests", n)
 	}
 }
+
+func TestCertPoolFromPEM(t *testing.T) {
+	if _, err := CertPoolFromPEM([]byte("not a certificate")); err == nil {
+		t.Fatal("accepted text without a certificate")
+	}
+}
