@@ -40,8 +40,23 @@ func onlyFiles(t *testing.T, dir string) []string {
 	return names
 }
 
-func TestUnpack(t *testing.T) {
-	// More than one chunk, not a multiple of the chunk size.
+// bothWriteModes runs f with O_DIRECT writing (where the file system
+// allows it) and with buffered writing.
+func bothWriteModes(t *testing.T, f func(t *testing.T)) {
+	for _, direct := range []bool{true, false} {
+		t.Run(map[bool]string{true: "direct", false: "buffered"}[direct], func(t *testing.T) {
+			defer func(old bool) { directIO = old }(directIO)
+			directIO = direct
+			f(t)
+		})
+	}
+}
+
+func TestUnpack(t *testing.T) { bothWriteModes(t, testUnpack) }
+
+func testUnpack(t *testing.T) {
+	// More than one chunk, not a multiple of the chunk size nor of the
+	// O_DIRECT block.
 	content := make([]byte, 3*chunkSize+12345)
 	newPayload("unpack", int64(len(content))).Read(content)
 	dir := t.TempDir()
@@ -67,7 +82,9 @@ func TestUnpack(t *testing.T) {
 	}
 }
 
-func TestUnpackRefuses(t *testing.T) {
+func TestUnpackRefuses(t *testing.T) { bothWriteModes(t, testUnpackRefuses) }
+
+func testUnpackRefuses(t *testing.T) {
 	content := []byte(strings.Repeat("runtime bytes ", 100000))
 	good := gz(t, content)
 	size, sum := int64(len(content)), hexSum(content)
@@ -137,7 +154,9 @@ func TestUnpackRefusesLinks(t *testing.T) {
 	}
 }
 
-func TestUnpackIdentify(t *testing.T) {
+func TestUnpackIdentify(t *testing.T) { bothWriteModes(t, testUnpackIdentify) }
+
+func testUnpackIdentify(t *testing.T) {
 	dir := t.TempDir()
 	fx, err := WriteFixture(dir, FixtureOptions{Label: "unpack-identify", PayloadSize: 5<<20 + 3})
 	if err != nil {
@@ -183,5 +202,39 @@ func TestUnpackIdentifyRefusesTampered(t *testing.T) {
 	_, err = UnpackIdentify(gzPath, target, int64(len(archive)), hexSum([]byte("other")))
 	if !errors.Is(err, ErrUnpackMismatch) {
 		t.Fatalf("got %v, want ErrUnpackMismatch", err)
+	}
+}
+
+func TestUnpackSmallSizes(t *testing.T) {
+	bothWriteModes(t, func(t *testing.T) {
+		for _, n := range []int{1, 511, dioAlign, dioAlign + 1, chunkSize, chunkSize + 1} {
+			content := bytes.Repeat([]byte{'z'}, n)
+			dir := t.TempDir()
+			gzPath := filepath.Join(dir, "r.gz")
+			os.WriteFile(gzPath, gz(t, content), 0o600)
+			target := filepath.Join(dir, "r.tar")
+			if err := Unpack(gzPath, target, int64(n), hexSum(content)); err != nil {
+				t.Fatalf("%d bytes: %v", n, err)
+			}
+			if got, _ := os.ReadFile(target); !bytes.Equal(got, content) {
+				t.Fatalf("%d bytes: unpacked %d bytes that differ", n, len(got))
+			}
+		}
+	})
+}
+
+func TestDirectIOAvailable(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := setDirect(f, true); err != nil {
+		t.Logf("this file system refuses O_DIRECT (%v): the buffered path is used", err)
+	} else {
+		t.Log("O_DIRECT available on the test file system")
+	}
+	if b := alignedBuf(chunkSize); len(b) != chunkSize || cap(b) != chunkSize {
+		t.Fatalf("aligned buffer of %d/%d bytes", len(b), cap(b))
 	}
 }
