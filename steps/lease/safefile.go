@@ -1,8 +1,6 @@
 package lease
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +8,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal"
 )
 
 // Size limits of the records (CONTRACT §3.2).
@@ -201,18 +201,20 @@ func (d *dirHandle) exists(name string) (bool, error) {
 	return false, fmt.Errorf("stat %s: %w", d.join(name), err)
 }
 
-// publish writes data as name atomically: a private temporary .generation-*
-// file in the directory is written, given mode 0600, fsynced and closed,
+// publish writes data as name atomically: a private temporary
+// .generation-<name> file in the directory (replacing one an interrupted run
+// left; writers of one record hold the installation lock) is written, given mode 0600, fsynced and closed,
 // then renamed over name (or, with noReplace, linked in only if name is
 // absent), and the directory is fsynced. The temporary file is removed on
 // any failure before the rename. With noReplace an existing name returns an
 // error matching os.ErrExist and changes nothing.
 func (d *dirHandle) publish(name string, data []byte, noReplace bool) error {
 	path := d.join(name)
-	tmp, err := d.writeTemp(data)
+	tmp, err := d.writeTemp(name, data)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	journal.Failpoint("record-before-rename")
 	if noReplace {
 		err = unix.Renameat2(d.fd, tmp, d.fd, name, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
@@ -236,24 +238,16 @@ func (d *dirHandle) publish(name string, data []byte, noReplace bool) error {
 	return nil
 }
 
-func (d *dirHandle) writeTemp(data []byte) (string, error) {
-	fd, name := -1, ""
-	for try := 0; fd < 0; try++ {
-		var rnd [8]byte
-		if _, err := rand.Read(rnd[:]); err != nil {
-			return "", err
-		}
-		name = ".generation-" + hex.EncodeToString(rnd[:])
-		var err error
-		fd, err = d.openat(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
-		if errors.Is(err, unix.EEXIST) && try < 16 {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
+func (d *dirHandle) writeTemp(target string, data []byte) (string, error) {
+	name := ".generation-" + target
+	if err := unix.Unlinkat(d.fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return "", err
 	}
-	err := func() error {
+	fd, err := d.openat(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	err = func() error {
 		for rest := data; len(rest) > 0; {
 			n, err := unix.Write(fd, rest)
 			if err != nil {
