@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -364,15 +363,4 @@ func (s *scanner) checkLegacy(m manifest) error {
 		}
 	}
 	return nil
-}
-
-// errorsIsAny reports whether err is one of this package's refusals of the
-// archive's contents (as opposed to an I/O failure).
-func errorsIsAny(err error) bool {
-	for _, e := range []error{ErrMalformed, ErrMissingBlob, ErrBlobMismatch, ErrPlatform, ErrInconsistent} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }

@@ -238,3 +238,14 @@ func TestDirectIOAvailable(t *testing.T) {
 		t.Fatalf("aligned buffer of %d/%d bytes", len(b), cap(b))
 	}
 }
+
+// errorsIsAny reports whether err is one of this package's refusals of the
+// archive's contents (as opposed to an I/O failure).
+func errorsIsAny(err error) bool {
+	for _, e := range []error{ErrMalformed, ErrMissingBlob, ErrBlobMismatch, ErrPlatform, ErrInconsistent} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
