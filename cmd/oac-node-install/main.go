@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/openagentcore/oac-node-install/steps/privsep"
@@ -43,7 +44,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 	}
-	return exitCode(stderr, runInstaller(ctx, args, stdin, stdout, stderr))
+	return exitCodeAs(stderr, failurePrefix(args), runInstaller(ctx, args, stdin, stdout, stderr))
+}
+
+// failurePrefix is how a failed run's message starts: the original
+// installer's "Installation failed: ", or the generation helper's own.
+func failurePrefix(args []string) string {
+	for _, a := range args {
+		if a == "--generation-action" || a == "-generation-action" || strings.HasPrefix(a, "--generation-action=") || strings.HasPrefix(a, "-generation-action=") {
+			return "Generation helper failed: "
+		}
+	}
+	return "Installation failed: "
 }
 
 // usageError is a command-line mistake: printed with the usage hint.
@@ -57,6 +69,10 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 type exitCoder interface{ ExitCode() int }
 
 func exitCode(stderr io.Writer, err error) int {
+	return exitCodeAs(stderr, "Installation failed: ", err)
+}
+
+func exitCodeAs(stderr io.Writer, prefix string, err error) int {
 	if err == nil {
 		return exitOK
 	}
@@ -69,7 +85,7 @@ func exitCode(stderr io.Writer, err error) int {
 		fmt.Fprintln(stderr, "Interrupted. Nothing is lost: rerun the same command to continue.")
 		return exitInterrupted
 	}
-	fmt.Fprintf(stderr, "Installation failed: %v\n", err)
+	fmt.Fprintf(stderr, "%s%v\n", prefix, err)
 	var ec exitCoder
 	if errors.As(err, &ec) {
 		return ec.ExitCode()
