@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/openagentcore/oac-node-install/steps/ident"
 )
 
 // installerFlags is the original installer's command line (CONTRACT §4.4).
@@ -114,7 +116,7 @@ func (f *installerFlags) validateHelper(gen string) error {
 		return usagef("--generation must be an integer from 1 to 2^63-1")
 	}
 	f.generation = n
-	if !isHex(f.specificationDigest, 64) {
+	if !ident.LowerHex(f.specificationDigest, 64) {
 		return usagef("--specification-digest must be 64 lowercase hex digits")
 	}
 	return nil
@@ -191,18 +193,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 func (f *installerFlags) String() string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/openagentcore/oac-node-install/steps/ident"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
@@ -68,9 +69,9 @@ func ParseNodeIdentity(data []byte) (*NodeIdentity, error) {
 		return nil, bad("data after the JSON object")
 	}
 	switch {
-	case !canonicalUUID(id.Identity.NodeID):
+	case !ident.CanonicalUUID(id.Identity.NodeID):
 		return nil, bad("node_id is not a canonical UUID")
-	case !canonicalUUID(id.Identity.InstallationID):
+	case !ident.CanonicalUUID(id.Identity.InstallationID):
 		return nil, bad("installation_id is not a canonical UUID")
 	case !release.IsSHA256(id.Credential):
 		return nil, bad("the credential is not 64 lowercase hex digits")
@@ -98,24 +99,4 @@ func redactJSONError(err error) string {
 		return msg
 	}
 	return "not a node identity"
-}
-
-func canonicalUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/openagentcore/oac-node-install/steps/ident"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
@@ -50,7 +51,7 @@ func ParseRuntimeArtifacts(data []byte) (*RuntimeArtifacts, error) {
 	if err := decodeStrict(data, &r); err != nil {
 		return nil, fmt.Errorf("%w: runtime-artifacts.json: %v", ErrRecord, err)
 	}
-	if !canonicalUUID(r.InstallationID) || !release.IsCommit(r.SourceCommit) || len(r.SHA256) == 0 {
+	if !ident.CanonicalUUID(r.InstallationID) || !release.IsCommit(r.SourceCommit) || len(r.SHA256) == 0 {
 		return nil, fmt.Errorf("%w: runtime-artifacts.json needs installation_id, source_commit and sha256", ErrRecord)
 	}
 	for p, sum := range r.SHA256 {

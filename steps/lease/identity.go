@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/openagentcore/oac-node-install/steps/ident"
 )
 
 // Identity is the marker identity every generation record carries: the
@@ -21,13 +23,13 @@ var ErrInvalidIdentity = errors.New("invalid generation identity")
 
 // Validate checks the identity's fields.
 func (id Identity) Validate() error {
-	if !canonicalUUID(id.InstallationID) {
+	if !ident.CanonicalUUID(id.InstallationID) {
 		return fmt.Errorf("%w: installation id %q is not a canonical UUID", ErrInvalidIdentity, truncate(id.InstallationID))
 	}
 	if id.Generation < 1 {
 		return fmt.Errorf("%w: generation %d is not positive", ErrInvalidIdentity, id.Generation)
 	}
-	if !lowerHex(id.SpecificationDigest, 64) {
+	if !ident.LowerHex(id.SpecificationDigest, 64) {
 		return fmt.Errorf("%w: specification digest is not 64 lowercase hex digits", ErrInvalidIdentity)
 	}
 	return nil
@@ -35,38 +37,6 @@ func (id Identity) Validate() error {
 
 func (id Identity) String() string {
 	return fmt.Sprintf("installation %s generation %d specification %s", id.InstallationID, id.Generation, id.SpecificationDigest)
-}
-
-func canonicalUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func lowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // LeaseIdentity is the <g>.lease-identity record: the marker identity bound

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/steps/ident"
 )
 
 // LeaseState is the state of a generation's lease as Inspect sees it.
@@ -181,7 +183,7 @@ func inspect(dir string, uid int, installationID, proc string) ([]GenerationRepo
 	// the first readable identity in the directory names it.
 	known := installationID
 	for i := 0; known == "" && i < len(reports); i++ {
-		if id := reports[i].Lease.Identity; id != nil && canonicalUUID(id.InstallationID) {
+		if id := reports[i].Lease.Identity; id != nil && ident.CanonicalUUID(id.InstallationID) {
 			known = id.InstallationID
 		}
 	}

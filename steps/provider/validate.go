@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/openagentcore/oac-node-install/steps/ident"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -16,7 +17,7 @@ import (
 // specification's, a deny-by-default network policy). Failures are
 // *FieldError (ErrMalformed).
 func (c *Config) Validate() error {
-	if !canonicalUUID(c.InstallationID) {
+	if !ident.CanonicalUUID(c.InstallationID) {
 		return fieldErr("installation_id", "must be a canonical UUID")
 	}
 	if err := checkCoreURL(c.CoreURL); err != nil {
@@ -126,24 +127,4 @@ func (c *Config) Origin() string { return strings.TrimSuffix(c.CoreURL, APIPath)
 
 func cleanAbs(p string) bool {
 	return p != "" && filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsAny(p, "\x00\n")
-}
-
-func canonicalUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/openagentcore/oac-node-install/steps/ident"
 )
 
 // The helpers below decode JSON values by their exact key and exact type.
@@ -87,31 +89,17 @@ func integer(raw json.RawMessage, min, max int64) (int64, error) {
 	return n, nil
 }
 
-// isHex reports whether s is exactly n lowercase hex digits.
-func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // IsCommit reports whether s is a source commit: 40 lowercase hex digits.
-func IsCommit(s string) bool { return isHex(s, 40) }
+func IsCommit(s string) bool { return ident.LowerHex(s, 40) }
 
 // IsSHA256 reports whether s is a sha256 in 64 lowercase hex digits.
-func IsSHA256(s string) bool { return isHex(s, 64) }
+func IsSHA256(s string) bool { return ident.LowerHex(s, 64) }
 
 // IsDigest reports whether s is an image digest: "sha256:" and 64 lowercase
 // hex digits.
 func IsDigest(s string) bool {
 	const p = "sha256:"
-	return len(s) > len(p) && s[:len(p)] == p && isHex(s[len(p):], 64)
+	return len(s) > len(p) && s[:len(p)] == p && ident.LowerHex(s[len(p):], 64)
 }
 
 // IsRuntimeRef reports whether s is a microsandbox Runtime reference:
