@@ -36,7 +36,7 @@ func init() { register("image", benchImage) }
 const (
 	// imagePayload makes runtime.tar 512 MiB (plus a few KiB of records).
 	imagePayload = 512 << 20
-	imageReps    = 3
+	imageReps    = 4
 )
 
 func benchImage(dir string) ([]Result, error) {
