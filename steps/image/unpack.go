@@ -36,7 +36,9 @@ var directIO = true
 // tarPath, and the directory fsynced. On any failure the temporary file is
 // removed and tarPath is left as it was: it never holds unverified bytes. A
 // stream longer than wantSize is stopped as soon as it passes it. gzPath is
-// opened without following a final symbolic link.
+// opened without following a final symbolic link. Temporary files of an
+// interrupted earlier unpack of tarPath are removed first; the caller
+// holds the installation lock.
 //
 // Decompression, hashing (and identifying) and writing run on three
 // goroutines, so the cost over a bare gunzip is close to nothing with a
@@ -70,6 +72,7 @@ func unpack(gzPath, tarPath string, wantSize int64, wantSHA256 string, identify 
 	if dir == "" {
 		dir = "."
 	}
+	removeStaleTemps(dir, base)
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return Identity{}, fmt.Errorf("unpack %s: %w", gzPath, err)
@@ -144,6 +147,33 @@ func unpack(gzPath, tarPath string, wantSize int64, wantSHA256 string, identify 
 		return Identity{}, fmt.Errorf("unpack %s to %s: %w", gzPath, tarPath, err)
 	}
 	return id, nil
+}
+
+// removeStaleTemps removes the temporary files an interrupted earlier
+// unpack of the same target left (a SIGKILL skips the cleanup); each can be
+// as large as the archive. Only regular files are removed. The caller
+// holds the installation lock, so no other unpack of this target runs; if
+// one did, it would fail its rename, never publish wrong bytes.
+func removeStaleTemps(dir, base string) {
+	stale, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(base)+".tmp-*"))
+	for _, p := range stale {
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			os.Remove(p)
+		}
+	}
+}
+
+// globEscape quotes the pattern characters of a file name.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // chunk is a run of decompressed bytes, or the error that ended the stream.

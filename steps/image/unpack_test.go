@@ -249,3 +249,27 @@ func errorsIsAny(err error) bool {
 	}
 	return false
 }
+
+func TestUnpackRemovesStaleTemps(t *testing.T) {
+	content := []byte("runtime")
+	dir := t.TempDir()
+	gzPath := filepath.Join(dir, "runtime.tar.gz")
+	os.WriteFile(gzPath, gz(t, content), 0o600)
+	stale := filepath.Join(dir, ".runtime.tar.tmp-123456")
+	os.WriteFile(stale, []byte("left by a killed unpack"), 0o600)
+	other := filepath.Join(dir, ".other.tmp-1")
+	os.WriteFile(other, nil, 0o600)
+	linked := filepath.Join(dir, ".runtime.tar.tmp-link")
+	os.Symlink(other, linked)
+	if err := Unpack(gzPath, filepath.Join(dir, "runtime.tar"), int64(len(content)), hexSum(content)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("stale temporary file kept")
+	}
+	for _, p := range []string{other, linked} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Fatalf("%s removed", p)
+		}
+	}
+}
