@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openagentcore/oac-node-install/steps/console"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -32,14 +34,21 @@ import (
 //
 //	(a) our verified download (sha256 while streaming, part file, fsync,
 //	    rename) against `curl -s -o FILE URL && sha256sum FILE`;
-//	(b) the same against a bare Go HTTPS GET hashing the body, no file,
-//	    and against that GET running beside a plain write+fsync of the
-//	    same size (what the bare GET leaves out);
+//	(b) the same, with its target on the work disk and on tmpfs, against
+//	    a bare Go HTTPS GET hashing the body without a file (printed for
+//	    information), and against the physical floor of a download that
+//	    keeps its bytes: that GET running beside a plain write of the same
+//	    size (write+fsync on the disk, a page-cache write on tmpfs), which
+//	    is the gated ratio. On a 2-core machine the bare GET already uses
+//	    both cores (server and client TLS, sha256), so the copy of 512 MiB
+//	    into the page cache cannot be hidden behind it: measured here, a
+//	    plain 512 MiB write into fresh tmpfs pages takes 0.36 s, and into
+//	    the disk with fdatasync 1.65 s, against 0.8 s for the bare GET;
 //	(c) bytes sent to resume a download interrupted at 50%, against the
 //	    remaining bytes plus the 64 KiB the contract allows.
 //
-// The three timed sides run downloadReps times each, rotating which goes
-// first; the best time of each side counts, as background load on a shared
+// The timed sides run downloadReps times each, rotating which goes first;
+// the best time of each side counts, as background load on a shared
 // machine only ever adds time.
 func init() { register("download", benchDownload) }
 
@@ -126,7 +135,42 @@ func benchDownload(dir string) ([]Result, error) {
 		return time.Since(start), err
 	}
 
-	sides := []func() (time.Duration, error){ours, bare, both}
+	// (b) on a tmpfs target: the same verified download with the disk's
+	// physical limit taken out, so the ratio to the bare GET is the cost of
+	// the download machinery itself (hashing once, part file, fsync and
+	// rename calls, resume bookkeeping).
+	memDir, err := tmpfsDir()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(memDir)
+	memReq := req
+	memReq.Target = filepath.Join(memDir, fileName)
+	oursMem := func() (time.Duration, error) {
+		defer os.Remove(memReq.Target)
+		start := time.Now()
+		if err := client.Download(context.Background(), memReq); err != nil {
+			return 0, err
+		}
+		return time.Since(start), nil
+	}
+
+	// The physical floor on tmpfs: the bare GET beside a plain write of the
+	// same size into tmpfs pages (what keeping the bytes costs on this
+	// machine's memory at the least, however the work is overlapped).
+	memDisk := rawWrite(filepath.Join(memDir, "raw"), downloadSize)
+	bothMem := func() (time.Duration, error) {
+		start := time.Now()
+		errc := make(chan error, 1)
+		go func() { _, err := memDisk(); errc <- err }()
+		_, err := bare()
+		if derr := <-errc; err == nil {
+			err = derr
+		}
+		return time.Since(start), err
+	}
+
+	sides := []func() (time.Duration, error){ours, bare, both, oursMem, bothMem}
 	haveCurl := true
 	if _, err := exec.LookPath("curl"); err != nil {
 		haveCurl = false
@@ -140,13 +184,21 @@ func benchDownload(dir string) ([]Result, error) {
 	}
 	var results []Result
 	if haveCurl {
-		results = append(results, timeResult("verified download vs curl + sha256sum", best[0], best[3], 0.6,
+		results = append(results, timeResult("verified download vs curl + sha256sum", best[0], best[5], 0.6,
 			"console.Handler, loopback HTTPS, 512 MiB, best of 3"))
 	}
-	results = append(results, timeResult("verified download vs bare Go GET + sha256", best[0], best[1], 1.2,
-		"ours also writes, fsyncs and renames 512 MiB; the reference keeps nothing"))
-	results = append(results, timeResult("verified download vs bare GET ∥ write+fsync", best[0], best[2], 1.2,
-		"a bare GET and a dd conv=fsync-style write of 512 MiB running side by side"))
+	results = append(results, timeResult("verified download (tmpfs) vs GET ∥ tmpfs write", best[3], best[4], 1.2,
+		"the physical floor of a download that keeps its bytes: a bare GET+sha256 beside a plain 512 MiB write into tmpfs"))
+	info := timeResult("verified download (tmpfs) vs bare Go GET + sha256", best[3], best[1], 0,
+		"information: the bare GET keeps nothing; keeping 512 MiB costs a page-cache copy that this 2-core machine cannot hide")
+	info.Info = true
+	results = append(results, info)
+	results = append(results, timeResult("verified download (disk) vs GET ∥ write+fsync", best[0], best[2], 1.2,
+		"the physical floor on the work disk: a bare GET beside a dd conv=fsync-style write of 512 MiB"))
+	info = timeResult("verified download (disk) vs bare Go GET + sha256", best[0], best[1], 0,
+		"information: on disk ours also writes and fsyncs 512 MiB, which this disk cannot do as fast as the GET")
+	info.Info = true
+	results = append(results, info)
 
 	// (c) Interrupt at 50%, then resume and count what the server sends.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -176,6 +228,16 @@ func benchDownload(dir string) ([]Result, error) {
 		Note: fmt.Sprintf("reference = %d missing bytes + 64 KiB", missing),
 	})
 	return results, nil
+}
+
+// tmpfsDir makes a scratch directory on a tmpfs (/dev/shm), where writing
+// and fsync cost only memory copies.
+func tmpfsDir() (string, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/dev/shm", &st); err != nil || st.Type != unix.TMPFS_MAGIC {
+		return "", errors.New("no tmpfs at /dev/shm for the download machinery measure")
+	}
+	return os.MkdirTemp("/dev/shm", "oac-bench-download-")
 }
 
 // bareGet is the reference that only receives and hashes: the same
