@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -105,6 +106,21 @@ func inspectNodes(req inspectRequest) ([]nodeInspection, error) {
 // process is that account (or no account exists), through the privsep child
 // when it is root.
 func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr io.Writer) ([]nodeInspection, error) {
+	raw, err := readNodesJSON(ctx, host, req, stderr)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var out []nodeInspection
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("decode the node inspection: %w", err)
+	}
+	return out, nil
+}
+
+// readNodesJSON is readNodes as JSON (a list of nodeInspection), so that
+// JSON output passes the child's answer on without decoding and encoding
+// it again. It returns nil when the host has no service account.
+func readNodesJSON(ctx context.Context, host layout.Host, req inspectRequest, stderr io.Writer) (json.RawMessage, error) {
 	u, err := accounts.Under(host.Root).LookupUser(layout.Account)
 	switch {
 	case errors.Is(err, accounts.ErrNotFound):
@@ -115,7 +131,11 @@ func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr
 	// Node roots are found in the account's home as this host lays it out.
 	req.Home = host.Home()
 	if os.Geteuid() != 0 {
-		return inspectNodes(req)
+		nodes, err := inspectNodes(req)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(nodes)
 	}
 	if u.UID == 0 {
 		return nil, fmt.Errorf("the %s account has uid 0; refusing to read its files as root", layout.Account)
@@ -136,6 +156,5 @@ func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr
 	if err != nil {
 		return nil, err
 	}
-	var out []nodeInspection
-	return out, res.Decode(&out)
+	return res.Value, nil
 }

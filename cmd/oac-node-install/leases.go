@@ -19,19 +19,35 @@ func runLeases(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := readNodes(ctx, layout.Host{Root: f.hostRoot}, inspectRequest{InstallationID: f.installationID, Leases: true}, os.Stderr)
+	host := layout.Host{Root: f.hostRoot}
+	req := inspectRequest{InstallationID: f.installationID, Leases: true}
+	if f.json {
+		raw, err := readNodesJSON(ctx, host, req, os.Stderr)
+		if err != nil {
+			return err
+		}
+		return writeNodesJSON(stdout, raw)
+	}
+	nodes, err := readNodes(ctx, host, req, os.Stderr)
 	if err != nil {
 		return err
 	}
-	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Nodes []nodeInspection `json:"nodes"`
-		}{nodes})
-	}
 	printLeases(stdout, nodes)
 	return nil
+}
+
+// writeNodesJSON prints {"nodes": [...]} from the nodes as JSON, compact
+// (one line), as the service-account child produced it.
+func writeNodesJSON(w io.Writer, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	buf := make([]byte, 0, len(raw)+16)
+	buf = append(buf, `{"nodes":`...)
+	buf = append(buf, raw...)
+	buf = append(buf, "}\n"...)
+	_, err := w.Write(buf)
+	return err
 }
 
 func printLeases(w io.Writer, nodes []nodeInspection) {

@@ -31,8 +31,11 @@ const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_
 // (the generation helper) from the same bytes. A Binary is safe for
 // concurrent use until Close.
 type Binary struct {
-	f      *os.File // the sealed memfd, close-on-exec
-	data   []byte   // read-only shared mapping of f
+	f    *os.File // the sealed memfd, close-on-exec
+	data []byte   // read-only shared mapping of f
+	// sum is the SHA-256 of data, computed in the background from Capture
+	// on; ready is closed when it is set.
+	ready  chan struct{}
 	sum    [sha256.Size]byte
 	closed sync.Once
 }
@@ -62,7 +65,7 @@ func sealedCopy(r io.Reader) (*Binary, error) {
 	}
 	f := os.NewFile(uintptr(fd), "memfd:"+memfdName)
 	b, err := func() (*Binary, error) {
-		if _, err := io.Copy(f, r); err != nil {
+		if err := copyInto(f, r); err != nil {
 			return nil, fmt.Errorf("copy into memfd: %w", err)
 		}
 		if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
@@ -86,7 +89,10 @@ func sealedCopy(r io.Reader) (*Binary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("map memfd: %w", err)
 		}
-		return &Binary{f: f, data: data, sum: sha256.Sum256(data)}, nil
+		b := &Binary{f: f, data: data, ready: make(chan struct{})}
+		// The mapping is sealed: the bytes hashed are the bytes that run.
+		go func() { b.sum = sha256.Sum256(data); close(b.ready) }()
+		return b, nil
 	}()
 	if err != nil {
 		f.Close()
@@ -114,8 +120,43 @@ func memfdCreate() (int, error) {
 	return fd, nil
 }
 
-// SHA256 is the lowercase hex SHA-256 of the captured bytes.
-func (b *Binary) SHA256() string { return hex.EncodeToString(b.sum[:]) }
+// SHA256 is the lowercase hex SHA-256 of the captured bytes. It waits for
+// the hash Capture started.
+func (b *Binary) SHA256() string {
+	<-b.ready
+	return hex.EncodeToString(b.sum[:])
+}
+
+// copyInto copies r into the memfd f: by sendfile(2) in the kernel when r is
+// a file, else through a buffer.
+func copyInto(f *os.File, r io.Reader) error {
+	src, ok := r.(*os.File)
+	if !ok {
+		_, err := io.Copy(f, r)
+		return err
+	}
+	st, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	for left := st.Size(); left > 0; {
+		n, err := unix.Sendfile(int(f.Fd()), int(src.Fd()), nil, int(min(left, 1<<30)))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			// Not for this pair of files: copy what is left through a buffer.
+			if _, err := io.Copy(f, src); err != nil {
+				return err
+			}
+			return nil
+		}
+		left -= int64(n)
+	}
+	// A file that grew since the stat keeps its tail.
+	_, err = io.Copy(f, src)
+	return err
+}
 
 // Size is the number of captured bytes.
 func (b *Binary) Size() int64 { return int64(len(b.data)) }
@@ -134,6 +175,7 @@ func (b *Binary) fd() int { return int(b.f.Fd()) }
 func (b *Binary) Close() error {
 	var err error
 	b.closed.Do(func() {
+		<-b.ready // the hash reads the mapping
 		err = errors.Join(unix.Munmap(b.data), b.f.Close())
 		b.data = nil
 	})

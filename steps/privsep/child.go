@@ -95,6 +95,23 @@ func (s *sender) send(m message) error {
 	return nil
 }
 
+// sendResult sends the result message. data is json.Marshal's output, so
+// compact and valid: the line is assembled around it rather than encoded
+// again (a large result, such as an inspection of 1,000 generations, would
+// otherwise be scanned once more).
+func (s *sender) sendResult(data []byte) error {
+	line := make([]byte, 0, len(resultPrefix)+len(data)+2)
+	line = append(line, resultPrefix...)
+	line = append(line, data...)
+	line = append(line, '}', '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.f.Write(line); err != nil {
+		return fmt.Errorf("send %s message to the installer: %w", msgResult, err)
+	}
+	return nil
+}
+
 // fail sends err as the final error message and returns the exit status.
 func (s *sender) fail(err error) int {
 	s.send(message{Type: msgError, Class: ClassOf(err), Text: clip(err.Error())})
@@ -176,7 +193,7 @@ func serveChild(args []string, roles map[string]Handler) int {
 	if err != nil {
 		return out.fail(fmt.Errorf("encode the %s result: %w", role, err))
 	}
-	if err := out.send(message{Type: msgResult, Result: data}); err != nil {
+	if err := out.sendResult(data); err != nil {
 		return 1
 	}
 	return 0

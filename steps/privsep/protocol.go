@@ -39,6 +39,11 @@ const (
 	msgError  = "error"
 )
 
+// resultPrefix starts a result message as the child writes it: the message
+// with its type first and its result last, so the result's bytes are the
+// rest of the line but its closing brace.
+const resultPrefix = `{"type":"result","result":`
+
 // envelope is what the parent sends the child: who it must be, which bytes
 // it must be running, and the handler's request.
 type envelope struct {

@@ -137,12 +137,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("encode the %s request: %w", o.Role, err)
 	}
 	groups := append([]int{}, o.Groups...)
-	env, err := json.Marshal(envelope{UID: o.UID, GID: o.GID, Groups: groups, BinarySHA256: o.Binary.SHA256(), Request: request})
-	if err != nil {
-		return Result{}, fmt.Errorf("encode the %s request: %w", o.Role, err)
-	}
-	if len(env) > maxRequest {
+	// The envelope's fields besides the request are a few hundred bytes.
+	if len(request) > maxRequest-4096 {
 		return Result{}, fmt.Errorf("the %s request exceeds %d bytes", o.Role, maxRequest)
+	}
+	// The envelope is completed and sent once the child runs: the binary's
+	// digest, still being computed since Capture, is awaited there, so
+	// hashing overlaps the child's start.
+	envelopeFor := func() []byte {
+		env, err := json.Marshal(envelope{UID: o.UID, GID: o.GID, Groups: groups, BinarySHA256: o.Binary.SHA256(), Request: request})
+		if err != nil {
+			return nil // a child without its envelope reports no result
+		}
+		return env
 	}
 	if ctx.Err() != nil {
 		return Result{}, fmt.Errorf("%s as %s: %w", o.Role, AccountName, ErrInterrupted)
@@ -224,7 +231,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	wg.Add(4)
 	go func() {
 		defer wg.Done()
-		p.reqW.Write(env) // a child that died early shows in its result
+		p.reqW.Write(envelopeFor()) // a child that died early shows in its result
 		p.reqW.Close()
 	}()
 	go func() { defer wg.Done(); relay(out, p.outR) }()
@@ -360,7 +367,7 @@ type reader struct {
 func (rd *reader) read(r io.Reader) {
 	defer io.Copy(io.Discard, r) // never leave the child blocked on a write
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxMessage)
+	sc.Buffer(make([]byte, 0, 1<<20), maxMessage)
 	for sc.Scan() {
 		if err := rd.handle(sc.Bytes()); err != nil {
 			rd.protoErr = err
@@ -378,10 +385,16 @@ func (rd *reader) read(r io.Reader) {
 // handle processes one message line.
 func (rd *reader) handle(line []byte) error {
 	var m message
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return fmt.Errorf("%s: %w", rd.role, ErrProtocol)
+	if raw, ok := bytes.CutPrefix(line, []byte(resultPrefix)); ok && len(raw) > 1 && raw[len(raw)-1] == '}' && json.Valid(raw[:len(raw)-1]) {
+		// The result line as the child assembles it: one pass to validate
+		// the value instead of decoding the whole line.
+		m = message{Type: msgResult, Result: bytes.Clone(raw[:len(raw)-1])}
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			return fmt.Errorf("%s: %w", rd.role, ErrProtocol)
+		}
 	}
 	if rd.final != nil {
 		return fmt.Errorf("%s: message after the final one: %w", rd.role, ErrProtocol)
