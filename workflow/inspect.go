@@ -123,13 +123,17 @@ func buildReport(def *Definition, path string, rp *replay, tail *journal.Tail) *
 	case rp.pending != nil:
 		sd, _ := def.State(rp.pending.State)
 		rep.Policy = sd.Policy.String()
+		how := "was interrupted"
+		if rp.pending.Failed {
+			how = "failed after it may have changed the host"
+		}
 		switch sd.Policy {
 		case Inspect:
 			rep.Condition = NeedsInspection
-			rep.Note = fmt.Sprintf("step %q was interrupted; it leaves a state only an operator may judge", rp.pending.Step)
+			rep.Note = fmt.Sprintf("step %q %s; it leaves a state only an operator may judge", rp.pending.Step, how)
 		case Verify:
 			rep.Condition = Resumable
-			rep.Note = fmt.Sprintf("step %q was interrupted; a rerun verifies its effect on the host first", rp.pending.Step)
+			rep.Note = fmt.Sprintf("step %q %s; a rerun verifies its effect on the host first", rp.pending.Step, how)
 			if rp.pending.Failed {
 				rep.Condition = Failed
 			}
