@@ -42,11 +42,17 @@ func (l *FileLock) Path() string { return l.path }
 // FileID returns the device and inode number of the locked file.
 func (l *FileLock) FileID() (dev, ino uint64) { return l.dev, l.ino }
 
-// Unlock releases the lock by closing the file. It is safe to call twice.
+// Unlock releases the lock and closes the file. It is safe to call twice.
+//
+// The lock is released with LOCK_UN before the close: a process forked by
+// another goroutine holds a copy of every descriptor until it executes its
+// program, and closing ours alone would leave the lock held through that
+// copy for as long.
 func (l *FileLock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 	err := l.f.Close()
 	l.f = nil
 	if err != nil {

@@ -12,13 +12,15 @@ import (
 
 // Lease is an open, validated generation lease. It holds the lease file
 // open (close-on-exec) and the generations directory it was opened in. Close
-// releases whatever lock this descriptor holds; no lease is ever unlocked
-// explicitly.
+// releases whatever lock this descriptor holds; only an exclusive lock is
+// unlocked explicitly, never a shared one held for a helper.
 type Lease struct {
 	dir      *dirHandle
 	file     *os.File
 	identity LeaseIdentity
 	gen      int64
+	// exclusive is set once TryExclusive took the lock through file.
+	exclusive bool
 }
 
 // Path is the lease file's path.
@@ -29,7 +31,17 @@ func (l *Lease) Identity() LeaseIdentity { return l.identity }
 
 // Close closes the lease descriptor (dropping a lock held through it) and
 // the directory.
+//
+// An exclusive lock (TryExclusive's) is released with LOCK_UN first: a
+// process forked meanwhile by another goroutine holds a copy of the
+// descriptor until it executes its program, and the close alone would leave
+// the lock held through that copy. A shared lock held for a helper is never
+// unlocked: the helper inherited the same open file description on purpose.
 func (l *Lease) Close() error {
+	if l.exclusive {
+		unix.Flock(int(l.file.Fd()), unix.LOCK_UN)
+		l.exclusive = false
+	}
 	err := l.file.Close()
 	if derr := l.dir.close(); err == nil {
 		err = derr
@@ -234,6 +246,7 @@ func (l *Lease) TryExclusive() error {
 		}
 		break
 	}
+	l.exclusive = true
 	// Between Open and the lock the path may have been replaced.
 	if err := l.validate(l.identity.Identity); err != nil {
 		return err
