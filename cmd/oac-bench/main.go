@@ -54,6 +54,15 @@ func main() {
 	}
 	sort.Slice(measures, func(i, j int) bool { return measures[i].name < measures[j].name })
 	failed := false
+	var scratchDirs []string
+	defer func() {
+		for _, d := range scratchDirs {
+			os.RemoveAll(d)
+		}
+		if failed {
+			os.Exit(1)
+		}
+	}()
 	for _, m := range measures {
 		if len(want) > 0 && !want[m.name] {
 			continue
@@ -63,9 +72,10 @@ func main() {
 			d, err := os.MkdirTemp("", "oac-bench-"+m.name+"-")
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
+				failed = true
+				return
 			}
-			defer os.RemoveAll(d)
+			scratchDirs = append(scratchDirs, d)
 			scratch = d
 		}
 		results, err := m.run(scratch)
@@ -98,8 +108,5 @@ func main() {
 			}
 			fmt.Println(line)
 		}
-	}
-	if failed {
-		os.Exit(1)
 	}
 }

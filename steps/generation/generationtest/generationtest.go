@@ -78,11 +78,24 @@ type Release struct {
 var (
 	releaseMu    sync.Mutex
 	releaseCache = map[string]*Release{}
+	releaseDirs  []string
 )
+
+// Cleanup removes the files of every release BuildRelease built. A test
+// binary that uses the package calls it from TestMain after m.Run.
+func Cleanup() {
+	releaseMu.Lock()
+	defer releaseMu.Unlock()
+	for _, d := range releaseDirs {
+		os.RemoveAll(d)
+	}
+	releaseDirs = nil
+	releaseCache = map[string]*Release{}
+}
 
 // BuildRelease builds, once per test binary and commit, a release with a
 // real fixture Runtime image, a seccomp profile and the fake msb. Its
-// files live in a temporary directory that stays for the test binary.
+// files live in a temporary directory that stays until Cleanup.
 func BuildRelease(t testing.TB, commit string) *Release {
 	t.Helper()
 	releaseMu.Lock()
@@ -90,8 +103,9 @@ func BuildRelease(t testing.TB, commit string) *Release {
 	if r, ok := releaseCache[commit]; ok {
 		return r
 	}
-	r := buildRelease(t, commit, "runtime-"+commit)
+	r, dir := buildRelease(t, commit, "runtime-"+commit)
 	releaseCache[commit] = r
+	releaseDirs = append(releaseDirs, dir)
 	return r
 }
 
@@ -105,10 +119,14 @@ func BuildUniqueRelease(t testing.TB) *Release {
 		t.Fatal(err)
 	}
 	commit := hex.EncodeToString(b[:])
-	return buildRelease(t, commit, "oac-test-"+commit)
+	r, dir := buildRelease(t, commit, "oac-test-"+commit)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return r
 }
 
-func buildRelease(t testing.TB, commit, label string) *Release {
+// buildRelease builds a release in a new temporary directory, which it
+// returns for the caller to remove.
+func buildRelease(t testing.TB, commit, label string) (*Release, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "oac-gen-release-")
 	if err != nil {
@@ -172,7 +190,7 @@ func buildRelease(t testing.TB, commit, label string) *Release {
 		t.Fatal(err)
 	}
 	r.Files = map[string][]byte{release.ManifestName: mb, release.SumsName: sums, release.SeccompName: r.Bytes[release.PathSeccomp]}
-	return r
+	return r, dir
 }
 
 // Spec is a specification running r with cpus CPUs (and a root disk for
