@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
@@ -37,7 +38,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.DataDir, "data", "", "data directory (CA, build, payload); required")
 	fs.StringVar(&cfg.Listen, "listen", devcore.DefaultListen, "console HTTPS listen address")
 	fs.StringVar(&cfg.ReleaseHostListen, "release-host-listen", "", "listen address of a second HTTPS server, the release host, that alone holds the Runtime image (the console redirects to it)")
-	fs.StringVar(&cfg.Fixture.Installer, "installer", "", "installer binary served as /node-install/oac-node-install (default: a placeholder)")
+	fs.StringVar(&cfg.Fixture.Installer, "installer", "", "installer binary served as /node-install/oac-node-install (default: oac-node-install beside this program, else a placeholder)")
 	fs.StringVar(&cfg.Fixture.NodeProgram, "node-program", "", "node program published as native/bin/oac-node (default: a placeholder script)")
 	fs.Int64Var(&nodeMiB, "artifact-size-mib", 0, "pad the placeholder node program artifact to this many MiB (for transfer benchmarks)")
 	fs.Int64Var(&imageMiB, "image-payload-mib", 0, "size of the Runtime image's payload layer in MiB")
@@ -51,6 +52,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if nodeMiB > 0 && cfg.Fixture.NodeProgram != "" {
 		fmt.Fprintln(stderr, "oac-devcore: --artifact-size-mib pads the placeholder node program; it cannot be used with --node-program")
 		return 2
+	}
+	if cfg.Fixture.Installer == "" {
+		cfg.Fixture.Installer = siblingInstaller()
 	}
 	cfg.Fixture.NodeProgramSize = nodeMiB << 20
 	cfg.Fixture.ImagePayloadSize = imageMiB << 20
@@ -74,4 +78,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// siblingInstaller is the oac-node-install built beside this program (make
+// build puts both in bin/), or "" when there is none.
+func siblingInstaller() string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(self), "oac-node-install")
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+		return p
+	}
+	return ""
 }
