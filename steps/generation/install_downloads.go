@@ -1,0 +1,100 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// installDownloadStep makes the node root hold verified copies of the node
+// program (from the console's current release) and of the Runtime files of
+// the selected release. A provider that already holds the Runtime image
+// under either identity skips the archive (warm image). Before
+// registration, a cached file whose bytes differ from what this run needs
+// is disposable and replaced; after it, a different node program refuses
+// and names the three steps to move a node to another program.
+type installDownloadStep struct{ e *InstallEnv }
+
+func (s installDownloadStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	e := s.e
+	cur, err := e.CurrentRelease(ctx)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	sel, err := e.Release(ctx, e.spec.Runtime.SourceCommit)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	node := cur.Release.Manifest.Artifacts[release.PathNode]
+	nodeFile := runtimeFile{Rel: release.PathNode, SHA256: node.SHA256, Size: node.Size, Filename: node.Filename}
+	files := append([]runtimeFile{nodeFile}, releaseFiles(sel.Release)...)
+	if !registered {
+		if err := dropDisposable(e, files); err != nil {
+			return workflow.Result{}, err
+		}
+	}
+	if _, err := checkFile(e, release.PathNode, nodeFile); errors.Is(err, ErrConflict) {
+		return workflow.Result{}, refusal("A registered node keeps its node program: remove the node in Web, run this command with --uninstall, then add the node again with a new command", fmt.Errorf("%s differs from the current release's node program: %w", release.PathNode, err))
+	}
+	_, warm, err := imageHeld(ctx, e, e.base)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if err := fetchMissing(ctx, e, ".", sel, !warm); err != nil {
+		return workflow.Result{}, err
+	}
+	st, err := checkFile(e, release.PathNode, nodeFile)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if st == fileMissing {
+		n, err := download.Missing(filepath.Join(e.node.Root, release.PathNode), node.Size)
+		if err != nil {
+			return workflow.Result{}, err
+		}
+		if err := download.CheckSpace(e.node.Root, n); err != nil {
+			return workflow.Result{}, err
+		}
+		e.Logf("download %s", release.PathNode)
+		if err := fetchFile(ctx, e, cur.Release.Manifest.SourceCommit, release.PathNode, nodeFile); err != nil {
+			return workflow.Result{}, err
+		}
+	} else {
+		clearPartial(filepath.Join(e.node.Root, release.PathNode))
+	}
+	facts := map[string]string{}
+	if warm {
+		facts[factWarm] = "true"
+	}
+	return workflow.Result{Facts: facts}, nil
+}
+
+// dropDisposable removes the files of an unregistered node that are not
+// what this run needs (an earlier attempt's, or of another release), so
+// that they are downloaded again. Files that match stay.
+func dropDisposable(e *InstallEnv, files []runtimeFile) error {
+	for _, f := range files {
+		if f.SHA256 == "" {
+			continue
+		}
+		_, err := checkFile(e, f.Rel, f)
+		if !errors.Is(err, ErrConflict) {
+			continue
+		}
+		e.Logf("replace %s: it is not the file this installation needs", f.Rel)
+		if err := e.root.Remove(f.Rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("replace %s: %w", f.Rel, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,330 @@
+package generation
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/release"
+)
+
+// ActionInstall is the service-account part of an installation: the node
+// root, its records and verified downloads, the retained helper, the
+// enrolled generation's lease, the Runtime image, the Docker network,
+// provider.json and the registration with Core. Its steps run one per
+// privilege-separated child of the root installer (InstallSteps).
+const ActionInstall = "install"
+
+// InstallOptions describe the service-account part of one installation run.
+// Root validated every field before the child started; the child checks
+// them again where it relies on them.
+type InstallOptions struct {
+	InstallationID string
+	// Home is the node account's home; UID the node account.
+	Home string
+	UID  int
+	// SourceURL is the console origin the node's files come from.
+	SourceURL string
+	// CoreOrigin is Core's public URL as the command gave it.
+	CoreOrigin          string
+	AllowInsecureOrigin bool
+	// CoreCA is the operator's CA bundle (PEM) given with --core-ca; empty
+	// when Core and the console use the system roots.
+	CoreCA []byte
+	// Configuration is Core's configuration answer root validated.
+	Configuration *Configuration
+	// Docker connects to the Docker Engine at host.
+	Docker func(ctx context.Context, host string) (Docker, error)
+	// Microsandbox drives msb for one store (nil: the real CLI).
+	Microsandbox func(msb, store, firmware string) Microsandbox
+	// Download shapes the console client; RootCAs and Proxy are filled in
+	// when zero (system roots plus CoreCA; the process environment).
+	Download download.Options
+	// Helper returns the installer's own bytes, which become the retained
+	// generation helper.
+	Helper func() (io.Reader, error)
+	// Register runs the node program's registration (nil: the node root's
+	// native/bin/oac-node).
+	Register Registrar
+	// Resolve resolves Core's host for the microsandbox network policy
+	// (nil: the system resolver).
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+// CoreCAName is the node's private copy of the operator's Core CA.
+const CoreCAName = "core-ca.pem"
+
+// InstallEnv is the Data of an installation's service-account steps: a
+// generation Env bound to the enrolled generation, whose base
+// configuration is the one the installation writes (provider.json), plus
+// what only an installation does.
+type InstallEnv struct {
+	*Env
+	in      InstallOptions
+	current *Metadata
+	token   string
+}
+
+// SetToken hands the run's enrollment token to the register step. It is
+// kept in memory only.
+func (e *InstallEnv) SetToken(token string) { e.token = token }
+
+// NodeRootDirs are the directories of a new node root, in creation order,
+// relative to the account's home.
+func nodeRootDirs(id string) []string {
+	root := filepath.Join(".oac", "nodes", id)
+	return []string{
+		".oac", filepath.Join(".oac", "nodes"), root,
+		filepath.Join(root, "state"), filepath.Join(root, "state", "node"), filepath.Join(root, "state", "node", "generations"),
+		filepath.Join(root, "native"), filepath.Join(root, "native", "bin"),
+		filepath.Join(root, "runtime"), filepath.Join(root, "images"), filepath.Join(root, "journals"),
+	}
+}
+
+// EnsureNodeRoot creates the missing directories of the node root under
+// home (0700, the node account's) and checks the existing ones: never a
+// link, never another owner's. The home itself must be the account's.
+func EnsureNodeRoot(home, installationID string, uid int) error {
+	h, err := journal.OpenRoot(home)
+	if err != nil {
+		return fmt.Errorf("home %s: %w", home, err)
+	}
+	defer h.Close()
+	if d, err := h.OpenDir(".", journal.Expect{UID: uid}); err != nil {
+		return fmt.Errorf("home %s: %w", home, err)
+	} else {
+		d.Close()
+	}
+	for _, rel := range nodeRootDirs(installationID) {
+		if err := h.Mkdir(rel, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		d, err := h.OpenDir(rel, journal.Expect{UID: uid, Mode: 0o700})
+		if err != nil {
+			return err
+		}
+		d.Close()
+	}
+	return nil
+}
+
+// NewInstallEnv opens the node root (EnsureNodeRoot made it) for the
+// installation's steps. The caller closes it.
+func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) {
+	conf := in.Configuration
+	if conf == nil {
+		return nil, errors.New("installation: no Core configuration")
+	}
+	if conf.InstallationID != in.InstallationID {
+		return nil, fmt.Errorf("%w: Core answered for installation %s", ErrCoreAnswer, conf.InstallationID)
+	}
+	if !filepath.IsAbs(in.Home) {
+		return nil, fmt.Errorf("installation: home %q is not an absolute path", in.Home)
+	}
+	if _, err := provider.CheckOrigin(in.SourceURL); err != nil {
+		return nil, fmt.Errorf("installation: source URL: %w", err)
+	}
+	if in.Log == nil {
+		in.Log = io.Discard
+	}
+	opts := Options{
+		Action: ActionInstall,
+		Identity: lease.Identity{
+			InstallationID:      in.InstallationID,
+			Generation:          conf.Generation,
+			SpecificationDigest: conf.SpecificationDigest,
+		},
+		Home:         in.Home,
+		UID:          in.UID,
+		Docker:       in.Docker,
+		Microsandbox: in.Microsandbox,
+		Download:     in.Download,
+		Log:          in.Log,
+	}
+	if err := opts.Identity.Validate(); err != nil {
+		return nil, err
+	}
+	node := layout.Node{Root: layout.NodeRootIn(in.Home, in.InstallationID)}
+	root, err := journal.OpenRoot(node.Root)
+	if err != nil {
+		return nil, fmt.Errorf("node root: %w", err)
+	}
+	if d, err := root.OpenDir(".", journal.Expect{UID: in.UID, Mode: 0o700}); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("node root: %w", err)
+	} else {
+		d.Close()
+	}
+	e := &InstallEnv{Env: &Env{opts: opts, node: node, root: root, releases: map[string]*Metadata{}}, in: in}
+	e.spec = conf.Specification
+	if e.roots, err = trustedRoots(in.CoreCA); err != nil {
+		e.Close()
+		return nil, err
+	}
+	dopts := in.Download
+	if dopts.RootCAs == nil {
+		dopts.RootCAs = e.roots
+	}
+	if dopts.Proxy == (download.ProxyEnv{}) {
+		dopts.Proxy = download.ProxyEnvFromEnviron(os.Environ())
+	}
+	if e.client, err = download.NewClient(dopts); err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.source = trimOrigin(in.SourceURL)
+	addrs, err := e.coreAddrs(ctx)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	base, err := provider.Base(provider.BaseInput{
+		InstallationID: in.InstallationID, CoreOrigin: in.CoreOrigin, Generation: conf.Generation,
+		Specification: conf.Specification, Root: node.Root, Home: in.Home,
+		Image: conf.Specification.Runtime.ImageID, CoreAddrs: addrs,
+	})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.base = base
+	return e, nil
+}
+
+// trustedRoots is the system roots plus the operator's CA bundle.
+func trustedRoots(ca []byte) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if len(ca) > 0 && !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("the Core CA file holds no PEM certificate")
+	}
+	return pool, nil
+}
+
+func trimOrigin(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// coreAddrs resolves Core's origin for the microsandbox network policy;
+// Docker nodes need none.
+func (e *InstallEnv) coreAddrs(ctx context.Context) ([]netip.AddrPort, error) {
+	if e.in.Configuration.Provider != release.ProviderMicrosandbox {
+		return nil, nil
+	}
+	u, err := url.Parse(e.in.CoreOrigin)
+	if err != nil {
+		return nil, fmt.Errorf("Core URL: %w", err)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("Core URL port %q: %w", port, err)
+	}
+	resolve := e.in.Resolve
+	if resolve == nil {
+		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	host := u.Hostname()
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else if addrs, err = resolve(ctx, host); err != nil {
+		return nil, fmt.Errorf("resolve Core's host %s: %w", host, err)
+	}
+	out := make([]netip.AddrPort, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, netip.AddrPortFrom(a.Unmap(), uint16(p)))
+	}
+	return out, nil
+}
+
+// Install returns the options the environment was built from.
+func (e *InstallEnv) Install() InstallOptions { return e.in }
+
+// CurrentRelease is the verified metadata of the console's current
+// release, whose node program the installation runs.
+func (e *InstallEnv) CurrentRelease(ctx context.Context) (*Metadata, error) {
+	if e.current != nil {
+		return e.current, nil
+	}
+	m, err := e.client.FetchMetadata(ctx, e.source+"/node-install/"+release.ManifestName, release.MaxMetadataSize)
+	if err != nil {
+		return nil, artifactErr(err)
+	}
+	s, err := e.client.FetchMetadata(ctx, e.source+"/node-install/"+release.SumsName, release.MaxMetadataSize)
+	if err != nil {
+		return nil, artifactErr(err)
+	}
+	r, err := release.VerifyRelease(m, s, e.base.Provider)
+	if err != nil {
+		return nil, artifactErr(fmt.Errorf("the console's current release at %s: %w", e.source, err))
+	}
+	md := &Metadata{Release: r, Manifest: m, Sums: s}
+	e.current = md
+	e.releases[r.Manifest.SourceCommit] = md
+	return md, nil
+}
+
+// writeRecord publishes a node record (indented JSON with sorted keys and a
+// newline, mode 0600). replace allows different bytes to replace the
+// record (an unregistered node's disposable state); otherwise different
+// bytes are ErrConflict.
+func (e *InstallEnv) writeRecord(rel string, v map[string]any, replace bool) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if replace {
+		return e.root.AtomicWrite(rel, data, 0o600)
+	}
+	if err := e.root.PublishOnce(rel, data, 0o600); err != nil {
+		if errors.Is(err, journal.ErrConflict) {
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Registered reports whether registered.json exists: once it does, no node
+// file is replaced.
+func (e *InstallEnv) Registered() (bool, error) {
+	_, err := os.Lstat(e.node.Registered())
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	}
+	return false, err
+}

@@ -1,0 +1,62 @@
+package generation
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// HelperName is the retained generation helper in the node root: the
+// installer binary itself, written by the service account (CONTRACT §9).
+const HelperName = "generation-preparer"
+
+// MaxHelperSize bounds the retained helper (the console allows the
+// installer up to 64 MiB).
+const MaxHelperSize = 64 << 20
+
+// helperStep writes the retained generation helper from the bytes root
+// captured when it started (never from a file the service account can
+// change). Before registration a different helper is replaced; a
+// registered node keeps the helper it was installed with.
+type helperStep struct{ e *InstallEnv }
+
+func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	e := s.e
+	if e.in.Helper == nil {
+		return workflow.Result{}, errors.New("no installer bytes to retain as the generation helper")
+	}
+	r, err := e.in.Helper()
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, MaxHelperSize+1))
+	if err != nil {
+		return workflow.Result{}, fmt.Errorf("read the installer's bytes: %w", err)
+	}
+	if len(data) > MaxHelperSize {
+		return workflow.Result{}, fmt.Errorf("the installer is larger than %d bytes", MaxHelperSize)
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if !registered {
+		old, err := e.root.ReadFile(HelperName, journal.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+		if err == nil && bytes.Equal(old, data) {
+			return workflow.Result{}, e.root.PublishOnce(HelperName, data, 0o700)
+		}
+		return workflow.Result{}, e.root.AtomicWrite(HelperName, data, 0o700)
+	}
+	if err := e.root.PublishOnce(HelperName, data, 0o700); err != nil {
+		if errors.Is(err, journal.ErrConflict) {
+			return workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", HelperName, err))
+		}
+		return workflow.Result{}, err
+	}
+	return workflow.Result{}, nil
+}

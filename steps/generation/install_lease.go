@@ -1,0 +1,35 @@
+package generation
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// installLeaseStep creates the enrolled generation's lease and its durable
+// identity record, or validates them when an earlier run made them. Its
+// policy is Inspect: an interruption may leave a lease whose identity never
+// became durable, which only an operator may judge.
+type installLeaseStep struct{ e *InstallEnv }
+
+func (s installLeaseStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	e := s.e
+	id := e.opts.Identity
+	ok, err := e.LeaseExists()
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	var l *lease.Lease
+	if ok {
+		l, err = lease.Open(e.node.Generations(), id, e.opts.UID)
+	} else {
+		e.Logf("initialize the lease of generation %d", id.Generation)
+		l, err = lease.Initialize(e.node.Generations(), id, e.opts.UID)
+	}
+	if err != nil {
+		return workflow.Result{}, refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("lease of generation %d: %w", id.Generation, err))
+	}
+	return workflow.Result{}, l.Close()
+}

@@ -1,0 +1,67 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// nodeRootStep makes the node root's directories (RunInstallStep creates
+// them before the environment opens the root), keeps the private copy of
+// the operator's Core CA, and removes every enrollment token file an
+// earlier run left. A registered node's CA copy is never replaced: a
+// different CA refuses.
+type nodeRootStep struct{ e *InstallEnv }
+
+func (s nodeRootStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	e := s.e
+	if err := removeTokenFiles(e); err != nil {
+		return workflow.Result{}, err
+	}
+	ca := e.in.CoreCA
+	if len(ca) == 0 {
+		return workflow.Result{}, nil
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if registered {
+		if err := e.root.PublishOnce(CoreCAName, ca, 0o600); err != nil {
+			if errors.Is(err, journal.ErrConflict) {
+				return workflow.Result{}, refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", err))
+			}
+			return workflow.Result{}, err
+		}
+		return workflow.Result{}, nil
+	}
+	return workflow.Result{Facts: map[string]string{"core_ca_sha256": release.SHA256Hex(ca)}}, e.root.AtomicWrite(CoreCAName, ca, 0o600)
+}
+
+// tokenFilePrefix names the private temporary files that hold the
+// enrollment token while the node program registers.
+const tokenFilePrefix = ".enrollment-"
+
+// removeTokenFiles removes every enrollment token file in the node root
+// (only regular files; anything else there is refused).
+func removeTokenFiles(e *InstallEnv) error {
+	names, err := e.root.ReadDir()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, tokenFilePrefix) {
+			continue
+		}
+		if err := e.root.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove the leftover token file %s: %w", n, err)
+		}
+	}
+	return nil
+}

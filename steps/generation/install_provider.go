@@ -1,0 +1,53 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// providerConfigStep publishes provider.json, the base configuration of
+// the enrolled generation, with the local image ID the runtime step
+// resolved. It is write-once for a registered node (a difference refuses);
+// before registration an earlier attempt's different file is replaced.
+type providerConfigStep struct{ e *InstallEnv }
+
+func (s providerConfigStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
+	e := s.e
+	c := e.base.Clone()
+	if c.Docker != nil {
+		if facts[factImageID] == "" {
+			return workflow.Result{}, errors.New("the runtime step recorded no image ID")
+		}
+		c.Docker.Image = facts[factImageID]
+	}
+	if err := c.Validate(); err != nil {
+		return workflow.Result{}, err
+	}
+	data, err := c.Marshal()
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if !registered {
+		old, err := e.readPrivate("provider.json", provider.MaxSize)
+		if err != nil || string(old) != string(data) {
+			return workflow.Result{}, e.root.AtomicWrite("provider.json", data, 0o600)
+		}
+	}
+	if err := e.root.PublishOnce("provider.json", data, 0o600); err != nil {
+		if errors.Is(err, journal.ErrConflict) {
+			return workflow.Result{}, refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", err))
+		}
+		return workflow.Result{}, err
+	}
+	e.base = c
+	return workflow.Result{}, nil
+}

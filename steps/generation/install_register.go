@@ -1,0 +1,224 @@
+package generation
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// RegisterRequest is one `oac-node register` call (CONTRACT §4.3).
+type RegisterRequest struct {
+	Program   string // absolute path of native/bin/oac-node
+	Config    string // absolute provider.json
+	StateDir  string // absolute state/node
+	CoreURL   string // Core's origin
+	Name      string // the node's display name (the host name)
+	TokenFile string // the private temporary file holding the token
+	// AllowInsecureOrigin and CoreCA are passed on when set.
+	AllowInsecureOrigin bool
+	CoreCA              string
+}
+
+// Registrar registers the node with Core through the node program.
+// Rejections are *RegistrationRejected.
+type Registrar interface {
+	Register(ctx context.Context, req RegisterRequest) error
+}
+
+// RegistrationRejected is Core's refusal of the enrollment, as the node
+// program's rejection line reports it. Status 401 also stands for the node
+// program's exit status 78.
+type RegistrationRejected struct {
+	Status int
+	Code   string // lowercase code, may be empty
+}
+
+// CodeAddressMismatch: Core's public URL is not the one the node was given;
+// the token stays unused.
+const CodeAddressMismatch = "sandbox_node_address_mismatch"
+
+func (e *RegistrationRejected) Error() string {
+	switch {
+	case e.Code == CodeAddressMismatch:
+		return "Core's public URL changed, so the enrollment token was not used: generate a new command in Web and run it"
+	case e.Status == 401:
+		return "the enrollment command expired or was already used: generate a new command in Web"
+	case e.Code != "":
+		return fmt.Sprintf("the registration was not confirmed: Core answered HTTP %d %s", e.Status, e.Code)
+	}
+	return fmt.Sprintf("the registration was not confirmed: Core answered HTTP %d", e.Status)
+}
+
+// rejectionLine is the node program's machine-read rejection line.
+var rejectionLine = regexp.MustCompile(`(?m)^node enrollment rejected \(HTTP ([0-9]{3})(?: ([a-z_]+))?\)\s*$`)
+
+// NodeProgram runs the node root's native/bin/oac-node. The token reaches
+// it only as a file name; the program's other output is never echoed.
+type NodeProgram struct{}
+
+// Register implements Registrar.
+func (NodeProgram) Register(ctx context.Context, req RegisterRequest) error {
+	args := []string{"register", "--config", req.Config, "--state-dir", req.StateDir, "--core-url", req.CoreURL,
+		"--name", req.Name, "--enrollment-token-file", req.TokenFile}
+	if req.AllowInsecureOrigin {
+		args = append(args, "--allow-insecure-origin")
+	}
+	if req.CoreCA != "" {
+		args = append(args, "--core-ca", req.CoreCA)
+	}
+	cmd := exec.CommandContext(ctx, req.Program, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	if m := rejectionLine.FindSubmatch(stderr.Bytes()); m != nil {
+		status, _ := strconv.Atoi(string(m[1]))
+		return &RegistrationRejected{Status: status, Code: string(m[2])}
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 78 {
+		return &RegistrationRejected{Status: 401}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("the node program could not register the node (%v); see its log with the same command rerun", err)
+}
+
+// registerStep registers the node with Core through the node program,
+// with the token in a private temporary file that is removed in every
+// outcome, and writes registered.json (installation.json's bytes) only
+// after success. A registered node needs no token. Core's refusal of the
+// address (the token stays unused) discards the unregistered state —
+// installation.json, provider.json and state/node — and keeps downloads.
+type registerStep struct {
+	e *InstallEnv
+}
+
+// Token is the enrollment token of the run, read by root from standard
+// input and handed to the child over its request pipe.
+func (e *InstallEnv) Token() string { return e.token }
+
+func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	e := s.e
+	inst, err := e.readPrivate("installation.json", 4096)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if reg, err := e.readPrivate("registered.json", 4096); err == nil {
+		if !bytes.Equal(reg, inst) {
+			return workflow.Result{}, refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
+		}
+		return workflow.Result{}, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return workflow.Result{}, err
+	}
+	if e.token == "" {
+		return workflow.Result{}, errors.New("this node is not registered yet and the command gave no enrollment token; run the command Web generated, which passes it on standard input")
+	}
+	tokenFile, err := writeTokenFile(e)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	defer os.Remove(tokenFile)
+	host, _ := os.Hostname()
+	req := RegisterRequest{
+		Program: filepath.Join(e.node.Root, release.PathNode), Config: e.node.ProviderConfig(), StateDir: e.node.StateDir(),
+		CoreURL: trimOrigin(e.in.CoreOrigin), Name: host, TokenFile: tokenFile, AllowInsecureOrigin: e.in.AllowInsecureOrigin,
+	}
+	if len(e.in.CoreCA) > 0 {
+		req.CoreCA = filepath.Join(e.node.Root, CoreCAName)
+	}
+	reg := e.in.Register
+	if reg == nil {
+		reg = NodeProgram{}
+	}
+	e.Logf("register the node with Core")
+	err = reg.Register(ctx, req)
+	if rmErr := os.Remove(tokenFile); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		err = errors.Join(err, fmt.Errorf("remove the token file: %w", rmErr))
+	}
+	var rej *RegistrationRejected
+	if errors.As(err, &rej) && rej.Code == CodeAddressMismatch {
+		if derr := discardUnregistered(e); derr != nil {
+			return workflow.Result{}, errors.Join(err, derr)
+		}
+		return workflow.Result{}, err
+	}
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if err := e.root.PublishOnce("registered.json", inst, 0o600); err != nil {
+		if errors.Is(err, journal.ErrConflict) {
+			return workflow.Result{}, fmt.Errorf("registered.json: %w", err)
+		}
+		return workflow.Result{}, err
+	}
+	return workflow.Result{}, nil
+}
+
+// Verify: registered.json exists (done) or not (run again: the node
+// program recovers a lost enrollment answer under the identity it wrote
+// before enrolling, so a second registration never enrolls twice).
+func (s registerStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	if _, err := os.Lstat(s.e.node.Registered()); err == nil {
+		return workflow.Done, workflow.Result{}, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return workflow.Unknown, workflow.Result{}, err
+	}
+	if err := removeTokenFiles(s.e); err != nil {
+		return workflow.Unknown, workflow.Result{}, err
+	}
+	return workflow.NotDone, workflow.Result{}, nil
+}
+
+// writeTokenFile writes the token to a new private file in the node root
+// (created exclusively, 0600, never through a link) and returns its path.
+func writeTokenFile(e *InstallEnv) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	p := filepath.Join(e.node.Root, tokenFilePrefix+hex.EncodeToString(b[:]))
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create the token file: %w", err)
+	}
+	_, err = f.WriteString(e.token + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p)
+		return "", fmt.Errorf("write the token file: %w", err)
+	}
+	return p, nil
+}
+
+// discardUnregistered removes what binds an unregistered node to the Core
+// address that refused it, keeping the downloads.
+func discardUnregistered(e *InstallEnv) error {
+	var errs []error
+	for _, rel := range []string{"installation.json", "provider.json", "state/node/identity.json"} {
+		if err := e.root.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

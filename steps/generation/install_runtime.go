@@ -1,0 +1,44 @@
+package generation
+
+import (
+	"context"
+
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// runtimeStep makes the provider hold the Runtime image of the enrolled
+// generation with its exact identity: an image already held (under either
+// identity, linux/amd64) is kept; otherwise the verified archive is
+// unpacked, its identity proven, and imported. The unpacked copy is
+// removed afterwards; the downloaded archive stays for repair.
+type runtimeStep struct{ e *InstallEnv }
+
+const factImageID = "image"
+
+func (s runtimeStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	id, err := importImage(ctx, s.e, s.e.base, ".")
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if err := removeUnpacked(s.e, "."); err != nil {
+		return workflow.Result{}, err
+	}
+	return workflow.Result{Facts: map[string]string{factImageID: id}}, nil
+}
+
+// Verify asks the provider whether it holds the image: held is done (the
+// unpacked copy is removed), absent is not done. A provider that cannot
+// answer leaves the outcome unknown.
+func (s runtimeStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	id, held, err := imageHeld(ctx, s.e, s.e.base)
+	switch {
+	case err != nil:
+		return workflow.Unknown, workflow.Result{}, err
+	case !held:
+		return workflow.NotDone, workflow.Result{}, nil
+	}
+	if err := removeUnpacked(s.e, "."); err != nil {
+		return workflow.Unknown, workflow.Result{}, err
+	}
+	return workflow.Done, workflow.Result{Facts: map[string]string{factImageID: id}}, nil
+}
