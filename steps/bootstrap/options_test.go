@@ -89,7 +89,9 @@ func TestRenderAcceptsValidOptions(t *testing.T) {
 			" --cacert '/etc/oac/it'\\''s ca.pem' ",
 			"--core-url 'https://core.example.com' --allow-insecure-origin --core-ca '/etc/oac/it'\\''s ca.pem' --provider",
 		}},
-		{"uninstall", func(o *Options) { *o = Options{Console: o.Console, InstallationID: testID, SHA256: testSHA, Uninstall: true} }, []string{
+		{"uninstall", func(o *Options) {
+			*o = Options{Console: o.Console, InstallationID: testID, SHA256: testSHA, Uninstall: true}
+		}, []string{
 			" --uninstall --installation-id '" + testID + "' </dev/null)\n",
 		}},
 		{"uninstall force", func(o *Options) {
