@@ -11,7 +11,8 @@ import (
 )
 
 // Mermaid returns the diagram of def as a Markdown document holding one
-// Mermaid stateDiagram-v2 block and a table of states, steps and policies.
+// Mermaid stateDiagram-v2 block and a table of the states (each runs the
+// step of its name) and their policies.
 func Mermaid(def *workflow.Definition) (string, error) {
 	// A fresh machine: fsm's start arrow points at its current state.
 	graph, err := fsm.VisualizeWithType(def.NewFSM(def.Initial()), fsm.MermaidStateDiagram)
@@ -39,11 +40,12 @@ func Mermaid(def *workflow.Definition) (string, error) {
 		}
 	}
 	b.WriteString("```\n\n")
-	b.WriteString("| state | step | policy | what it does |\n|---|---|---|---|\n")
+	// A state's step has the state's name (Definition.Validate): one column.
+	b.WriteString("| state and step | policy | what it does |\n|---|---|---|\n")
 	for _, sd := range def.States {
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", sd.Name, sd.Step, sd.Policy, strings.ReplaceAll(sd.Doc, "|", "\\|"))
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", sd.Name, sd.Policy, strings.ReplaceAll(sd.Doc, "|", "\\|"))
 	}
-	fmt.Fprintf(&b, "| `%s` | | final | |\n", def.Final)
+	fmt.Fprintf(&b, "| `%s` | final | |\n", def.Final)
 	return b.String(), nil
 }
 

@@ -54,7 +54,8 @@ type Transition struct {
 
 // StateDef is one non-final state: the step that runs in it, its recovery
 // policy and its outgoing transitions. The first transition is the one taken
-// when the step does not name an event.
+// when the step does not name an event. The step has the state's name (one
+// name per thing: both are persistence keys); Validate enforces it.
 type StateDef struct {
 	Name   State
 	Step   string
@@ -121,8 +122,8 @@ func (d *Definition) NewFSM(s State) *fsm.FSM {
 	return fsm.NewFSM(string(s), d.Events(), nil)
 }
 
-// Validate checks the definition's own consistency: unique state and step
-// names, known policies, every transition leading to a known state, every
+// Validate checks the definition's own consistency: unique state names,
+// each state's step named after it, known policies, every transition leading to a known state, every
 // state reachable from the initial one, and the final state reachable.
 func (d *Definition) Validate() error {
 	if d.Name == "" || len(d.States) == 0 || d.Final == "" {
@@ -137,6 +138,9 @@ func (d *Definition) Validate() error {
 		states[sd.Name] = true
 		if sd.Step == "" || steps[sd.Step] {
 			return fmt.Errorf("workflow %s: state %q: missing or duplicate step name %q", d.Name, sd.Name, sd.Step)
+		}
+		if sd.Step != string(sd.Name) { // one name per thing: both are persistence keys
+			return fmt.Errorf("workflow %s: state %q runs step %q: a step is named after its state", d.Name, sd.Name, sd.Step)
 		}
 		steps[sd.Step] = true
 		if sd.Policy < Rerun || sd.Policy > Inspect {

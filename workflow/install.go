@@ -25,60 +25,60 @@ const (
 	InstallStart             State = "start"
 	InstallWaitReady         State = "wait_ready"
 	InstallSummary           State = "summary"
-	InstallDone              State = "installed"
+	InstallInstalled         State = "installed"
 )
 
 // Install events.
 const (
-	EventChecked        Event = "checked"
-	EventTokenRead      Event = "token_read"
-	EventTokenNotNeeded Event = "token_not_needed"
-	EventConfigured     Event = "configured"
-	EventLocked         Event = "locked"
-	EventAccountReady   Event = "account_ready"
-	EventGroupReady     Event = "group_ready"
-	EventRecorded       Event = "recorded"
-	EventRootReady      Event = "root_ready"
-	EventMetadataRead   Event = "metadata_verified"
-	EventDownloaded     Event = "downloaded"
-	EventHelperWritten  Event = "helper_written"
-	EventLeaseReady     Event = "lease_ready"
-	EventRuntimeReady   Event = "runtime_ready"
-	EventNetworkReady   Event = "network_ready"
-	EventNoNetwork      Event = "network_not_needed"
-	EventConfigWritten  Event = "provider_written"
-	EventRegistered     Event = "registered"
-	EventEnvWritten     Event = "env_written"
-	EventUnitWritten    Event = "unit_written"
-	EventStarted        Event = "started"
-	EventReady          Event = "ready"
-	EventSummarized     Event = "summarized"
+	EventChecked          Event = "checked"
+	EventTokenRead        Event = "token_read"
+	EventTokenNotNeeded   Event = "token_not_needed"
+	EventConfigured       Event = "configured"
+	EventLocked           Event = "locked"
+	EventAccountReady     Event = "account_ready"
+	EventGroupReady       Event = "group_ready"
+	EventRecorded         Event = "recorded"
+	EventRootReady        Event = "root_ready"
+	EventMetadataVerified Event = "metadata_verified"
+	EventDownloaded       Event = "downloaded"
+	EventHelperWritten    Event = "helper_written"
+	EventLeaseReady       Event = "lease_ready"
+	EventRuntimeReady     Event = "runtime_ready"
+	EventNetworkReady     Event = "network_ready"
+	EventNetworkNotNeeded Event = "network_not_needed"
+	EventProviderWritten  Event = "provider_written"
+	EventRegistered       Event = "registered"
+	EventEnvWritten       Event = "env_written"
+	EventUnitWritten      Event = "unit_written"
+	EventStarted          Event = "started"
+	EventReady            Event = "ready"
+	EventSummarized       Event = "summarized"
 )
 
 // InstallDefinition returns the install workflow.
 func InstallDefinition() *Definition {
 	return &Definition{
 		Name:  "install",
-		Final: InstallDone,
+		Final: InstallInstalled,
 		States: []StateDef{
 			{Name: InstallPreflight, Step: "preflight", Policy: Rerun, Doc: "read-only host checks: root, linux/amd64, systemd, SELinux, provider, capacity, one Core per host",
 				On: []Transition{{EventChecked, InstallReadToken}}},
-			{Name: InstallReadToken, Step: "read-token", Policy: Rerun, Doc: "read the enrollment token from standard input (a registered node needs none)",
+			{Name: InstallReadToken, Step: "read_token", Policy: Rerun, Doc: "read the enrollment token from standard input (a registered node needs none)",
 				On: []Transition{{EventTokenRead, InstallReadConfiguration}, {EventTokenNotNeeded, InstallReadConfiguration}}},
-			{Name: InstallReadConfiguration, Step: "read-configuration", Policy: Rerun, Doc: "read and validate Core's node configuration",
+			{Name: InstallReadConfiguration, Step: "read_configuration", Policy: Rerun, Doc: "read and validate Core's node configuration",
 				On: []Transition{{EventConfigured, InstallHostLock}}},
-			{Name: InstallHostLock, Step: "host-lock", Policy: Rerun, Doc: "take /run/oac-node.lock and re-check the host records",
+			{Name: InstallHostLock, Step: "host_lock", Policy: Rerun, Doc: "take /run/oac-node.lock and re-check the host records",
 				On: []Transition{{EventLocked, InstallAccount}}},
 			{Name: InstallAccount, Step: "account", Policy: Verify, Doc: "create or adopt the oac-node account",
 				On: []Transition{{EventAccountReady, InstallGroup}}},
 			{Name: InstallGroup, Step: "group", Policy: Verify, Doc: "add oac-node to the docker or kvm group",
 				On: []Transition{{EventGroupReady, InstallHostRecords}}},
-			{Name: InstallHostRecords, Step: "host-records", Policy: Rerun, Doc: "write /run/oac-node-docker and /etc/oac-node/<id>.json",
+			{Name: InstallHostRecords, Step: "host_records", Policy: Rerun, Doc: "write /run/oac-node-docker and /etc/oac-node/<id>.json",
 				On: []Transition{{EventRecorded, InstallNodeRoot}}},
-			{Name: InstallNodeRoot, Step: "node-root", Policy: Rerun, Doc: "service account: create the node root",
+			{Name: InstallNodeRoot, Step: "node_root", Policy: Rerun, Doc: "service account: create the node root",
 				On: []Transition{{EventRootReady, InstallMetadata}}},
 			{Name: InstallMetadata, Step: "metadata", Policy: Rerun, Doc: "service account: fetch and verify release metadata, write installation.json",
-				On: []Transition{{EventMetadataRead, InstallDownloads}}},
+				On: []Transition{{EventMetadataVerified, InstallDownloads}}},
 			{Name: InstallDownloads, Step: "downloads", Policy: Rerun, Doc: "service account: verified downloads of the node program and Runtime files",
 				On: []Transition{{EventDownloaded, InstallHelper}}},
 			{Name: InstallHelper, Step: "helper", Policy: Rerun, Doc: "service account: write the retained generation helper",
@@ -88,21 +88,21 @@ func InstallDefinition() *Definition {
 			{Name: InstallRuntime, Step: "runtime", Policy: Verify, Doc: "service account: import the Runtime and verify its image identity",
 				On: []Transition{{EventRuntimeReady, InstallNetwork}}},
 			{Name: InstallNetwork, Step: "network", Policy: Verify, Doc: "service account: create the Docker network oac-node-<id>",
-				On: []Transition{{EventNetworkReady, InstallProviderConfig}, {EventNoNetwork, InstallProviderConfig}}},
-			{Name: InstallProviderConfig, Step: "provider-config", Policy: Rerun, Doc: "service account: publish provider.json (write-once)",
-				On: []Transition{{EventConfigWritten, InstallRegister}}},
+				On: []Transition{{EventNetworkReady, InstallProviderConfig}, {EventNetworkNotNeeded, InstallProviderConfig}}},
+			{Name: InstallProviderConfig, Step: "provider_config", Policy: Rerun, Doc: "service account: publish provider.json (write-once)",
+				On: []Transition{{EventProviderWritten, InstallRegister}}},
 			{Name: InstallRegister, Step: "register", Policy: Verify, Doc: "service account: register with Core (token file always removed), write registered.json",
 				On: []Transition{{EventRegistered, InstallEnvFile}}},
-			{Name: InstallEnvFile, Step: "env-file", Policy: Rerun, Doc: "write or remove /etc/oac-node/<id>.env (proxy settings)",
+			{Name: InstallEnvFile, Step: "env_file", Policy: Rerun, Doc: "write or remove /etc/oac-node/<id>.env (proxy settings)",
 				On: []Transition{{EventEnvWritten, InstallUnit}}},
 			{Name: InstallUnit, Step: "unit", Policy: Rerun, Doc: "write the systemd unit and reload",
 				On: []Transition{{EventUnitWritten, InstallStart}}},
 			{Name: InstallStart, Step: "start", Policy: Rerun, Doc: "enable and start the unit, check it is active",
 				On: []Transition{{EventStarted, InstallWaitReady}}},
-			{Name: InstallWaitReady, Step: "wait-ready", Policy: Rerun, Doc: "service account: wait until Core reports the node connected and ready",
+			{Name: InstallWaitReady, Step: "wait_ready", Policy: Rerun, Doc: "service account: wait until Core reports the node connected and ready",
 				On: []Transition{{EventReady, InstallSummary}}},
 			{Name: InstallSummary, Step: "summary", Policy: Rerun, Doc: "print the summary",
-				On: []Transition{{EventSummarized, InstallDone}}},
+				On: []Transition{{EventSummarized, InstallInstalled}}},
 		},
 	}
 }

@@ -12,7 +12,7 @@ const (
 	PrepareImport      State = "import"
 	PreparePublish     State = "publish"
 	PrepareClearPlan   State = "clear_plan"
-	PrepareDone        State = "prepared"
+	PreparePrepared    State = "prepared"
 )
 
 // Prepare events.
@@ -30,7 +30,7 @@ const (
 func PrepareDefinition() *Definition {
 	return &Definition{
 		Name:  "prepare",
-		Final: PrepareDone,
+		Final: PreparePrepared,
 		States: []StateDef{
 			{Name: PrepareLock, Step: "lock", Policy: Rerun, Doc: "installation lock and, when it exists, the generation's exclusive lease",
 				On: []Transition{{EventLocked, PrepareLease}}},
@@ -40,14 +40,14 @@ func PrepareDefinition() *Definition {
 				On: []Transition{{EventPlanned, PrepareDownload}}},
 			{Name: PrepareDownload, Step: "download", Policy: Rerun, Doc: "verified downloads of the selected release's missing immutable files",
 				On: []Transition{{EventFilesReady, PrepareImportStart}}},
-			{Name: PrepareImportStart, Step: "import-start", Policy: Rerun, Doc: "rewrite the plan with import_started true",
+			{Name: PrepareImportStart, Step: "import_start", Policy: Rerun, Doc: "rewrite the plan with import_started true",
 				On: []Transition{{EventImportMarked, PrepareImport}}},
 			{Name: PrepareImport, Step: "import", Policy: Verify, Doc: "import the Runtime and resolve its identity",
 				On: []Transition{{EventImported, PreparePublish}}},
 			{Name: PreparePublish, Step: "publish", Policy: Rerun, Doc: "publish the final <g>.json (write-once, durable)",
 				On: []Transition{{EventPublished, PrepareClearPlan}}},
-			{Name: PrepareClearPlan, Step: "clear-plan", Policy: Rerun, Doc: "remove <g>.preparing and fsync the directory",
-				On: []Transition{{EventPlanCleared, PrepareDone}}},
+			{Name: PrepareClearPlan, Step: "clear_plan", Policy: Rerun, Doc: "remove <g>.preparing and fsync the directory",
+				On: []Transition{{EventPlanCleared, PreparePrepared}}},
 		},
 	}
 }

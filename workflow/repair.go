@@ -8,7 +8,7 @@ const (
 	RepairVerify   State = "verify"
 	RepairDownload State = "download"
 	RepairProbe    State = "probe"
-	RepairDone     State = "repaired"
+	RepairRepaired State = "repaired"
 )
 
 // Repair events.
@@ -22,7 +22,7 @@ const (
 func RepairDefinition() *Definition {
 	return &Definition{
 		Name:  "repair",
-		Final: RepairDone,
+		Final: RepairRepaired,
 		States: []StateDef{
 			{Name: RepairLock, Step: "lock", Policy: Rerun, Doc: "installation lock and the generation's exclusive lease (non-blocking)",
 				On: []Transition{{EventLeaseAcquired, RepairVerify}}},
@@ -31,7 +31,7 @@ func RepairDefinition() *Definition {
 			{Name: RepairDownload, Step: "download", Policy: Rerun, Doc: "download only missing immutable files at their original paths",
 				On: []Transition{{EventRestored, RepairProbe}}},
 			{Name: RepairProbe, Step: "probe", Policy: Rerun, Doc: "run the provider readiness probe",
-				On: []Transition{{EventProbed, RepairDone}}},
+				On: []Transition{{EventProbed, RepairRepaired}}},
 		},
 	}
 }

@@ -3,52 +3,52 @@ package workflow
 // The uninstall workflow (root): removes exactly what bookkeeping says the
 // installer made. It never touches sandboxes, volumes or images.
 const (
-	UninstallAskCore    State = "ask_core"
-	UninstallStopUnit   State = "stop_unit"
-	UninstallRemoveUnit State = "remove_unit"
-	UninstallNetwork    State = "network"
-	UninstallNodeState  State = "node_state"
-	UninstallStore      State = "microsandbox_store"
-	UninstallAccount    State = "account"
-	UninstallRecords    State = "bookkeeping"
-	UninstallDone       State = "uninstalled"
+	UninstallAskCore           State = "ask_core"
+	UninstallStopUnit          State = "stop_unit"
+	UninstallRemoveUnit        State = "remove_unit"
+	UninstallNetwork           State = "network"
+	UninstallNodeState         State = "node_state"
+	UninstallMicrosandboxStore State = "microsandbox_store"
+	UninstallAccount           State = "account"
+	UninstallBookkeeping       State = "bookkeeping"
+	UninstallUninstalled       State = "uninstalled"
 )
 
 // Uninstall events.
 const (
-	EventCoreConfirmed  Event = "core_confirmed"
-	EventCoreSkipped    Event = "core_check_skipped"
-	EventUnitStopped    Event = "unit_stopped"
-	EventUnitRemoved    Event = "unit_removed"
-	EventNetworkHandled Event = "network_handled"
-	EventStateRemoved   Event = "state_removed"
-	EventStoreHandled   Event = "store_handled"
-	EventAccountHandled Event = "account_handled"
-	EventRecordsRemoved Event = "records_removed"
+	EventCoreConfirmed    Event = "core_confirmed"
+	EventCoreCheckSkipped Event = "core_check_skipped"
+	EventUnitStopped      Event = "unit_stopped"
+	EventUnitRemoved      Event = "unit_removed"
+	EventNetworkHandled   Event = "network_handled"
+	EventStateRemoved     Event = "state_removed"
+	EventStoreHandled     Event = "store_handled"
+	EventAccountHandled   Event = "account_handled"
+	EventRecordsRemoved   Event = "records_removed"
 )
 
 // UninstallDefinition returns the uninstall workflow.
 func UninstallDefinition() *Definition {
 	return &Definition{
 		Name:  "uninstall",
-		Final: UninstallDone,
+		Final: UninstallUninstalled,
 		States: []StateDef{
-			{Name: UninstallAskCore, Step: "ask-core", Policy: Rerun, Doc: "ask Core whether it still lists the node (401 = removed); --force or never registered skips",
-				On: []Transition{{EventCoreConfirmed, UninstallStopUnit}, {EventCoreSkipped, UninstallStopUnit}}},
-			{Name: UninstallStopUnit, Step: "stop-unit", Policy: Rerun, Doc: "stop and disable the unit",
+			{Name: UninstallAskCore, Step: "ask_core", Policy: Rerun, Doc: "ask Core whether it still lists the node (401 = removed); --force or never registered skips",
+				On: []Transition{{EventCoreConfirmed, UninstallStopUnit}, {EventCoreCheckSkipped, UninstallStopUnit}}},
+			{Name: UninstallStopUnit, Step: "stop_unit", Policy: Rerun, Doc: "stop and disable the unit",
 				On: []Transition{{EventUnitStopped, UninstallRemoveUnit}}},
-			{Name: UninstallRemoveUnit, Step: "remove-unit", Policy: Rerun, Doc: "remove the unit and env file, reload systemd",
+			{Name: UninstallRemoveUnit, Step: "remove_unit", Policy: Rerun, Doc: "remove the unit and env file, reload systemd",
 				On: []Transition{{EventUnitRemoved, UninstallNetwork}}},
 			{Name: UninstallNetwork, Step: "network", Policy: Rerun, Doc: "service account: remove the Docker network unless labelled containers remain",
 				On: []Transition{{EventNetworkHandled, UninstallNodeState}}},
-			{Name: UninstallNodeState, Step: "node-state", Policy: Rerun, Doc: "service account: remove the node root",
-				On: []Transition{{EventStateRemoved, UninstallStore}}},
-			{Name: UninstallStore, Step: "microsandbox-store", Policy: Rerun, Doc: "remove the microsandbox store only after Core confirmed the removal",
+			{Name: UninstallNodeState, Step: "node_state", Policy: Rerun, Doc: "service account: remove the node root",
+				On: []Transition{{EventStateRemoved, UninstallMicrosandboxStore}}},
+			{Name: UninstallMicrosandboxStore, Step: "microsandbox_store", Policy: Rerun, Doc: "remove the microsandbox store only after Core confirmed the removal",
 				On: []Transition{{EventStoreHandled, UninstallAccount}}},
 			{Name: UninstallAccount, Step: "account", Policy: Verify, Doc: "remove groups added, and the account if the installer created it and no node remains",
-				On: []Transition{{EventAccountHandled, UninstallRecords}}},
-			{Name: UninstallRecords, Step: "bookkeeping", Policy: Rerun, Doc: "remove the host records and the installation's bookkeeping",
-				On: []Transition{{EventRecordsRemoved, UninstallDone}}},
+				On: []Transition{{EventAccountHandled, UninstallBookkeeping}}},
+			{Name: UninstallBookkeeping, Step: "bookkeeping", Policy: Rerun, Doc: "remove the host records and the installation's bookkeeping",
+				On: []Transition{{EventRecordsRemoved, UninstallUninstalled}}},
 		},
 	}
 }

@@ -21,10 +21,10 @@ func PrepareSteps(d Data) map[string]workflow.Step {
 		"lease":        leaseStep{d},
 		"plan":         planStep{d},
 		"download":     downloadStep{d},
-		"import-start": importStartStep{d},
+		"import_start": importStartStep{d},
 		"import":       importStep{d},
 		"publish":      publishStep{d},
-		"clear-plan":   clearPlanStep{d},
+		"clear_plan":   clearPlanStep{d},
 	}
 }
 
@@ -45,8 +45,8 @@ func CollectSteps(d Data) map[string]workflow.Step {
 		"recheck":         recheckStep{d},
 		"collecting":      collectingStep{d},
 		"native":          nativeStep{d},
-		"native-complete": nativeCompleteStep{d},
-		"release-files":   releaseFilesStep{d},
+		"native_complete": nativeCompleteStep{d},
+		"release_files":   releaseFilesStep{d},
 		"dropped":         droppedStep{d},
 	}
 }
