@@ -39,7 +39,7 @@ func (s networkStep) networks(ctx context.Context) (DockerNetworks, string, erro
 
 func (s networkStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	if s.e.base.Docker == nil {
-		return workflow.Result{Event: workflow.EventNoNetwork}, nil
+		return workflow.Result{Event: workflow.EventNetworkNotNeeded}, nil
 	}
 	n, name, err := s.networks(ctx)
 	if err != nil {
@@ -61,7 +61,7 @@ func (s networkStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 // Verify: the network exists (done) or not (not done).
 func (s networkStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	if s.e.base.Docker == nil {
-		return workflow.Done, workflow.Result{Event: workflow.EventNoNetwork}, nil
+		return workflow.Done, workflow.Result{Event: workflow.EventNetworkNotNeeded}, nil
 	}
 	n, name, err := s.networks(ctx)
 	if err != nil {
