@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -71,34 +72,79 @@ func sealedCopy(r io.Reader) (*Binary, error) {
 		if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
 			return nil, fmt.Errorf("seal memfd: %w", err)
 		}
-		got, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
-		if err != nil {
-			return nil, fmt.Errorf("read memfd seals: %w", err)
+		// Executable, not readable, by other users: the kernel then
+		// starts every child executed from it not dumpable, so that no
+		// process of the service account can reach into it even before
+		// the child's first instruction (harden).
+		if err := f.Chmod(execOnlyMode); err != nil {
+			return nil, fmt.Errorf("set the mode of memfd: %w", err)
 		}
-		if got&seals != seals {
-			return nil, fmt.Errorf("memfd seals %#x lack %#x", got, seals)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("stat memfd: %w", err)
-		}
-		if st.Size() == 0 {
-			return nil, errors.New("the executable is empty")
-		}
-		data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			return nil, fmt.Errorf("map memfd: %w", err)
-		}
-		b := &Binary{f: f, data: data, ready: make(chan struct{})}
-		// The mapping is sealed: the bytes hashed are the bytes that run.
-		go func() { b.sum = sha256.Sum256(data); close(b.ready) }()
-		return b, nil
+		return mapSealed(f)
 	}()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return b, nil
+}
+
+// execOnlyMode is the captured copy's mode: root reads it, every user may
+// execute it, nobody else may read it.
+const execOnlyMode = 0o711
+
+// mapSealed checks that f is sealed, maps it read-only and starts hashing
+// the mapped bytes, so that the hash is of exactly what will run. The
+// Binary owns f.
+func mapSealed(f *os.File) (*Binary, error) {
+	got, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read memfd seals: %w", err)
+	}
+	if got&seals != seals {
+		return nil, fmt.Errorf("memfd seals %#x lack %#x", got, seals)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat memfd: %w", err)
+	}
+	if st.Size() == 0 {
+		return nil, errors.New("the executable is empty")
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map memfd: %w", err)
+	}
+	b := &Binary{f: f, data: data, ready: make(chan struct{})}
+	// The mapping is sealed: the bytes hashed are the bytes that run.
+	go func() { b.sum = sha256.Sum256(data); close(b.ready) }()
+	return b, nil
+}
+
+// inheritedBinary is the sealed copy as the child received it on
+// binaryFD (the account cannot read it through /proc/self/exe), on a
+// descriptor of its own. The caller closes it.
+func inheritedBinary() (*Binary, error) {
+	fd, err := unix.FcntlInt(binaryFD, unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("the installer's executable on descriptor %d: %w", binaryFD, err)
+	}
+	f := os.NewFile(uintptr(fd), "memfd:"+memfdName)
+	b, err := mapSealed(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the installer's executable on descriptor %d: %w", binaryFD, err)
+	}
+	return b, nil
+}
+
+// openReadOnly opens the sealed copy again, read-only, for a child to
+// inherit. The caller closes it.
+func (b *Binary) openReadOnly() (*os.File, error) {
+	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(b.fd()), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the captured executable read-only: %w", err)
+	}
+	return f, nil
 }
 
 // memfdCreate makes an executable, sealable, close-on-exec memfd. Kernels

@@ -64,7 +64,7 @@ func (c *Child) Progress(line string) error {
 // service account to write its own retained copy of the installer. The
 // caller closes the Binary.
 func (c *Child) Executable() (*Binary, error) {
-	b, err := Capture()
+	b, err := inheritedBinary()
 	if err != nil {
 		return nil, err
 	}
@@ -162,15 +162,19 @@ func serveChild(args []string, roles map[string]Handler) int {
 	if err := refuseRoot(); err != nil {
 		return out.fail(err)
 	}
+	if err := harden(len(args) == 2); err != nil {
+		return out.fail(err)
+	}
 	if len(args) == 1 {
 		if reexecOffMainThread {
 			return out.fail(reexecFromOtherThread(role))
 		}
 		return out.fail(joinAndReexec(role))
 	}
-	// Processes the handler starts must not hold the result pipe: the
-	// parent reads it to end of file.
+	// Processes the handler starts must not hold the result pipe (the
+	// parent reads it to end of file), nor the executable.
 	unix.CloseOnExec(resultFD)
+	unix.CloseOnExec(binaryFD)
 	env, err := readEnvelope()
 	if err != nil {
 		return out.fail(err)
@@ -243,6 +247,9 @@ func joinAndReexec(role string) error {
 	// the parent's fork) still kills the child if the parent dies.
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		return fmt.Errorf("set the parent death signal: %w", err)
+	}
+	if err := forbidNewPrivileges(); err != nil {
+		return err
 	}
 	argv := []string{memfdName, ChildCommand, role, reexecMark}
 	err := syscall.Exec(selfExe, argv, os.Environ())

@@ -12,13 +12,24 @@
 // session (and so its own process group), stdin /dev/null, SIGKILL as its
 // parent death signal, and a fixed environment plus the six normalized proxy
 // variables (ChildEnv). The child sets umask 077, refuses to run as root,
-// joins a new anonymous session keyring, re-executes itself so that every
-// thread has that keyring, checks its credentials against the parent's
-// request and calls the role's Handler (ServeChild).
+// makes itself not dumpable, closes every descriptor above the intended
+// ones, forbids new privileges, joins a new anonymous session keyring,
+// re-executes itself so that every thread has that keyring and those
+// settings, checks its credentials against the parent's request and calls
+// the role's Handler (ServeChild).
+//
+// No other process of the service account can reach into a child: the
+// sealed copy is executable but not readable by the account (mode 0711), so
+// the kernel starts every child not dumpable, and the child makes sure of
+// it again; pidfd_getfd, ptrace and /proc/<pid>/mem are refused to the
+// account. A descriptor root was started with and passed on without
+// close-on-exec (`oac-node-install status 7</etc/shadow`) is closed by the
+// re-execution, before any handler runs.
 //
 //	parent (root)                             child (oac-node)
 //	Capture ─ sealed memfd ─ execve ────────▶ ServeChild: umask, keyring,
 //	Run ── fd 4: envelope (ids, request) ───▶   re-exec, check ids, Handler
+//	    ── fd 5: the sealed copy, read-only ─▶  Child.Executable
 //	    ◀─ fd 3: phase/line …, result|error ──  Child.Phase/Progress
 //	    ◀─ stdout, stderr ── Sanitize ─▶ terminal
 //	    ── SIGTERM, then SIGKILL, to the group on SIGINT/SIGHUP/SIGTERM

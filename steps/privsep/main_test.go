@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if home := os.Getenv(envIntermediate); home != "" {
 		os.Exit(intermediateParent(home))
 	}
+	if target := os.Getenv(envGetfd); target != "" {
+		os.Exit(getfdProbe(target))
+	}
 	os.Exit(m.Run())
 }
 
@@ -66,6 +69,9 @@ type inspection struct {
 	Exe                  string
 	Cwd                  string
 	Args                 []string
+	Dumpable, NoNewPrivs int
+	// FDs maps each open descriptor to what it names.
+	FDs map[int]string
 }
 
 type echoRequest struct {
@@ -100,6 +106,9 @@ var testRoles = map[string]Handler{
 		in.Exe, _ = os.Readlink("/proc/self/exe")
 		in.Cwd, _ = os.Getwd()
 		in.Args = os.Args
+		in.Dumpable, _ = unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+		in.NoNewPrivs, _ = unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+		in.FDs = openDescriptors()
 		return in, nil
 	},
 	"echo": func(ctx context.Context, c *Child) (any, error) {
@@ -245,4 +254,19 @@ func captured(t *testing.T) *Binary {
 // baseOptions are Options for running role as nobody.
 func baseOptions(t *testing.T, role string) Options {
 	return Options{Binary: captured(t), UID: nobody, GID: nogroup, Home: nobodyHome(t), Role: role, Grace: time.Second}
+}
+
+// openDescriptors maps each descriptor of the calling process to what it
+// names.
+func openDescriptors() map[int]string {
+	fds := map[int]string{}
+	entries, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fds[fd], _ = os.Readlink("/proc/self/fd/" + e.Name())
+	}
+	return fds
 }

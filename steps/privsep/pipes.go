@@ -18,17 +18,21 @@ type pipes struct {
 	errR, errW       *os.File // child's stderr
 	resR, resW       *os.File // fd 3: messages, child → parent
 	reqR, reqW       *os.File // fd 4: envelope, parent → child
+	exe              *os.File // fd 5: the sealed executable, read-only
 	childEndsClosed  bool
 	parentEndsClosed bool
 }
 
-func openPipes() (p *pipes, err error) {
+func openPipes(b *Binary) (p *pipes, err error) {
 	p = &pipes{}
 	defer func() {
 		if err != nil {
 			p.close()
 		}
 	}()
+	if p.exe, err = b.openReadOnly(); err != nil {
+		return nil, err
+	}
 	if p.devNull, err = os.Open(os.DevNull); err != nil {
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
@@ -42,11 +46,11 @@ func openPipes() (p *pipes, err error) {
 
 // childFiles are the descriptors the child inherits.
 func (p *pipes) childFiles() []*os.File {
-	return []*os.File{p.devNull, p.outW, p.errW, p.resW, p.reqR}
+	return []*os.File{p.devNull, p.outW, p.errW, p.resW, p.reqR, p.exe}
 }
 
 // execFD duplicates the binary's memfd to a close-on-exec descriptor above
-// every number the fork may write: the child's slots 0..4, and the scratch
+// every number the fork may write: the child's slots 0..5, and the scratch
 // numbers the runtime uses just above the highest descriptor it passes
 // (syscall.forkAndExecInChild). The caller closes it.
 func (p *pipes) execFD(b *Binary) (int, error) {

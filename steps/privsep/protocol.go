@@ -6,12 +6,14 @@ import "encoding/json"
 //
 //	fd 3  child → parent  newline-delimited JSON messages (message)
 //	fd 4  parent → child  one JSON envelope, then end of file (envelope)
+//	fd 5  parent → child  the sealed executable, read-only (Child.Executable)
 //
 // The child sends any number of "phase" and "line" messages, then exactly
 // one "result" or "error" message, and exits.
 const (
 	resultFD  = 3
 	requestFD = 4
+	binaryFD  = 5
 )
 
 // ChildCommand is the hidden first argument that makes the binary serve as a

@@ -166,7 +166,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		sigs = ch
 	}
 
-	p, err := openPipes()
+	p, err := openPipes(o.Binary)
 	if err != nil {
 		return Result{}, fmt.Errorf("start %s: %w", o.Role, err)
 	}
@@ -191,7 +191,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		Stdin:      p.devNull,
 		Stdout:     p.outW,
 		Stderr:     p.errW,
-		ExtraFiles: []*os.File{p.resW, p.reqR}, // fd 3 and 4
+		ExtraFiles: []*os.File{p.resW, p.reqR, p.exe}, // fd 3, 4 and 5
 		SysProcAttr: &syscall.SysProcAttr{
 			Credential: cred,
 			Setsid:     true,
