@@ -186,7 +186,13 @@ func serveChild(args []string, roles map[string]Handler) int {
 	if !ok {
 		return out.fail(fmt.Errorf("role %q: %w", role, ErrUnknownRole))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// The parent stops the child with SIGTERM; SIGINT and SIGHUP come from
+	// the terminal or its hangup, unless ignored (nohup), which the child
+	// inherits and keeps.
+	ctx, stop := context.Background(), func() {}
+	if s := InterruptSignals(); len(s) > 0 {
+		ctx, stop = signal.NotifyContext(ctx, s...)
+	}
 	defer stop()
 	c := &Child{Role: role, Request: env.Request, binarySHA256: env.BinarySHA256, out: out}
 	result, err := callHandler(ctx, h, c)

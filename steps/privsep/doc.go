@@ -44,8 +44,9 @@
 // error's class (transfer, refused, internal) comes from the handler's error
 // type, never from its text.
 //
-// SIGINT, SIGHUP and SIGTERM to the parent, or the end of Run's context,
-// stop the child and everything it started in its process group: SIGTERM to
+// SIGINT, SIGHUP and SIGTERM to the parent (each unless the process was
+// started ignoring it, as under nohup; the child then inherits and keeps
+// ignoring it too), or the end of Run's context, stop the child and everything it started in its process group: SIGTERM to
 // the group, SIGKILL after a grace period, and Run returns ErrInterrupted.
 // A process the child started that left the group on purpose (a daemon with
 // its own session) is outside that reach, and the parent death signal

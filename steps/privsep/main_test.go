@@ -28,6 +28,13 @@ func TestMain(m *testing.M) {
 	if target := os.Getenv(envGetfd); target != "" {
 		os.Exit(getfdProbe(target))
 	}
+	if os.Getenv(envReportSignals) != "" {
+		fmt.Println(InterruptSignals())
+		os.Exit(0)
+	}
+	if home := os.Getenv(envNohup); home != "" {
+		os.Exit(nohupParent(home))
+	}
 	os.Exit(m.Run())
 }
 
@@ -151,6 +158,10 @@ var testRoles = map[string]Handler{
 		}
 		defer b.Close()
 		return b.SHA256(), nil
+	},
+	// signals reports whether the child ignores SIGHUP.
+	"signals": func(ctx context.Context, c *Child) (any, error) {
+		return signalState{Ignored: signal.Ignored(syscall.SIGHUP), KernelIgnores: ignoresHUP()}, nil
 	},
 	// sleep reports its pid and that of a grandchild it starts in its
 	// process group, then waits for the end of ctx (or forever when it

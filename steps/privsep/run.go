@@ -57,7 +57,8 @@ type Options struct {
 	Progress func(Event)
 	// Signals, if set, replaces Run's own handling of SIGINT, SIGHUP and
 	// SIGTERM: any value received interrupts the child. Nil makes Run
-	// listen for those three signals itself while the child runs.
+	// listen itself, while the child runs, for those of the three the
+	// process does not ignore (InterruptSignals).
 	Signals <-chan os.Signal
 	// Grace overrides DefaultGrace.
 	Grace time.Duration
@@ -161,8 +162,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	sigs := o.Signals
 	if sigs == nil {
 		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
-		defer signal.Stop(ch)
+		if s := InterruptSignals(); len(s) > 0 {
+			signal.Notify(ch, s...)
+			defer signal.Stop(ch)
+		}
 		sigs = ch
 	}
 
