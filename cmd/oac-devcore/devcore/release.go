@@ -39,6 +39,9 @@ type FixtureOptions struct {
 	// ImagePayloadSize is the size of the Runtime image's payload layer
 	// (image.FixtureOptions.PayloadSize).
 	ImagePayloadSize int64
+	// Label makes a release's Runtime image distinct (a later generation's
+	// release); "" is the first release's label, "oac-devcore".
+	Label string
 	// ReleaseHost is the host:port of a release host that holds the image
 	// archive instead of the console; "" makes an offline release whose
 	// artifacts the console holds.
@@ -85,7 +88,11 @@ func BuildFixture(buildDir string, opts FixtureOptions) (*Fixture, error) {
 		return nil, fmt.Errorf("build fixture release: %w", err)
 	}
 	fx := &Fixture{Remote: map[string]string{}}
-	img, err := image.WriteFixture(buildDir, image.FixtureOptions{Label: "oac-devcore", PayloadSize: opts.ImagePayloadSize})
+	label := opts.Label
+	if label == "" {
+		label = "oac-devcore"
+	}
+	img, err := image.WriteFixture(buildDir, image.FixtureOptions{Label: label, PayloadSize: opts.ImagePayloadSize})
 	if err != nil {
 		return nil, fmt.Errorf("build fixture release: %w", err)
 	}

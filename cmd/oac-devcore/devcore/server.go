@@ -17,6 +17,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/steps/console"
+	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
 // DefaultListen is the console's default listen address.
@@ -35,6 +36,10 @@ type Config struct {
 	// Fixture chooses the fixture release's inputs; its ReleaseHost is set
 	// by Start.
 	Fixture FixtureOptions
+	// Provider is the provider of the installation's nodes (Core's
+	// deployment): release.ProviderDocker (the default) or
+	// release.ProviderMicrosandbox.
+	Provider string
 	// Log receives server errors (TLS handshakes, for example); nil
 	// discards them.
 	Log io.Writer
@@ -55,6 +60,8 @@ type Server struct {
 	PayloadDir string
 	// Fixture is the published, active release.
 	Fixture *Fixture
+	// Core is the stand-in for Core's node and admin routes.
+	Core *Core
 
 	mu      sync.RWMutex
 	routes  []route
@@ -128,6 +135,21 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start development console: %w", err)
 	}
 	s.Handle(console.Prefix, console.Handler(s.PayloadDir, host))
+	if cfg.Provider == "" {
+		cfg.Provider = release.ProviderDocker
+	}
+	spec1, err := fx.Specification(cfg.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("start development console: %w", err)
+	}
+	s.Core, err = newCore(cfg.DataDir, s.URL, cfg.Provider, spec1, s.generationPublisher(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("start development console: %w", err)
+	}
+	mux := http.NewServeMux()
+	s.Core.Routes(mux)
+	s.Handle("/api/v1/", mux)
+	s.Handle("/core/v1/", mux)
 
 	errLog := log.New(logw, "oac-devcore: ", 0)
 	if err := s.serve(ln, host, s, errLog); err != nil {
@@ -146,6 +168,26 @@ func Start(cfg Config) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// generationPublisher returns the function that builds the Runtime
+// release of a later generation (its own image label, so its own
+// identities and source commit), publishes it beside the active release
+// (which stays active) and returns its specification.
+func (s *Server) generationPublisher(cfg Config) func(int64, string) (*release.Specification, error) {
+	return func(g int64, provider string) (*release.Specification, error) {
+		opts := cfg.Fixture
+		opts.ReleaseHost = "" // the console holds a later release's artifacts
+		opts.Label = fmt.Sprintf("oac-devcore generation %d", g)
+		fx, err := BuildFixture(filepath.Join(cfg.DataDir, fmt.Sprintf("build-generation-%d", g)), opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := console.Publish(s.PayloadDir, fx.Files); err != nil {
+			return nil, err
+		}
+		return fx.Specification(provider)
+	}
 }
 
 // listen listens on addr and returns the host:port clients use: the
