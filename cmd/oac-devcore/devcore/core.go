@@ -192,7 +192,11 @@ func (c *Core) node(id string) *nodeRecord {
 }
 
 // InstallationID is the installation the stand-in serves.
-func (c *Core) InstallationID() string { c.mu.Lock(); defer c.mu.Unlock(); return c.state.InstallationID }
+func (c *Core) InstallationID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.InstallationID
+}
 
 // Provider is the provider of the installation's nodes.
 func (c *Core) Provider() string { c.mu.Lock(); defer c.mu.Unlock(); return c.state.Provider }
