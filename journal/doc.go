@@ -1,15 +1,14 @@
 // Package journal is the installer's durable storage.
 //
-// It offers four things, each in its own file:
+// It holds a framed append-only journal (journal.go): one file per workflow
+// instance, a sequence of records, each made durable (fdatasync) before
+// Append returns. The engine in package workflow writes the intent of a
+// step before its first side effect and the outcome after it, the way
+// etcd's WAL does.
 //
-//   - A framed append-only journal (journal.go): one file per workflow
-//     instance, a sequence of records, each made durable (fdatasync) before
-//     Append returns. The engine in package workflow writes the intent of a
-//     step before its first side effect and the outcome after it, the way
-//     etcd's WAL does.
-//   - Atomic and write-once publication of whole files (atomic.go).
-//   - Safe opening of files in trees another account can write (safeopen.go).
-//   - Locks whose lock file inode never changes (lock.go).
+// Opening files safely, atomic and write-once publication, streamed files
+// committed by rename, locks and the crash failpoints are the safe-file
+// layer, package safefile.
 //
 // Installer bookkeeping (what the installer created on the host) lives in
 // bbolt, in the subpackage bookkeeping.

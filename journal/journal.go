@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 const (
@@ -84,12 +86,12 @@ func Create(path string, perm os.FileMode) (*Journal, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("create journal %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := safefile.Sync(f); err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("create journal %s: %w", path, err)
 	}
-	if err := SyncDir(filepath.Dir(path)); err != nil {
+	if err := safefile.SyncDir(filepath.Dir(path)); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("create journal %s: %w", path, err)
 	}
@@ -155,13 +157,13 @@ func cutTail(f *os.File, path string, data []byte, tail *Tail) error {
 		}
 		cp = fmt.Sprintf("%s%s.%d", path, BrokenSuffix, n)
 	}
-	if err := PublishOnce(cp, data, 0o600); err != nil {
+	if err := safefile.PublishOnce(cp, data, 0o600); err != nil {
 		return fmt.Errorf("keep copy of torn journal %s: %w", path, err)
 	}
 	if err := f.Truncate(tail.Offset); err != nil {
 		return fmt.Errorf("cut torn tail of journal %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := safefile.Sync(f); err != nil {
 		return fmt.Errorf("cut torn tail of journal %s: %w", path, err)
 	}
 	tail.Copy = cp
@@ -211,7 +213,7 @@ func (j *Journal) Append(payload []byte) error {
 		return fmt.Errorf("append to journal %s: record size %d out of range 1..%d", j.path, len(payload), MaxRecordSize)
 	}
 	frame := EncodeFrame(payload)
-	failpoint("journal-before-write")
+	safefile.Failpoint("journal-before-write")
 	n, err := j.f.Write(frame)
 	if err != nil {
 		return fmt.Errorf("append to journal %s: %w", j.path, err)
@@ -219,11 +221,11 @@ func (j *Journal) Append(payload []byte) error {
 	if n != len(frame) {
 		return fmt.Errorf("append to journal %s: short write", j.path)
 	}
-	failpoint("journal-before-sync")
-	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
+	safefile.Failpoint("journal-before-sync")
+	if err := safefile.Fdatasync(j.f); err != nil {
 		return fmt.Errorf("sync journal %s: %w", j.path, err)
 	}
-	failpoint("journal-after-sync")
+	safefile.Failpoint("journal-after-sync")
 	j.size += int64(len(frame))
 	return nil
 }

@@ -1,4 +1,4 @@
-package journal
+package safefile
 
 import (
 	"bytes"
@@ -83,6 +83,7 @@ func TestRootRefusals(t *testing.T) {
 		rel    string
 		exp    Expect
 		reason string // substring of the refusal; "" means os.ErrNotExist
+		why    error  // the sentinel the refusal matches
 	}{
 		{
 			name: "symlink",
@@ -90,14 +91,14 @@ func TestRootRefusals(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "real"), "x", 0o600)
 				must(t, os.Symlink("real", filepath.Join(dir, "f")))
 			},
-			rel: "f", exp: exp, reason: "symbolic link",
+			rel: "f", exp: exp, reason: "symbolic link", why: ErrSymlink,
 		},
 		{
 			name: "symlink to outside",
 			setup: func(t *testing.T, dir string) {
 				must(t, os.Symlink("/etc/hostname", filepath.Join(dir, "f")))
 			},
-			rel: "f", exp: exp, reason: "symbolic link",
+			rel: "f", exp: exp, reason: "symbolic link", why: ErrSymlink,
 		},
 		{
 			name: "symlinked parent directory",
@@ -105,19 +106,19 @@ func TestRootRefusals(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "real/f"), "x", 0o600)
 				must(t, os.Symlink("real", filepath.Join(dir, "d")))
 			},
-			rel: "d/f", exp: exp, reason: "symbolic link",
+			rel: "d/f", exp: exp, reason: "symbolic link", why: ErrSymlink,
 		},
 		{
 			name:  "absolute path",
 			setup: func(t *testing.T, dir string) {},
-			rel:   "/etc/hostname", exp: Expect{UID: AnyUID}, reason: "leaves its root",
+			rel:   "/etc/hostname", exp: Expect{UID: AnyUID}, reason: "leaves its root", why: ErrEscapes,
 		},
 		{
 			name: "dot dot",
 			setup: func(t *testing.T, dir string) {
 				writeFile(t, filepath.Join(dir, "sub/f"), "x", 0o600)
 			},
-			rel: "sub/../sub/f", exp: exp, reason: "leaves its root",
+			rel: "sub/../sub/f", exp: exp, reason: "leaves its root", why: ErrEscapes,
 		},
 		{
 			name: "hard link",
@@ -125,35 +126,35 @@ func TestRootRefusals(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "a"), "x", 0o600)
 				must(t, os.Link(filepath.Join(dir, "a"), filepath.Join(dir, "f")))
 			},
-			rel: "f", exp: exp, reason: "2 hard links",
+			rel: "f", exp: exp, reason: "link count 2", why: ErrHardLinked,
 		},
 		{
 			name: "fifo",
 			setup: func(t *testing.T, dir string) {
 				must(t, unix.Mkfifo(filepath.Join(dir, "f"), 0o600))
 			},
-			rel: "f", exp: exp, reason: "not a regular file",
+			rel: "f", exp: exp, reason: "not a regular file", why: ErrNotRegular,
 		},
 		{
 			name: "directory",
 			setup: func(t *testing.T, dir string) {
 				must(t, os.Mkdir(filepath.Join(dir, "f"), 0o600))
 			},
-			rel: "f", exp: exp, reason: "not a regular file",
+			rel: "f", exp: exp, reason: "not a regular file", why: ErrNotRegular,
 		},
 		{
 			name: "wrong mode",
 			setup: func(t *testing.T, dir string) {
 				writeFile(t, filepath.Join(dir, "f"), "x", 0o644)
 			},
-			rel: "f", exp: exp, reason: "mode 0644, not 0600",
+			rel: "f", exp: exp, reason: "mode 0644, want 0600", why: ErrUnsafeMode,
 		},
 		{
 			name: "oversized",
 			setup: func(t *testing.T, dir string) {
 				writeFile(t, filepath.Join(dir, "f"), strings.Repeat("x", 65), 0o600)
 			},
-			rel: "f", exp: exp, reason: "65 bytes, more than 64",
+			rel: "f", exp: exp, reason: "65 bytes, at most 64", why: ErrTooLarge,
 		},
 		{
 			name: "wrong owner",
@@ -164,7 +165,7 @@ func TestRootRefusals(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "f"), "x", 0o600)
 				must(t, os.Lchown(filepath.Join(dir, "f"), otherUID, otherUID))
 			},
-			rel: "f", exp: exp, reason: "owned by uid 54321",
+			rel: "f", exp: exp, reason: "owner uid 54321", why: ErrForeignOwner,
 		},
 		{
 			name:  "missing",
@@ -202,8 +203,11 @@ func TestRootRefusals(t *testing.T) {
 				if !errors.As(err, &ue) || !errors.Is(err, ErrUnsafe) {
 					t.Fatalf("got %v, want *UnsafeError", err)
 				}
-				if !strings.Contains(ue.Reason, tt.reason) {
-					t.Fatalf("reason %q does not say %q", ue.Reason, tt.reason)
+				if !strings.Contains(ue.Error(), tt.reason) {
+					t.Fatalf("refusal %q does not say %q", ue.Error(), tt.reason)
+				}
+				if !errors.Is(err, tt.why) {
+					t.Fatalf("refusal %v does not match %v", err, tt.why)
 				}
 				if !strings.HasPrefix(ue.Path, dir) {
 					t.Fatalf("path %q not under %s", ue.Path, dir)
@@ -243,7 +247,7 @@ func TestRootReplacedWhileOpening(t *testing.T) {
 			t.Cleanup(func() { afterOpen = nil })
 			_, err := r.ReadFile("f", Expect{UID: os.Geteuid()})
 			var ue *UnsafeError
-			if !errors.As(err, &ue) || !strings.Contains(ue.Reason, tt.reason) {
+			if !errors.As(err, &ue) || !errors.Is(err, ErrReplaced) || !strings.Contains(ue.Error(), tt.reason) {
 				t.Fatalf("got %v, want refusal saying %q", err, tt.reason)
 			}
 		})

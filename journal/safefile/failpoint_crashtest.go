@@ -1,10 +1,12 @@
 //go:build crashtest
 
-package journal
+package safefile
 
 import (
 	"os"
+	"path"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -27,7 +29,9 @@ func envInt(name string) int64 {
 	return n
 }
 
-func failpoint(name string) {
+// Failpoint marks a durable point where the crash harness may kill the
+// process.
+func Failpoint(name string) {
 	n := passed.Add(1)
 	if crashCount != "" {
 		if f, err := os.OpenFile(crashCount, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
@@ -41,5 +45,26 @@ func failpoint(name string) {
 	}
 }
 
-// Failpoint is failpoint for other packages' durable points.
-func Failpoint(name string) { failpoint(name) }
+// syncs counts the fsyncs the layer made, per cleaned path.
+var syncs struct {
+	sync.Mutex
+	n map[string]int
+}
+
+func noteSync(name string) {
+	syncs.Lock()
+	defer syncs.Unlock()
+	if syncs.n == nil {
+		syncs.n = map[string]int{}
+	}
+	syncs.n[path.Clean(name)]++
+}
+
+// SyncCount returns how many times this process made the file or directory
+// named p durable through the layer (fsync or fdatasync). It exists only in
+// the crashtest build: tests use it to see an fsync that a SIGKILL cannot.
+func SyncCount(p string) int {
+	syncs.Lock()
+	defer syncs.Unlock()
+	return syncs.n[path.Clean(p)]
+}

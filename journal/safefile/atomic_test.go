@@ -1,4 +1,4 @@
-package journal
+package safefile
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package journal
+package safefile
 
 import (
 	"bufio"
@@ -19,8 +19,8 @@ import (
 // The lock tests hold locks in a second process: the test binary re-executed
 // with lockHelperEnv naming the lock file. See TestMain.
 const (
-	lockHelperEnv  = "JOURNAL_TEST_LOCK_HELPER"
-	lockSharedEnv  = "JOURNAL_TEST_LOCK_SHARED"
+	lockHelperEnv  = "SAFEFILE_TEST_LOCK_HELPER"
+	lockSharedEnv  = "SAFEFILE_TEST_LOCK_SHARED"
 	lockHelperLine = "locked"
 )
 
@@ -113,7 +113,9 @@ func TestLockAcrossProcesses(t *testing.T) {
 	go func() {
 		l, err := Lock(path, 0o600)
 		if err == nil {
-			defer l.Unlock()
+			// Release before reporting: the test takes the lock again
+			// as soon as it hears back.
+			err = l.Unlock()
 		}
 		got <- err
 	}()
@@ -310,4 +312,33 @@ func TestRootLease(t *testing.T) {
 		}
 		l.Unlock()
 	})
+}
+
+// A holder notices when its lock file is replaced or removed after it was
+// locked: the lock then excludes nobody.
+func TestLockVerify(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(path string) error
+	}{
+		{"renamed over", func(path string) error {
+			if err := os.WriteFile(path+".new", nil, 0o600); err != nil {
+				return err
+			}
+			return os.Rename(path+".new", path)
+		}},
+		{"removed", os.Remove},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "install.lock")
+			l, err := TryLock(path, 0o600)
+			must(t, err)
+			defer l.Unlock()
+			must(t, l.Verify())
+			must(t, tt.change(path))
+			if err := l.Verify(); !errors.Is(err, ErrLockReplaced) {
+				t.Fatalf("got %v, want ErrLockReplaced", err)
+			}
+		})
+	}
 }

@@ -1,26 +1,16 @@
-package journal
+package safefile
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// ErrLocked is returned when a non-blocking lock is held by another open
-// file (another process, or another FileLock in this one), or when a
-// waiting lock's context ends first.
-var ErrLocked = errors.New("lock is held by another process")
-
-// ErrLockReplaced is returned when, after the lock was taken, its path no
-// longer names the locked file: someone removed or replaced the lock file,
-// so the lock excludes nobody. Lock files are never removed or replaced by
-// this program; the lock is released and the caller refuses.
-var ErrLockReplaced = errors.New("lock file was removed or replaced")
 
 // FileLock is a held flock(2) lock on a lock file whose inode never
 // changes. The lock lasts until Unlock, or until the file and every
@@ -30,6 +20,7 @@ type FileLock struct {
 	f        *os.File
 	path     string
 	dev, ino uint64
+	id       func() (dev, ino uint64, err error)
 }
 
 // File returns the locked file, for example to let a child inherit the
@@ -41,6 +32,21 @@ func (l *FileLock) Path() string { return l.path }
 
 // FileID returns the device and inode number of the locked file.
 func (l *FileLock) FileID() (dev, ino uint64) { return l.dev, l.ino }
+
+// Verify checks that the lock file's name still names the locked inode;
+// otherwise (removed or replaced) it returns ErrLockReplaced: another
+// process may hold a lock on the new file, and the holder must stop before
+// writing anything more.
+func (l *FileLock) Verify() error {
+	if l == nil || l.f == nil {
+		return fmt.Errorf("lock %s: %w", l.path, ErrLockReplaced)
+	}
+	dev, ino, err := l.id()
+	if err != nil || dev != l.dev || ino != l.ino {
+		return fmt.Errorf("lock %s: %w", l.path, ErrLockReplaced)
+	}
+	return nil
+}
 
 // Unlock releases the lock and closes the file. It is safe to call twice.
 //
@@ -157,17 +163,17 @@ func pathTarget(path string) lockTarget {
 
 func (r *Root) lockTarget(rel string) lockTarget {
 	return lockTarget{
-		full: r.join(rel),
+		full: r.Join(rel),
 		open: func(flags int, mode uint32) (int, error) {
 			return openBeneath(r.fd, rel, flags, mode)
 		},
 		syncDir: func() error {
-			dirfd, _, _, err := r.parent(rel)
+			dirfd, _, err := r.parent(rel)
 			if err != nil {
 				return err
 			}
 			defer unix.Close(dirfd)
-			return unix.Fsync(dirfd)
+			return fsync(dirfd, path.Dir(r.Join(rel)))
 		},
 		id: func() (uint64, uint64, error) { return r.FileID(rel) },
 	}
@@ -207,7 +213,7 @@ func acquire(ctx context.Context, t lockTarget, opt LockOptions, wait bool) (*Fi
 	if err != nil || dev != st.Dev || ino != st.Ino {
 		return fail(fmt.Errorf("lock %s: %w", t.full, ErrLockReplaced))
 	}
-	return &FileLock{f: os.NewFile(uintptr(fd), t.full), path: t.full, dev: st.Dev, ino: st.Ino}, nil
+	return &FileLock{f: os.NewFile(uintptr(fd), t.full), path: t.full, dev: st.Dev, ino: st.Ino, id: t.id}, nil
 }
 
 // openLockFile opens the lock file read-only (a FIFO does not block),
@@ -252,7 +258,7 @@ func openLockFile(t lockTarget, opt LockOptions) (int, error) {
 	if created {
 		err := unix.Fchmod(fd, unixMode(perm))
 		if err == nil {
-			err = unix.Fsync(fd)
+			err = fsync(fd, t.full)
 		}
 		if err == nil {
 			err = t.syncDir()
