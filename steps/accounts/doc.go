@@ -1,6 +1,29 @@
 // Package accounts reads the host's account databases (/etc/passwd,
-// /etc/group) without cgo or NSS, and will hold the adapter that changes them
-// through shadow-utils (useradd, usermod, gpasswd, userdel), whose locking
-// keeps /etc/passwd consistent. Lookups name the database files explicitly so
-// tests and private namespaces can point them elsewhere.
+// /etc/group) without cgo or NSS, changes them through shadow-utils, and
+// decides whether an existing oac-node account may be adopted.
+//
+// Lookups (Databases) name the database files explicitly so tests and
+// private namespaces can point them elsewhere. Facts gathers what the
+// adoption rules look at.
+//
+// Adapter lists the account changes the installer and its uninstall make,
+// each one shadow-utils command whose locking keeps /etc/passwd and
+// /etc/group consistent (CONTRACT §4.5 step 5, §10 "Account"):
+//
+//	CreateServiceAccount  useradd --system --user-group --no-create-home --home-dir /var/lib/oac-node --shell <nologin> oac-node
+//	AddToGroup            usermod --append --groups <group> oac-node
+//	RemoveFromGroup       gpasswd --delete oac-node <group>
+//	DeleteServiceAccount  userdel oac-node
+//
+// Commands is the real Adapter: it runs those programs directly (no
+// shell) from the installer's fixed PATH, with a fixed environment and
+// standard input /dev/null. Package accountstest holds a fake that edits
+// database files under a temporary root, so lookups see its changes.
+//
+// Decide applies the adoption rules of CONTRACT §10 to looked-up facts: an
+// existing oac-node is adopted only with home /var/lib/oac-node, a nologin
+// shell (/bin/false refuses), uid and gid other than 0 and groups within
+// its own, docker and kvm; without an account, an existing
+// /var/lib/oac-node refuses (orphan home). Every refusal wraps
+// ErrNotAdoptable, says what to do and ends with "Nothing was changed.".
 package accounts

@@ -66,11 +66,19 @@ func (d Databases) LookupUser(name string) (User, error) {
 
 // LookupGroup finds the group name.
 func (d Databases) LookupGroup(name string) (Group, error) {
+	return d.findGroup(func(g Group) bool { return g.Name == name }, "group "+name)
+}
+
+// LookupGroupID finds the group with gid.
+func (d Databases) LookupGroupID(gid int) (Group, error) {
+	return d.findGroup(func(g Group) bool { return g.GID == gid }, "group "+strconv.Itoa(gid))
+}
+
+// findGroup returns the first well-formed group match accepts; what names
+// it in the not-found error.
+func (d Databases) findGroup(match func(Group) bool, what string) (Group, error) {
 	var found *Group
 	err := scan(d.Group, 4, func(f []string) bool {
-		if f[0] != name {
-			return true
-		}
 		gid, err := strconv.Atoi(f[2])
 		if err != nil {
 			return true
@@ -79,6 +87,9 @@ func (d Databases) LookupGroup(name string) (Group, error) {
 		if f[3] != "" {
 			g.Members = strings.Split(f[3], ",")
 		}
+		if !match(g) {
+			return true
+		}
 		found = &g
 		return false
 	})
@@ -86,9 +97,23 @@ func (d Databases) LookupGroup(name string) (Group, error) {
 		return Group{}, err
 	}
 	if found == nil {
-		return Group{}, fmt.Errorf("group %s: %w", name, ErrNotFound)
+		return Group{}, fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	return *found, nil
+}
+
+// GroupNames returns the names of the groups that list user as a member.
+func (d Databases) GroupNames(user string) ([]string, error) {
+	var names []string
+	err := scan(d.Group, 4, func(f []string) bool {
+		for _, m := range strings.Split(f[3], ",") {
+			if m == user {
+				names = append(names, f[0])
+			}
+		}
+		return true
+	})
+	return names, err
 }
 
 // SupplementaryGroups returns the gids of the groups that list user as a
