@@ -1,0 +1,41 @@
+// Package testhost is test support: it boots a real systemd as PID 1 of a
+// private set of namespaces on a machine whose own PID 1 is not systemd
+// (TESTHOST.md), so that tests run the installer's real systemd and account
+// adapters, and later the real binary, without touching the machine.
+//
+//	machine                         private namespaces (pid, mount, uts, ipc, cgroup)
+//	sub-cgroup oac-testhost-… ───▶  cgroup root
+//	<tmp>/etc, <tmp>/var-lib  ───▶  /etc, /var/lib (copies, bind-mounted)
+//	                                /run, /dev, /sys/fs/cgroup: fresh tmpfs
+//	/run/docker.sock          ───▶  /run/docker.sock (bind, when present)
+//	                                /sys, /proc/sys: read-only
+//	                                PID 1: /lib/systemd/systemd --system
+//
+// Start copies /etc and /var/lib, makes a sub-cgroup in each hierarchy
+// the machine has (cgroup v2, or the hybrid layout: name=systemd v1 plus
+// cgroup2 at /sys/fs/cgroup/unified), launches unshare into those cgroups
+// and an init script that builds the private mounts, then execs systemd
+// with container=oac-testhost into a small boot target that reaches
+// basic.target. It waits until the manager reports that boot finished and
+// records how long that took (BootTime).
+//
+// The namespace shares the machine's root filesystem, kernel and network,
+// so before systemd starts the init script masks (in
+// /run/systemd/system.control, which outranks /etc) every unit that
+// sysinit.target, basic.target and the targets they pull want, except
+// targets, slices and the D-Bus socket: no tmpfiles cleaning of the shared
+// /tmp, no udev trigger, sysctl, module loading, timers, journald or
+// docker.socket. /sys and /proc/sys are read-only for the same reason, and
+// /dev is a private tmpfs holding only the usual device nodes.
+//
+// Exec and Command run a program inside with nsenter. Teardown (registered
+// with t.Cleanup) kills PID 1 with SIGKILL, which ends every process in the
+// namespace, removes the sub-cgroups and the copies. A last cleanup
+// compares the machine's /etc/passwd, /etc/group, /etc/shadow,
+// /etc/gshadow, /etc/systemd/system, /etc/oac-node and
+// kernel.core_pattern with their state before Start and fails the test
+// when anything changed.
+//
+// Start skips the test, with one line saying why, when it does not run as
+// root or the machine lacks systemd, unshare or nsenter.
+package testhost

@@ -1,0 +1,313 @@
+package testhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Systemd is the manager binary booted as PID 1.
+const Systemd = "/lib/systemd/systemd"
+
+// bootTimeout bounds the wait for the manager to finish booting.
+const bootTimeout = 60 * time.Second
+
+// Host is one booted test host. Its methods may be called from the test's
+// goroutine only.
+type Host struct {
+	t        testing.TB
+	dir      string
+	hs       []hierarchy
+	launcher *exec.Cmd
+	exited   chan struct{} // closed once the launcher was waited for
+	pid      int
+	console  lockedBuffer
+	torn     bool
+
+	// BootTime is how long it took from launching the namespace until
+	// systemd reported the boot target reached.
+	BootTime time.Duration
+	// DockerSocket is the engine socket bound into /run, "" for none.
+	DockerSocket string
+}
+
+// Start boots a test host, or skips the test with one line saying why the
+// machine cannot. Teardown and the check that the machine is unchanged are
+// registered with t.Cleanup.
+func Start(t testing.TB) *Host {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("testhost: needs root to boot systemd in private namespaces")
+	}
+	if _, err := os.Stat(Systemd); err != nil {
+		t.Skipf("testhost: systemd is not installed (%s)", Systemd)
+	}
+	for _, tool := range []string{"unshare", "nsenter", "mount", "cp"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("testhost: %s is not installed", tool)
+		}
+	}
+	before, err := takeSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		after, err := takeSnapshot()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if d := before.diff(after); len(d) > 0 {
+			t.Errorf("testhost: the machine changed:\n%s", strings.Join(d, "\n"))
+		}
+	})
+	h := &Host{t: t}
+	h.dir, err = os.MkdirTemp("", "oac-testhost-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Teardown(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("testhost: systemd's console:\n%s", h.console.String())
+		}
+	})
+	if err := h.boot(); err != nil {
+		t.Fatalf("testhost: %v\nconsole:\n%s", err, h.console.String())
+	}
+	t.Logf("testhost: systemd booted %s in %s (cgroups %s)", BootTarget, h.BootTime.Round(time.Millisecond), h.cgroupDirs())
+	return h
+}
+
+func (h *Host) cgroupDirs() string {
+	var dirs []string
+	for _, hi := range h.hs {
+		dirs = append(dirs, hi.sub)
+	}
+	return strings.Join(dirs, ", ")
+}
+
+func (h *Host) boot() error {
+	for _, src := range [][2]string{{"/etc", "etc"}, {"/var/lib", "var-lib"}} {
+		if out, err := exec.Command("cp", "-a", src[0], filepath.Join(h.dir, src[1])).CombinedOutput(); err != nil {
+			return fmt.Errorf("copy %s: %v: %s", src[0], err, out)
+		}
+	}
+	for _, s := range []string{"/run/docker.sock", "/var/run/docker.sock"} {
+		if fi, err := os.Stat(s); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			h.DockerSocket = s
+			break
+		}
+	}
+	hs, err := cgroupLayout()
+	if err != nil {
+		return err
+	}
+	procs, err := makeSubCgroups(hs, filepath.Base(h.dir))
+	h.hs = hs
+	if err != nil {
+		return err
+	}
+	script := filepath.Join(h.dir, "init.sh")
+	if err := os.WriteFile(script, []byte(initScript(h.dir, hs, h.DockerSocket)), 0o700); err != nil {
+		return err
+	}
+	// The launcher joins the sub-cgroups before unshare makes them the
+	// root of the new cgroup namespace. --kill-child ends PID 1 (and so
+	// the namespace) if unshare dies first.
+	args := append([]string{"-c", `init=$1; shift; for f; do echo $$ >"$f"; done; exec unshare --pid --fork --kill-child=SIGKILL --mount --uts --ipc --cgroup --mount-proc --propagation private "$init"`, "sh", script}, procs...)
+	h.launcher = exec.Command("/bin/sh", args...)
+	h.launcher.Stdout, h.launcher.Stderr = &h.console, &h.console
+	h.launcher.Dir = "/"
+	h.launcher.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	h.launcher.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := h.launcher.Start(); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	h.exited = make(chan struct{})
+	go func() { h.launcher.Wait(); close(h.exited) }()
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+	if err := h.waitManager(ctx); err != nil {
+		return err
+	}
+	// --wait returns once the boot job finished: running, or degraded when
+	// a unit failed; any other state is an error.
+	r, err := h.Exec(ctx, "systemctl", "is-system-running", "--wait")
+	if err != nil {
+		return err
+	}
+	state := strings.TrimSpace(string(r.Stdout))
+	if state != "running" && state != "degraded" {
+		return fmt.Errorf("systemd did not finish booting: is-system-running says %q (exit status %d): %s", state, r.Status, r.Stderr)
+	}
+	h.BootTime = time.Since(start)
+	return nil
+}
+
+// waitManager finds the namespace's PID 1 and waits for its private bus
+// socket.
+func (h *Host) waitManager(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if h.pid == 0 {
+			h.pid = childOf(h.launcher.Process.Pid)
+		}
+		if h.pid != 0 {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/root/run/systemd/private", h.pid)); err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-h.exited:
+			return errors.New("the namespace ended before systemd was ready")
+		case <-ctx.Done():
+			return fmt.Errorf("systemd did not open /run/systemd/private within %s", bootTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// childOf returns the pid of a child of parent, 0 when it has none yet.
+func childOf(parent int) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(parent) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// PID is the machine's pid of the namespace's PID 1 (systemd).
+func (h *Host) PID() int { return h.pid }
+
+// Etc is the host's private copy of /etc, as seen from the machine.
+func (h *Host) Etc() string { return filepath.Join(h.dir, "etc") }
+
+// VarLib is the host's private copy of /var/lib, as seen from the machine.
+func (h *Host) VarLib() string { return filepath.Join(h.dir, "var-lib") }
+
+// Console is what systemd printed so far.
+func (h *Host) Console() string { return h.console.String() }
+
+// Command returns a command that runs argv inside every namespace of the
+// host (nsenter -t PID -a), from /, with the caller's environment unless the
+// caller sets Env.
+func (h *Host) Command(ctx context.Context, argv ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(h.pid), "-a", "--"}, argv...)...)
+	cmd.Dir = "/"
+	return cmd
+}
+
+// Result is what a command inside printed and its exit status.
+type Result struct {
+	Stdout, Stderr []byte
+	Status         int
+}
+
+// Exec runs argv inside the host. A non-zero exit status is in Result, not
+// an error; the error says that the command could not be run at all.
+func (h *Host) Exec(ctx context.Context, argv ...string) (Result, error) {
+	var r Result
+	var out, errOut bytes.Buffer
+	cmd := h.Command(ctx, argv...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r.Stdout, r.Stderr = out.Bytes(), errOut.Bytes()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() >= 0 {
+		r.Status = exit.ExitCode()
+		return r, nil
+	}
+	if err != nil {
+		return r, fmt.Errorf("run %q in the test host: %w", argv, err)
+	}
+	return r, nil
+}
+
+// Teardown kills the namespace's PID 1 with SIGKILL, which ends every
+// process in it, then removes the sub-cgroups and the copies. It is
+// registered with t.Cleanup by Start and may be called earlier; later calls
+// do nothing.
+func (h *Host) Teardown() error {
+	if h.torn {
+		return nil
+	}
+	h.torn = true
+	var errs []error
+	if h.exited != nil {
+		if h.pid != 0 {
+			syscall.Kill(h.pid, syscall.SIGKILL)
+		}
+		// unshare waits for its child; killing it too (--kill-child)
+		// covers a PID 1 that was never found.
+		h.launcher.Process.Kill()
+		<-h.exited
+	}
+	// A killed namespace's processes are gone once unshare has waited for
+	// PID 1, but the kernel may release their cgroups a little later.
+	var err error
+	for i := 0; i < 100; i++ {
+		if err = removeSubCgroups(h.hs); err == nil || !errors.Is(err, syscall.EBUSY) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if h.dir != "" {
+		if err := os.RemoveAll(h.dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", h.dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lockedBuffer is the console: written by the launcher's copier
+// goroutines, read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
