@@ -175,9 +175,10 @@ func lifecycle(ctx context.Context, m *systemd.DBus) error {
 		return fmt.Errorf("disable left the link: %v", err)
 	}
 
-	// A unit whose program exits 3: the start job is done (Type=exec),
-	// the unit fails, WaitActive says so, reset-failed clears it.
-	if err := m.Start(ctx, failUnit); err != nil {
+	// A unit whose program exits 3: the start job is done (Type=exec), or
+	// failed when the program ended before systemd saw the exec; either
+	// way the unit fails, WaitActive says so, reset-failed clears it.
+	if err := m.Start(ctx, failUnit); err != nil && !errors.Is(err, systemd.ErrJobFailed) {
 		return err
 	}
 	var last systemd.UnitState
