@@ -114,17 +114,24 @@ func TestHost(t *testing.T) {
 	})
 }
 
-// helperSystemd drives the real D-Bus Manager over both transports.
+// helperSystemd drives the real D-Bus Manager over the private socket and,
+// where the machine has D-Bus (dbus.socket listens inside), the system bus.
 func helperSystemd(ctx context.Context) error {
+	dials := []func(context.Context) (*systemd.DBus, error){systemd.DialPrivate}
+	want := "/run/systemd/private"
+	if _, err := os.Stat("/run/dbus/system_bus_socket"); err == nil {
+		dials = append(dials, systemd.DialSystemBus)
+		want = "system bus"
+	}
 	auto, err := systemd.Dial(ctx)
 	if err != nil {
 		return err
 	}
 	auto.Close()
-	if auto.Via != "system bus" {
-		return fmt.Errorf("Dial used %s although the system bus is up", auto.Via)
+	if auto.Via != want {
+		return fmt.Errorf("Dial used %s, want %s", auto.Via, want)
 	}
-	for _, dial := range []func(context.Context) (*systemd.DBus, error){systemd.DialPrivate, systemd.DialSystemBus} {
+	for _, dial := range dials {
 		m, err := dial(ctx)
 		if err != nil {
 			return err
