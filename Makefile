@@ -3,7 +3,10 @@
 GO       ?= go
 MODULE   := github.com/openagentcore/oac-node-install
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X $(MODULE)/workflow.Version=$(VERSION)
+# The source commit `oac-node-install version` prints when the toolchain did
+# not stamp one (GOFLAGS=-buildvcs=false).
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -s -w -X $(MODULE)/workflow.Version=$(VERSION) -X main.sourceCommit=$(COMMIT)
 BIN      := bin
 # Fuzz each decoder briefly in the normal test run: a fixed number of inputs
 # per target (a count, not a duration, so a loaded machine cannot time out).
@@ -16,8 +19,8 @@ all: check test
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-# The test build compiles the crash failpoints (-tags crashtest); the shipped
-# binary never has them.
+# The test build compiles the crash failpoints and the test-only --host-root
+# flag (-tags crashtest); the shipped binary never has them.
 test:
 	$(GO) test -tags crashtest -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz
@@ -41,8 +44,11 @@ check:
 	$(GO) test -count=1 -run 'TestCommittedDiagramsAreCurrent' ./diagrams
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o /dev/null ./cmd/oac-node-install
 
+# The command measures run the installer against a host laid out in a
+# directory: a build with the test-only --host-root flag (-tags testhost).
 bench: build
-	$(BIN)/oac-bench -installer $(BIN)/oac-node-install
+	CGO_ENABLED=0 $(GO) build -tags testhost -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/testhost/oac-node-install ./cmd/oac-node-install
+	$(BIN)/oac-bench -installer $(BIN)/testhost/oac-node-install
 
 diagrams:
 	$(GO) generate ./diagrams

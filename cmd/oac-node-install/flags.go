@@ -1,21 +1,24 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/spf13/pflag"
 
 	"github.com/openagentcore/oac-node-install/steps/ident"
 )
 
-// installerFlags is the original installer's command line (CONTRACT §4.4).
+// installerFlags is the original installer's command line (CONTRACT §4.4),
+// the flags of the root command. One run is one of three modes: install
+// (the default), uninstall (--uninstall) or the generation helper
+// (--generation-action, hidden; run by oac-node).
 type installerFlags struct {
 	sourceURL           string
 	bundle              string
@@ -31,88 +34,155 @@ type installerFlags struct {
 	update              bool
 	// Generation helper (hidden; run by oac-node).
 	generationAction    string
+	generationText      string
 	generation          int64
 	specificationDigest string
-	// Tests only: root of the host's paths.
-	hostRoot string
 
-	set map[string]bool
+	// insecure lists the origins accepted only because of
+	// --allow-insecure-origin: plain http to a host that is not loopback.
+	insecure []string
 }
 
-func parseInstallerFlags(args []string) (*installerFlags, error) {
-	f := &installerFlags{set: map[string]bool{}}
-	fs := flag.NewFlagSet("oac-node-install", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.sourceURL, "source-url", "", "console origin the command came from")
-	fs.StringVar(&f.bundle, "bundle", "", "local offline bundle directory")
-	fs.StringVar(&f.coreURL, "core-url", "", "Core's public origin")
-	fs.BoolVar(&f.allowInsecureOrigin, "allow-insecure-origin", false, "allow plain http to a non-loopback origin")
-	fs.StringVar(&f.coreCA, "core-ca", "", "PEM file of the CA that signs Core's certificate")
-	fs.StringVar(&f.provider, "provider", "", "docker or microsandbox (an assertion)")
-	fs.StringVar(&f.installationID, "installation-id", "", "Core installation id (canonical UUID)")
-	fs.BoolVar(&f.tokenStdin, "enrollment-token-stdin", false, "read the enrollment token from standard input")
-	fs.BoolVar(&f.uninstall, "uninstall", false, "remove the node")
-	fs.BoolVar(&f.force, "force", false, "with --uninstall: skip the Core check")
-	fs.BoolVar(&f.noColor, "no-color", false, "plain output")
-	fs.BoolVar(&f.update, "update", false, "in-place updates (unsupported)")
-	fs.StringVar(&f.generationAction, "generation-action", "", "generation helper: prepare, repair or collect")
-	var gen string
-	fs.StringVar(&gen, "generation", "", "generation helper: generation number")
-	fs.StringVar(&f.specificationDigest, "specification-digest", "", "generation helper: specification digest")
-	fs.StringVar(&f.hostRoot, "host-root", "/", "root of the host's paths (tests)")
-	if err := fs.Parse(args); err != nil {
-		return nil, usagef("%v", err)
+// The flag names of §4.4, as the generated command spells them.
+const (
+	flagSourceURL           = "source-url"
+	flagBundle              = "bundle"
+	flagCoreURL             = "core-url"
+	flagAllowInsecureOrigin = "allow-insecure-origin"
+	flagCoreCA              = "core-ca"
+	flagProvider            = "provider"
+	flagInstallationID      = "installation-id"
+	flagTokenStdin          = "enrollment-token-stdin"
+	flagUninstall           = "uninstall"
+	flagForce               = "force"
+	flagNoColor             = "no-color"
+	flagUpdate              = "update"
+	flagGenerationAction    = "generation-action"
+	flagGeneration          = "generation"
+	flagSpecificationDigest = "specification-digest"
+)
+
+// hiddenInstallerFlags are accepted but not shown by --help: the generation
+// helper's (oac-node runs it) and --update (always refused).
+var hiddenInstallerFlags = []string{flagGenerationAction, flagGeneration, flagSpecificationDigest, flagUpdate}
+
+// bind defines the flags on fs, in the order --help lists them.
+func (f *installerFlags) bind(fs *pflag.FlagSet) {
+	fs.SortFlags = false
+	fs.BoolVar(&f.tokenStdin, flagTokenStdin, false, "read the enrollment token from standard input (a new node; a registered rerun needs none)")
+	fs.StringVar(&f.sourceURL, flagSourceURL, "", "origin of the console the command came from, e.g. https://console.example.com")
+	fs.StringVar(&f.bundle, flagBundle, "", "absolute directory of an offline bundle (instead of --source-url)")
+	fs.StringVar(&f.coreURL, flagCoreURL, "", "Core's public origin, e.g. https://core.example.com")
+	fs.StringVar(&f.provider, flagProvider, "", "sandbox provider the command expects: docker or microsandbox")
+	fs.StringVar(&f.installationID, flagInstallationID, "", "the node's installation id from Web (canonical UUID; required)")
+	fs.StringVar(&f.coreCA, flagCoreCA, "", "absolute path of a PEM file with the CA that signs Core's certificate")
+	fs.BoolVar(&f.allowInsecureOrigin, flagAllowInsecureOrigin, false, "allow plain http to an origin that is not loopback")
+	fs.BoolVar(&f.uninstall, flagUninstall, false, "remove the node (with --installation-id, and --force)")
+	fs.BoolVar(&f.force, flagForce, false, "with --uninstall: remove the node even when Core cannot confirm it no longer lists it")
+	fs.BoolVar(&f.noColor, flagNoColor, false, "plain output without colors (sets NO_COLOR=1)")
+	fs.BoolVar(&f.update, flagUpdate, false, "in-place update (not supported: always refused)")
+	fs.StringVar(&f.generationAction, flagGenerationAction, "", "generation helper: prepare, repair or collect")
+	fs.StringVar(&f.generationText, flagGeneration, "", "generation helper: generation number (1 to 2^63-1)")
+	fs.StringVar(&f.specificationDigest, flagSpecificationDigest, "", "generation helper: specification digest (64 lowercase hex digits)")
+	for _, name := range hiddenInstallerFlags {
+		fs.MarkHidden(name)
 	}
-	if fs.NArg() > 0 {
-		return nil, usagef("unexpected argument %q", fs.Arg(0))
-	}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	if f.update {
-		return nil, usagef("--update is not supported: in-place updates are refused; uninstall and install again")
-	}
-	if f.installationID == "" {
-		return nil, usagef("--installation-id is required")
-	}
-	if err := validateInstallationID(f.installationID); err != nil {
-		return nil, err
-	}
+}
+
+// installerMode is what a root command line asks for.
+type installerMode int
+
+const (
+	modeInstall installerMode = iota
+	modeUninstall
+	modeHelper
+)
+
+// mode is the run's mode as the set flags say; the generation helper wins
+// so that its refusals name it.
+func (f *installerFlags) mode() installerMode {
 	switch {
 	case f.generationAction != "":
-		return f, f.validateHelper(gen)
+		return modeHelper
 	case f.uninstall:
-		return f, f.validateUninstall()
+		return modeUninstall
 	}
-	return f, f.validateInstall()
+	return modeInstall
 }
 
-func (f *installerFlags) only(allowed ...string) error {
-	ok := map[string]bool{"installation-id": true, "host-root": true, "no-color": true}
-	for _, a := range allowed {
-		ok[a] = true
-	}
-	for name := range f.set {
-		if !ok[name] {
-			return usagef("--%s cannot be used here", name)
-		}
-	}
-	return nil
+// allowedIn lists, per mode, the flags a command line of that mode may set
+// (besides the test builds' --host-root).
+var allowedIn = map[installerMode][]string{
+	modeInstall: {flagSourceURL, flagBundle, flagCoreURL, flagAllowInsecureOrigin, flagCoreCA, flagProvider,
+		flagInstallationID, flagTokenStdin, flagNoColor},
+	// CONTRACT §10: --uninstall accepts --installation-id, --force and
+	// --no-color only.
+	modeUninstall: {flagUninstall, flagInstallationID, flagForce, flagNoColor},
+	modeHelper:    {flagGenerationAction, flagGeneration, flagSpecificationDigest, flagInstallationID, flagNoColor},
 }
 
-func (f *installerFlags) validateUninstall() error {
-	return f.only("uninstall", "force")
-}
-
-func (f *installerFlags) validateHelper(gen string) error {
-	if err := f.only("generation-action", "generation", "specification-digest"); err != nil {
+// validate checks the parsed command line against CONTRACT §4.4 and §10 and
+// normalizes it (origins lose a trailing slash). fs holds which flags were
+// set. Every failure is a usageError, returned before anything is read or
+// changed.
+func (f *installerFlags) validate(fs *pflag.FlagSet) error {
+	if f.update {
+		return usagef("--update is not supported: in-place updates are refused; uninstall the node and install it again")
+	}
+	if err := f.onlyAllowed(fs); err != nil {
 		return err
 	}
+	if f.installationID == "" {
+		return usagef("--installation-id is required")
+	}
+	if err := validateInstallationID(f.installationID); err != nil {
+		return err
+	}
+	switch f.mode() {
+	case modeHelper:
+		return f.validateHelper()
+	case modeUninstall:
+		return nil
+	}
+	return f.validateInstall()
+}
+
+// onlyAllowed refuses a flag that the run's mode does not take.
+func (f *installerFlags) onlyAllowed(fs *pflag.FlagSet) error {
+	mode := f.mode()
+	ok := map[string]bool{flagHostRoot: true}
+	for _, name := range allowedIn[mode] {
+		ok[name] = true
+	}
+	var bad error
+	fs.Visit(func(fl *pflag.Flag) {
+		if bad != nil || ok[fl.Name] {
+			return
+		}
+		switch {
+		case fl.Name == flagForce:
+			bad = usagef("--force is only accepted with --uninstall")
+		case mode == modeUninstall:
+			bad = usagef("--uninstall accepts only --installation-id, --force and --no-color, not --%s", fl.Name)
+		case mode == modeHelper:
+			bad = usagef("--%s cannot be used with --generation-action", fl.Name)
+		case fl.Name == flagGeneration || fl.Name == flagSpecificationDigest:
+			bad = usagef("--%s is only accepted with --generation-action", fl.Name)
+		default:
+			bad = usagef("--%s cannot be used here", fl.Name)
+		}
+	})
+	return bad
+}
+
+func (f *installerFlags) validateHelper() error {
 	switch f.generationAction {
 	case "prepare", "repair", "collect":
 	default:
 		return usagef("--generation-action must be prepare, repair or collect")
 	}
-	n, err := strconv.ParseInt(gen, 10, 64)
-	if err != nil || n < 1 || strconv.FormatInt(n, 10) != gen {
+	n, err := strconv.ParseInt(f.generationText, 10, 64)
+	if err != nil || n < 1 || strconv.FormatInt(n, 10) != f.generationText {
 		return usagef("--generation must be an integer from 1 to 2^63-1")
 	}
 	f.generation = n
@@ -123,9 +193,6 @@ func (f *installerFlags) validateHelper(gen string) error {
 }
 
 func (f *installerFlags) validateInstall() error {
-	if f.force {
-		return usagef("--force is only accepted with --uninstall")
-	}
 	if (f.sourceURL == "") == (f.bundle == "") {
 		return usagef("exactly one of --source-url and --bundle is required")
 	}
@@ -133,11 +200,11 @@ func (f *installerFlags) validateInstall() error {
 		return usagef("--core-url is required")
 	}
 	var err error
-	if f.coreURL, err = validateOrigin("--core-url", f.coreURL, f.allowInsecureOrigin); err != nil {
+	if f.coreURL, err = f.origin("--"+flagCoreURL, f.coreURL); err != nil {
 		return err
 	}
 	if f.sourceURL != "" {
-		if f.sourceURL, err = validateOrigin("--source-url", f.sourceURL, f.allowInsecureOrigin); err != nil {
+		if f.sourceURL, err = f.origin("--"+flagSourceURL, f.sourceURL); err != nil {
 			return err
 		}
 	}
@@ -155,6 +222,16 @@ func (f *installerFlags) validateInstall() error {
 	return nil
 }
 
+// origin validates one origin flag and records it when only
+// --allow-insecure-origin let it through.
+func (f *installerFlags) origin(name, raw string) (string, error) {
+	o, insecure, err := validateOrigin(name, raw, f.allowInsecureOrigin)
+	if insecure {
+		f.insecure = append(f.insecure, name)
+	}
+	return o, err
+}
+
 // validateInstallationID accepts only a canonical (lowercase, hyphenated)
 // UUID.
 func validateInstallationID(id string) error {
@@ -166,25 +243,29 @@ func validateInstallationID(id string) error {
 }
 
 // validateOrigin checks an http(s) origin and returns it without a trailing
-// slash. Plain http is accepted only for loopback hosts unless insecure.
-func validateOrigin(name, raw string, insecure bool) (string, error) {
-	if strings.ContainsAny(raw, " \t\r\n?#\\") {
-		return "", usagef("%s must be an origin such as https://console.example.com (no spaces, query, fragment or backslash)", name)
+// slash. Plain http is accepted only for loopback hosts, or, when allowed,
+// for any host; insecure reports that case.
+func validateOrigin(name, raw string, allowInsecure bool) (origin string, insecure bool, err error) {
+	if strings.IndexFunc(raw, unicode.IsSpace) >= 0 || strings.ContainsAny(raw, "?#\\") {
+		return "", false, usagef("%s must be an origin such as https://console.example.com (no spaces, query, fragment or backslash)", name)
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", usagef("%s must be an http or https origin with a host", name)
+	if err != nil || u.Opaque != "" || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", false, usagef("%s must be an http or https origin with a host", name)
 	}
 	if u.User != nil {
-		return "", usagef("%s must not contain credentials", name)
+		return "", false, usagef("%s must not contain credentials", name)
 	}
-	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return "", usagef("%s must be an origin without a path", name)
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
+		return "", false, usagef("%s must be an origin without a path", name)
 	}
-	if u.Scheme == "http" && !insecure && !isLoopback(u.Hostname()) {
-		return "", usagef("%s uses plain http to a host that is not loopback; use https or --allow-insecure-origin", name)
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		if !allowInsecure {
+			return "", false, usagef("%s uses plain http to a host that is not loopback; use https or --allow-insecure-origin", name)
+		}
+		insecure = true
 	}
-	return u.Scheme + "://" + u.Host, nil
+	return u.Scheme + "://" + u.Host, insecure, nil
 }
 
 func isLoopback(host string) bool {

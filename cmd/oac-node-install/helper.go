@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/user"
 
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 )
 
@@ -33,14 +31,16 @@ func (e *helperExit) ExitCode() int { return e.code }
 // `oac-node-install --generation-action A --generation N
 // --specification-digest HEX --installation-id ID`. The node root is
 // ~/.oac/nodes/<id> of the account running it (HOME, else the account
-// database), or below --host-root for tests. It exits 65 only for artifact
-// transfer, checksum or provenance failures, decided by the error's type,
-// and 1 for anything else.
-func runGenerationHelper(ctx context.Context, f *installerFlags, stdout, stderr io.Writer) error {
+// database), or below --host-root in test builds. It exits 65 only for
+// artifact transfer, checksum or provenance failures, decided by the error's
+// type, and 1 for anything else. The wiring — which definition, which steps,
+// which journal — is generation.Run's, for the three actions.
+func runGenerationHelper(ctx context.Context, c *cli, f *installerFlags) error {
+	stdout, stderr := c.stdout, c.stderr
 	if os.Geteuid() == 0 || os.Getuid() == 0 {
 		return errors.New("the generation helper runs as the node account, never as root; the node program runs it. Nothing was changed.")
 	}
-	home, err := helperHome(f)
+	home, err := helperHome(c)
 	if err != nil {
 		return err
 	}
@@ -74,10 +74,10 @@ func runGenerationHelper(ctx context.Context, f *installerFlags, stdout, stderr 
 }
 
 // helperHome is the node account's home: below --host-root when given
-// (tests), else $HOME, else the account database's.
-func helperHome(f *installerFlags) (string, error) {
-	if f.set["host-root"] {
-		return layout.Host{Root: f.hostRoot}.Home(), nil
+// (test builds), else $HOME, else the account database's.
+func helperHome(c *cli) (string, error) {
+	if c.hostRoot != "" {
+		return c.host().Home(), nil
 	}
 	if h := os.Getenv("HOME"); h != "" {
 		return h, nil

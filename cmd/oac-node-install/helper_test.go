@@ -41,11 +41,9 @@ func TestHelperRefusesRoot(t *testing.T) {
 		t.Skip("needs root: checks that the helper refuses to run as uid 0")
 	}
 	hostRoot := t.TempDir()
-	var out, errOut bytes.Buffer
-	args := append(helperArgs("prepare", 2, strings.Repeat("a", 64)), "--host-root", hostRoot)
-	code := run(args, strings.NewReader(""), &out, &errOut)
-	if code != exitFailure || !strings.Contains(errOut.String(), "never as root") || !strings.Contains(errOut.String(), "Nothing was changed.") {
-		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	code, _, errOut := runOn(t, hostRoot, helperArgs("prepare", 2, strings.Repeat("a", 64))...)
+	if code != exitFailure || !strings.HasPrefix(errOut, prefixHelper) || !strings.Contains(errOut, "never as root") || !strings.Contains(errOut, "Nothing was changed.") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	if entries, _ := os.ReadDir(hostRoot); len(entries) != 0 {
 		t.Errorf("the refusal created %v", entries)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,13 +33,21 @@ type inspectRequest struct {
 	Journals       bool   `json:"journals"`
 }
 
-// nodeInspection is what one node root holds.
-type nodeInspection struct {
+// nodeLeases is one node root's generation leases: an element of
+// `leases --json`'s "nodes", and a status installation's "node".
+type nodeLeases struct {
 	InstallationID string                   `json:"installation_id"`
 	NodeRoot       string                   `json:"node_root"`
-	Generations    []lease.GenerationReport `json:"generations,omitempty"`
-	Journals       []*workflow.Report       `json:"journals,omitempty"`
+	Generations    []lease.GenerationReport `json:"generations"`
 	Error          string                   `json:"error,omitempty"`
+}
+
+// nodeInspection is the inspect child's answer for one node root: its
+// leases, and the reports of its journals (prepare, repair, collect), which
+// status lists among the installation's workflows.
+type nodeInspection struct {
+	nodeLeases
+	Journals []*workflow.Report `json:"journals"`
 }
 
 func serveInspect(ctx context.Context, c *privsep.Child) (any, error) {
@@ -73,8 +80,11 @@ func inspectNodes(req inspectRequest) ([]nodeInspection, error) {
 	out := make([]nodeInspection, 0, len(ids))
 	for _, id := range ids {
 		n := layout.Node{Root: layout.NodeRootIn(req.Home, id)}
-		ni := nodeInspection{InstallationID: id, NodeRoot: n.Root}
+		ni := nodeInspection{nodeLeases: nodeLeases{InstallationID: id, NodeRoot: n.Root}}
 		if _, err := os.Lstat(n.Root); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // a node named that was never installed here, or is removed
+			}
 			ni.Error = err.Error()
 			out = append(out, ni)
 			continue
@@ -104,38 +114,25 @@ func inspectNodes(req inspectRequest) ([]nodeInspection, error) {
 
 // readNodes runs inspectNodes as the service account: directly when this
 // process is that account (or no account exists), through the privsep child
-// when it is root.
+// when it is root. The child's answer is decoded into the documented types,
+// never passed on as bytes; every list in it is non-nil. It returns no node
+// when the host has no service account.
 func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr io.Writer) ([]nodeInspection, error) {
-	raw, err := readNodesJSON(ctx, host, req, stderr)
-	if err != nil || raw == nil {
-		return nil, err
-	}
-	var out []nodeInspection
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("decode the node inspection: %w", err)
-	}
-	return out, nil
-}
-
-// readNodesJSON is readNodes as JSON (a list of nodeInspection), so that
-// JSON output passes the child's answer on without decoding and encoding
-// it again. It returns nil when the host has no service account.
-func readNodesJSON(ctx context.Context, host layout.Host, req inspectRequest, stderr io.Writer) (json.RawMessage, error) {
 	u, err := accounts.Under(host.Root).LookupUser(layout.Account)
 	switch {
 	case errors.Is(err, accounts.ErrNotFound):
-		return nil, nil // no service account: no node on this host
+		return []nodeInspection{}, nil // no service account: no node on this host
 	case err != nil:
 		return nil, err
 	}
 	// Node roots are found in the account's home as this host lays it out.
 	req.Home = host.Home()
+	var nodes []nodeInspection
 	if os.Geteuid() != 0 {
-		nodes, err := inspectNodes(req)
-		if err != nil {
+		if nodes, err = inspectNodes(req); err != nil {
 			return nil, err
 		}
-		return json.Marshal(nodes)
+		return normalizeNodes(nodes), nil
 	}
 	if u.UID == 0 {
 		return nil, fmt.Errorf("the %s account has uid 0; refusing to read its files as root", layout.Account)
@@ -151,10 +148,48 @@ func readNodesJSON(ctx context.Context, host layout.Host, req inspectRequest, st
 	}
 	res, err := privsep.Run(ctx, privsep.Options{
 		Binary: bin, UID: u.UID, GID: u.GID, Groups: groups, Home: req.Home,
-		Role: roleInspect, Request: req, Output: stderr,
+		Role: roleInspect, Request: req, Output: stderr, Signals: childSignals,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return res.Value, nil
+	if err := decodeJSON(res.Value, &nodes); err != nil {
+		return nil, fmt.Errorf("decode the node inspection of %s: %w", layout.Account, err)
+	}
+	return normalizeNodes(nodes), nil
+}
+
+// normalizeNodes gives every list in nodes a non-nil value, so that JSON
+// output shows an empty list as [] and never as null.
+func normalizeNodes(nodes []nodeInspection) []nodeInspection {
+	if nodes == nil {
+		nodes = []nodeInspection{}
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		n.Generations = nonNil(n.Generations)
+		for j := range n.Generations {
+			n.Generations[j].Holders = nonNil(n.Generations[j].Holders)
+		}
+		n.Journals = nonNil(n.Journals)
+		for _, r := range n.Journals {
+			normalizeReport(r)
+		}
+	}
+	return nodes
+}
+
+// normalizeReport gives a journal report's lists and map non-nil values.
+func normalizeReport(r *workflow.Report) {
+	r.Completed = nonNil(r.Completed)
+	if r.Attempts == nil {
+		r.Attempts = map[string]int{}
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

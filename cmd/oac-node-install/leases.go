@@ -2,55 +2,73 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/spf13/cobra"
+
 	"github.com/openagentcore/oac-node-install/steps/lease"
 )
 
+const leasesLong = `Show every Runtime generation's lease of every node on this host (or the one
+named): the lease's state, the processes that hold it or wait for it, the
+generation's records, and for every stuck generation the checks and commands
+an operator runs next, in order. The node roots are read as the service
+account, never as root.`
+
+const leasesExample = `  sudo oac-node-install leases
+  sudo oac-node-install leases --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c --json`
+
+func (c *cli) leasesCommand() *cobra.Command {
+	var f inspectFlags
+	cmd := &cobra.Command{
+		Use:         "leases",
+		Short:       "Show the Runtime generations' leases, their holders, and what to run when one is stuck",
+		Long:        leasesLong,
+		Example:     leasesExample,
+		Args:        noArgs,
+		Annotations: map[string]string{annotationPrefix: prefixLeases},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			return c.runLeases(cmd.Context(), f)
+		},
+	}
+	cmd.Flags().SortFlags = false
+	f.bind(cmd.Flags())
+	c.bindHostRoot(cmd.Flags())
+	return cmd
+}
+
+// leasesDocument is `leases --json`.
+type leasesDocument struct {
+	Format int          `json:"format"`
+	Nodes  []nodeLeases `json:"nodes"`
+}
+
 // runLeases prints every generation's lease, its holders, its records and,
 // for every stuck case, what an operator checks or runs next.
-func runLeases(ctx context.Context, args []string, stdout io.Writer) error {
-	f, err := parseStatusFlags(args)
+func (c *cli) runLeases(ctx context.Context, f inspectFlags) error {
+	nodes, err := readNodes(ctx, c.host(), inspectRequest{InstallationID: f.installationID, Leases: true}, c.stderr)
 	if err != nil {
 		return err
 	}
-	host := layout.Host{Root: f.hostRoot}
-	req := inspectRequest{InstallationID: f.installationID, Leases: true}
+	doc := leasesDocument{Format: jsonFormat, Nodes: make([]nodeLeases, 0, len(nodes))}
+	for _, n := range nodes {
+		doc.Nodes = append(doc.Nodes, n.nodeLeases)
+	}
 	if f.json {
-		raw, err := readNodesJSON(ctx, host, req, os.Stderr)
-		if err != nil {
-			return err
-		}
-		return writeNodesJSON(stdout, raw)
+		return writeJSON(c.stdout, doc)
 	}
-	nodes, err := readNodes(ctx, host, req, os.Stderr)
-	if err != nil {
-		return err
-	}
-	printLeases(stdout, nodes)
+	printLeases(c.stdout, doc.Nodes)
 	return nil
 }
 
-// writeNodesJSON prints {"nodes": [...]} from the nodes as JSON, compact
-// (one line), as the service-account child produced it.
-func writeNodesJSON(w io.Writer, raw json.RawMessage) error {
-	if len(raw) == 0 {
-		raw = json.RawMessage("null")
-	}
-	buf := make([]byte, 0, len(raw)+16)
-	buf = append(buf, `{"nodes":`...)
-	buf = append(buf, raw...)
-	buf = append(buf, "}\n"...)
-	_, err := w.Write(buf)
-	return err
-}
-
-func printLeases(w io.Writer, nodes []nodeInspection) {
+// printLeases prints the nodes' leases as text; every value read from the
+// node root or /proc passes field.
+func printLeases(w io.Writer, nodes []nodeLeases) {
 	if len(nodes) == 0 {
 		fmt.Fprintln(w, "No node on this host.")
 		return
@@ -59,60 +77,66 @@ func printLeases(w io.Writer, nodes []nodeInspection) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "node %s (%s)\n", n.InstallationID, n.NodeRoot)
-		if n.Error != "" {
-			fmt.Fprintf(w, "  error: %s\n", n.Error)
-		}
-		if len(n.Generations) == 0 && n.Error == "" {
-			fmt.Fprintln(w, "  no generation records")
-		}
-		for _, g := range n.Generations {
-			printGeneration(w, g)
-		}
+		printNode(w, n)
+	}
+}
+
+func printNode(w io.Writer, n nodeLeases) {
+	fmt.Fprintf(w, "  node %s (%s)\n", field(n.InstallationID), field(n.NodeRoot))
+	if n.Error != "" {
+		fmt.Fprintf(w, "    error: %s\n", field(n.Error))
+	}
+	if len(n.Generations) == 0 && n.Error == "" {
+		fmt.Fprintln(w, "    no generation records")
+	}
+	for _, g := range n.Generations {
+		printGeneration(w, g)
 	}
 }
 
 func printGeneration(w io.Writer, g lease.GenerationReport) {
-	fmt.Fprintf(w, "  generation %d\n", g.Generation)
+	fmt.Fprintf(w, "    generation %d\n", g.Generation)
 	l := g.Lease
-	line := string(l.State)
+	line := field(string(l.State))
 	if l.Reason != "" {
-		line += ": " + l.Reason
+		line += ": " + field(l.Reason)
 	}
-	fmt.Fprintf(w, "    lease:    %s\n", line)
+	fmt.Fprintf(w, "      lease:    %s\n", line)
 	if l.Path != "" {
-		fmt.Fprintf(w, "              %s", l.Path)
+		fmt.Fprintf(w, "                %s", field(l.Path))
 		if l.LockKey != "" {
-			fmt.Fprintf(w, " (%s)", l.LockKey)
+			fmt.Fprintf(w, " (%s)", field(l.LockKey))
 		}
 		fmt.Fprintln(w)
 	}
 	if len(g.Holders) == 0 {
-		fmt.Fprintln(w, "    holders:  none")
+		fmt.Fprintln(w, "      holders:  none")
 	}
 	for _, h := range g.Holders {
-		fmt.Fprintf(w, "    holder:   %s\n", holderLine(h))
+		fmt.Fprintf(w, "      holder:   %s\n", holderLine(h))
 	}
-	fmt.Fprintf(w, "    records:  %s\n", recordsLine(g.Records))
+	fmt.Fprintf(w, "      records:  %s\n", recordsLine(g.Records))
 	for _, p := range g.Records.Problems {
-		fmt.Fprintf(w, "    refused:  %s: %s\n", p.Path, p.Reason)
+		fmt.Fprintf(w, "      refused:  %s: %s\n", field(p.Path), field(p.Reason))
 	}
 	for i, n := range g.Next {
-		label := "    next:    "
+		label := "      next:    "
 		if i > 0 {
-			label = "             "
+			label = "               "
 		}
-		fmt.Fprintf(w, "%s %s\n", label, n)
+		fmt.Fprintf(w, "%s %s\n", label, field(n))
 	}
 }
 
+// holderLine describes a lease holder; its command is argv[0] of a process
+// that may belong to the service account, which sets it freely.
 func holderLine(h lease.Holder) string {
-	s := fmt.Sprintf("pid %d (%s), uid %d, %s", h.PID, h.Command, h.UID, h.Mode)
+	s := fmt.Sprintf("pid %d (%s), uid %d, %s", h.PID, field(h.Command), h.UID, field(h.Mode))
 	if h.Waiting {
 		s += ", waiting"
 	}
 	if h.Source != "" {
-		s += ", from " + h.Source
+		s += ", from " + field(h.Source)
 	}
 	return s
 }

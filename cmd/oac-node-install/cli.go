@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// cli is one run of the command line: its standard streams and, in test
+// builds, the root of the host's paths.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// hostRoot is "" on a real host; test builds set it with --host-root.
+	hostRoot string
+	// mode is the root command's mode once its flags parsed and validated.
+	mode *installerMode
+}
+
+// run executes the command line args and returns the exit code.
+func (c *cli) run(args []string) int {
+	ctx, stop := watchSignals(context.Background())
+	defer stop()
+	root := c.rootCommand()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	return c.failureOf(root, cmd, args, err).report(c.stderr, err, interruption(ctx))
+}
+
+const rootLong = `oac-node-install turns this Linux host into a sandbox node for one OAC Core,
+keeps the node's Runtime generations prepared, and removes the node again.
+
+Without a command it installs a node: run the command Web generates, which
+downloads this binary, checks its sha256 and runs it with the flags below.
+An interrupted or failed run is rerun with the same command and continues
+at the step it stopped at. With --uninstall it removes the node. Every
+refusal that changes nothing ends with "Nothing was changed."
+
+Exit codes: 0 success; 1 failure; 65 the generation helper could not
+download or verify the Runtime artifacts; 130, 129 and 143 interrupted by
+SIGINT, SIGHUP and SIGTERM outside a step run as the service account.`
+
+const rootExample = `  # Install a node: the command Web generates (the token only on standard input)
+  printf '%s\n' '<token>' | sudo ./oac-node-install --enrollment-token-stdin \
+      --source-url https://console.example.com --core-url https://core.example.com \
+      --provider docker --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
+
+  # Rerun after an interruption or a fixed failure: the same command
+  # (a node that is already registered needs no token)
+  sudo ./oac-node-install --source-url https://console.example.com \
+      --core-url https://core.example.com --provider docker \
+      --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
+
+  # Remove the node (--force when Core cannot confirm it no longer lists it)
+  sudo ./oac-node-install --uninstall --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
+
+  # The state of every installation on this host; exit 2 when one needs attention
+  sudo ./oac-node-install status
+
+  # Who holds each Runtime generation's lease, and what to run when one is stuck
+  sudo ./oac-node-install leases --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c`
+
+// rootCommand is the whole command tree. The root command takes the
+// original installer's flags (CONTRACT §4.4) and installs, uninstalls or runs
+// the generation helper; status, leases, version and completion are
+// subcommands, and cobra adds help.
+func (c *cli) rootCommand() *cobra.Command {
+	f := &installerFlags{}
+	root := &cobra.Command{
+		Use:           "oac-node-install",
+		Short:         "Install, maintain and remove an OAC sandbox node",
+		Long:          rootLong,
+		Example:       rootExample,
+		Args:          unknownCommand,
+		Version:       versionString(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().NFlag() == 0 {
+				return cmd.Help()
+			}
+			if err := f.validate(cmd.Flags()); err != nil {
+				return err
+			}
+			mode := f.mode()
+			c.mode = &mode
+			if f.noColor {
+				os.Setenv("NO_COLOR", "1")
+			}
+			switch mode {
+			case modeHelper:
+				return runGenerationHelper(cmd.Context(), c, f)
+			case modeUninstall:
+				return c.runUninstall(cmd.Context(), f)
+			}
+			return c.runInstall(cmd.Context(), f)
+		},
+	}
+	root.SetIn(c.stdin)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
+	root.Flags().SortFlags = false
+	f.bind(root.Flags())
+	c.bindHostRoot(root.Flags())
+	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand())
+	return root
+}
+
+// unknownCommand refuses any argument of the root command (its modes take
+// flags only), suggesting the command that was probably meant.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := "unknown command \"" + args[0] + "\""
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return &usageError{msg: msg, unknownCommand: true}
+}
+
+// noArgs refuses arguments of a subcommand that takes flags only.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// Annotation keys of the subcommands.
+const annotationPrefix = "failure-prefix"
+
+// failureOf is how the command that ran ends when it fails: each command has
+// its own prefix; the root command's depends on its mode, taken from the
+// parsed flags, or from the arguments when they did not parse.
+func (c *cli) failureOf(root, cmd *cobra.Command, args []string, err error) failure {
+	var ue *usageError
+	if errors.As(err, &ue) && ue.unknownCommand {
+		return failure{prefix: "oac-node-install: ", path: root.CommandPath()}
+	}
+	if cmd != nil && cmd != root {
+		prefix := cmd.Annotations[annotationPrefix]
+		if prefix == "" {
+			prefix = cmd.CommandPath() + ": "
+		}
+		return failure{prefix: prefix, path: cmd.CommandPath()}
+	}
+	mode := modeInstall
+	if c.mode != nil {
+		mode = *c.mode
+	} else {
+		mode = modeFromArgs(args)
+	}
+	f := failure{prefix: prefixInstall, path: root.CommandPath(), changing: true}
+	switch mode {
+	case modeUninstall:
+		f.prefix = prefixUninstall
+	case modeHelper:
+		f.prefix = prefixHelper
+	}
+	return f
+}
+
+// modeFromArgs guesses the root command's mode from arguments that did not
+// parse, the way parsing would have decided it.
+func modeFromArgs(args []string) installerMode {
+	mode := modeInstall
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		switch {
+		case !strings.HasPrefix(a, "--"):
+		case name == flagGenerationAction:
+			return modeHelper
+		case name == flagUninstall && (!hasValue || value == "true"):
+			mode = modeUninstall
+		}
+	}
+	return mode
+}

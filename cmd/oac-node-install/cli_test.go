@@ -1,0 +1,189 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// publicFlags are the flags of CONTRACT §4.4 that --help lists.
+var publicFlags = []string{
+	"--source-url", "--bundle", "--core-url", "--allow-insecure-origin", "--core-ca", "--provider",
+	"--installation-id", "--enrollment-token-stdin", "--uninstall", "--force", "--no-color",
+}
+
+// hiddenFlags are accepted (or, for --update, refused) but never listed;
+// --host-root exists only in test builds.
+var hiddenFlags = []string{"--generation-action", "--generation", "--specification-digest", "--update", "--host-root"}
+
+func TestHelpListsTheContractFlags(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {}} {
+		t.Run(strings.Join(append([]string{"args"}, args...), " "), func(t *testing.T) {
+			code, out, errOut := runOn(t, "", args...)
+			if code != exitOK || errOut != "" {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			for _, f := range publicFlags {
+				if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(f) + `\b`).MatchString(out) {
+					t.Errorf("help does not list %s", f)
+				}
+			}
+			for _, f := range hiddenFlags {
+				if regexp.MustCompile(regexp.QuoteMeta(f) + `\b[^-]`).MatchString(out) {
+					t.Errorf("help shows the hidden flag %s", f)
+				}
+			}
+			for _, cmd := range []string{"status", "leases", "version", "completion", "help"} {
+				if !regexp.MustCompile(`(?m)^  ` + cmd + `\s+\S`).MatchString(out) {
+					t.Errorf("help does not list the command %s with its summary", cmd)
+				}
+			}
+			for _, example := range []string{
+				"--enrollment-token-stdin \\\n      --source-url https://console.example.com --core-url https://core.example.com \\\n      --provider docker --installation-id",
+				"# Rerun", "--uninstall --installation-id", "oac-node-install status", "oac-node-install leases",
+			} {
+				if !strings.Contains(out, example) {
+					t.Errorf("help lacks the example %q", example)
+				}
+			}
+		})
+	}
+}
+
+func TestEverySubcommandHasItsOwnHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status", "--help"}, []string{"oac-node-install status [flags]", "--installation-id", "--json", "Exit codes", "  2  something needs attention"}},
+		{[]string{"help", "status"}, []string{"oac-node-install status [flags]"}},
+		{[]string{"status", "-h"}, []string{"oac-node-install status [flags]"}},
+		{[]string{"leases", "--help"}, []string{"oac-node-install leases [flags]", "--installation-id", "--json"}},
+		{[]string{"help", "leases"}, []string{"oac-node-install leases [flags]"}},
+		{[]string{"version", "--help"}, []string{"oac-node-install version [flags]"}},
+		{[]string{"completion", "--help"}, []string{"bash", "zsh", "fish"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runOn(t, "", tc.args...)
+			if code != exitOK || errOut != "" {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "--source-url") {
+				t.Errorf("a subcommand's help lists the installer's flags:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestEachCommandHasItsFailurePrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		prefix string
+		want   string
+	}{
+		{"install", []string{"--source-url", "https://c.example", "--core-url", "https://k.example", "--installation-id", "X"}, "Installation failed: ", "canonical UUID"},
+		{"install unknown flag", []string{"--sourceurl", "https://c.example"}, "Installation failed: ", "unknown flag: --sourceurl"},
+		{"uninstall", []string{"--uninstall", "--installation-id", testID, "--provider", "docker"}, "Uninstall failed: ", "accepts only"},
+		{"uninstall unknown flag", []string{"--uninstall", "--bogus"}, "Uninstall failed: ", "unknown flag: --bogus"},
+		{"helper", []string{"--generation-action", "prepare", "--generation", "0", "--specification-digest", testDigest, "--installation-id", testID}, "Generation helper failed: ", "--generation must be"},
+		{"status", []string{"status", "--installation-id", "X"}, "status: ", "canonical UUID"},
+		{"status argument", []string{"status", "now"}, "status: ", `unexpected argument "now"`},
+		{"status unknown flag", []string{"status", "--source-url", "x"}, "status: ", "unknown flag: --source-url"},
+		{"leases", []string{"leases", "--installation-id", "X"}, "leases: ", "canonical UUID"},
+		{"version", []string{"version", "now"}, "version: ", "unexpected argument"},
+		{"unknown command", []string{"lease"}, "oac-node-install: ", "did you mean leases?"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runOn(t, "", tc.args...)
+			if code != exitFailure {
+				t.Errorf("exit %d, want %d", code, exitFailure)
+			}
+			if out != "" {
+				t.Errorf("stdout %q", out)
+			}
+			if !strings.HasPrefix(errOut, tc.prefix) || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "--help' for usage.") {
+				t.Errorf("stderr %q, want prefix %q and %q", errOut, tc.prefix, tc.want)
+			}
+			changing := tc.prefix == "Installation failed: " || tc.prefix == "Uninstall failed: " || tc.prefix == "Generation helper failed: "
+			if changing != strings.Contains(errOut, "Nothing was changed.") {
+				t.Errorf("stderr %q: a refusal of a command that changes the host says \"Nothing was changed.\", no other", errOut)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, errOut := runOn(t, "", args...)
+		if code != exitOK || errOut != "" {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+		for _, w := range []string{"oac-node-install " + workflow.Version + "\n", "\ncommit: ", "\ngo:     " + runtime.Version() + "\n"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output %q lacks %q", args, out, w)
+			}
+		}
+	}
+}
+
+func TestCompletionScripts(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		code, out, errOut := runOn(t, "", "completion", shell)
+		if code != exitOK || errOut != "" || !strings.Contains(out, "oac-node-install") {
+			t.Errorf("completion %s: exit %d, stderr %q, %d bytes", shell, code, errOut, len(out))
+		}
+	}
+}
+
+// TestHostRootOnlyInTestBuilds builds the command as make build does and
+// as the tests' tag builds it: the shipped binary refuses --host-root (it
+// would decide which etc/passwd root reads); a testhost build takes it.
+func TestHostRootOnlyInTestBuilds(t *testing.T) {
+	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gotool); err != nil {
+		t.Skip("needs the go tool to build the command: ", err)
+	}
+	dir := t.TempDir()
+	host := t.TempDir()
+	os.MkdirAll(filepath.Join(host, "etc"), 0o755)
+	os.WriteFile(filepath.Join(host, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	for _, tc := range []struct {
+		name, tags string
+		code       int
+		want       string
+	}{
+		{"shipped", "", exitFailure, "status: unknown flag: --host-root"},
+		{"testhost", "testhost", exitOK, "No installation on this host."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := filepath.Join(dir, tc.name)
+			build := exec.Command(gotool, "build", "-tags", tc.tags, "-o", bin, ".")
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("go build -tags %q: %v\n%s", tc.tags, err, out)
+			}
+			out, err := exec.Command(bin, "status", "--host-root", host).CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || !strings.Contains(string(out), tc.want) {
+				t.Errorf("exit %d, want %d with %q:\n%s", code, tc.code, tc.want, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes (CONTRACT §4.4, §10).
+const (
+	exitOK        = 0
+	exitFailure   = 1
+	exitAttention = 2 // status: something needs attention
+	exitTransfer  = 65
+	// Interrupted outside a child step: 128 + the signal's number (SIGINT
+	// 130, SIGHUP 129, SIGTERM 143); see signals.go.
+	exitInterrupted = 130
+)
+
+// Failure prefixes: each command's failures start with its own.
+const (
+	prefixInstall   = "Installation failed: "
+	prefixUninstall = "Uninstall failed: "
+	prefixHelper    = "Generation helper failed: "
+	prefixStatus    = "status: "
+	prefixLeases    = "leases: "
+	prefixVersion   = "version: "
+)
+
+// usageError is a command-line mistake: printed with the command's failure
+// prefix and a pointer to its --help, exit 1.
+type usageError struct {
+	msg string
+	// unknownCommand: the root command's argument names no command, which
+	// is no installation's failure.
+	unknownCommand bool
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// exitCoder lets an error choose the exit code (the generation helper's 65).
+type exitCoder interface{ ExitCode() int }
+
+// quietExit ends a command that already printed what it had to say with a
+// code other than 0 (status: 2 when something needs attention).
+type quietExit struct{ code int }
+
+func (e *quietExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+func (e *quietExit) ExitCode() int { return e.code }
+
+// failure is how one command ends: its prefix, the command path its --help
+// belongs to, and whether its refusals state that nothing was changed (the
+// commands that change the host: install, uninstall, the helper).
+type failure struct {
+	prefix   string
+	path     string
+	changing bool
+}
+
+// report prints err for the operator and returns the exit code. A nil err
+// is success; interrupted is the signal that cancelled the run, if any.
+func (f failure) report(stderr io.Writer, err error, interrupted *signalError) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		msg := ue.msg
+		if f.changing && !strings.HasSuffix(msg, "Nothing was changed.") {
+			msg = strings.TrimSuffix(msg, ".") + ". Nothing was changed."
+		}
+		fmt.Fprintf(stderr, "%s%s\nRun '%s --help' for usage.\n", f.prefix, msg, f.path)
+		return exitFailure
+	}
+	var q *quietExit
+	if errors.As(err, &q) {
+		return q.code
+	}
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		fmt.Fprintf(stderr, "%s%v\n", f.prefix, err)
+		return ec.ExitCode()
+	}
+	if interrupted != nil {
+		fmt.Fprintln(stderr, "Interrupted. Nothing is lost: rerun the same command to continue.")
+		return interrupted.exitCode()
+	}
+	fmt.Fprintf(stderr, "%s%v\n", f.prefix, err)
+	return exitFailure
+}

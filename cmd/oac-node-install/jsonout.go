@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// jsonFormat is the format version every JSON document of status and leases
+// carries in its "format" field. A change that removes or renames a field,
+// or changes its meaning, increments it.
+const jsonFormat = 1
+
+// writeJSON prints v as one indented JSON document. encoding/json leaves DEL
+// and the C1 controls (U+0080–U+009F; U+009B is CSI) unescaped, and the
+// values come from files and a process the service account controls, so they
+// are escaped as \u007f and \u0080–\u009f: the document holds no byte a
+// terminal acts on, and decodes to the same values.
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode the JSON output: %w", err)
+	}
+	_, err := w.Write(escapeControls(buf.Bytes()))
+	return err
+}
+
+// escapeControls rewrites DEL and the UTF-8 encodings of U+0080–U+009F in
+// encoding/json's output as \u escapes. Those bytes occur only inside
+// strings (JSON's structure is ASCII without them), and encoding/json has
+// already replaced invalid UTF-8, so a two-byte 0xc2 0x80–0x9f sequence is
+// always one C1 character.
+func escapeControls(b []byte) []byte {
+	i := bytes.IndexFunc(b, func(r rune) bool { return r == 0x7f || r >= 0x80 && r <= 0x9f })
+	if i < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+32)
+	for len(b) > 0 {
+		switch {
+		case b[0] == 0x7f:
+			out = append(out, `\u007f`...)
+			b = b[1:]
+		case b[0] == 0xc2 && len(b) > 1 && b[1] >= 0x80 && b[1] <= 0x9f:
+			out = fmt.Appendf(out, `\u%04x`, b[1])
+			b = b[2:]
+		default:
+			out = append(out, b[0])
+			b = b[1:]
+		}
+	}
+	return out
+}
+
+// decodeJSON decodes exactly one JSON value from data into v, refusing
+// fields v does not document.
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("data after the JSON value")
+	}
+	return nil
+}
