@@ -382,7 +382,7 @@ func (e *Env) console() (*download.Client, string, error) {
 	if e.client != nil {
 		return e.client, e.source, nil
 	}
-	data, err := e.readPrivate("preparation.json", 4096)
+	data, err := e.readPrivate("preparation.json", MaxPreparationSize)
 	if err != nil {
 		return nil, "", fmt.Errorf("preparation record: %w", err)
 	}

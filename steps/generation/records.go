@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/ident"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -22,10 +22,18 @@ type Preparation struct {
 	SourceURL string `json:"source_url"`
 }
 
+// MaxPreparationSize bounds preparation.json.
+const MaxPreparationSize = 4096
+
+var preparationFormat = strictjson.Format{MaxSize: MaxPreparationSize}
+
 // ParsePreparation reads preparation.json with its exact key set.
 func ParsePreparation(data []byte) (*Preparation, error) {
 	var p Preparation
-	if err := decodeStrict(data, &p); err != nil || p.SourceURL == "" {
+	if err := preparationFormat.Decode(data, &p); err != nil {
+		return nil, fmt.Errorf("%w: preparation.json must be {\"source_url\": <console origin>}: %v", ErrRecord, err)
+	}
+	if p.SourceURL == "" {
 		return nil, fmt.Errorf("%w: preparation.json must be {\"source_url\": <console origin>}", ErrRecord)
 	}
 	if _, err := provider.CheckOrigin(p.SourceURL); err != nil {
@@ -44,11 +52,16 @@ type RuntimeArtifacts struct {
 	SHA256         map[string]string `json:"sha256"`
 }
 
+// MaxRuntimeArtifactsSize bounds runtime-artifacts.json.
+const MaxRuntimeArtifactsSize = 65536
+
+var runtimeArtifactsFormat = strictjson.Format{MaxSize: MaxRuntimeArtifactsSize}
+
 // ParseRuntimeArtifacts reads runtime-artifacts.json: exact keys, a
 // 40-hex source commit, and sha256 entries only for Runtime paths.
 func ParseRuntimeArtifacts(data []byte) (*RuntimeArtifacts, error) {
 	var r RuntimeArtifacts
-	if err := decodeStrict(data, &r); err != nil {
+	if err := runtimeArtifactsFormat.Decode(data, &r); err != nil {
 		return nil, fmt.Errorf("%w: runtime-artifacts.json: %v", ErrRecord, err)
 	}
 	if !ident.CanonicalUUID(r.InstallationID) || !release.IsCommit(r.SourceCommit) || len(r.SHA256) == 0 {
@@ -76,20 +89,6 @@ func (r *RuntimeArtifacts) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-// decodeStrict decodes one JSON object into v, refusing unknown fields and
-// trailing data.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("data after the JSON object")
-	}
-	return nil
 }
 
 // PathUnpacked is the unpacked Runtime archive next to the download.

@@ -132,7 +132,7 @@ func checkKeptMetadata(d Data, t *repairTarget, md *Metadata) error {
 
 // readRuntimeArtifacts reads runtime-artifacts.json; nil when absent.
 func readRuntimeArtifacts(d Data) (*RuntimeArtifacts, error) {
-	data, err := d.Root().ReadFile("runtime-artifacts.json", journal.Expect{UID: d.UID(), Mode: 0o600, MaxSize: 65536})
+	data, err := d.Root().ReadFile("runtime-artifacts.json", journal.Expect{UID: d.UID(), Mode: 0o600, MaxSize: MaxRuntimeArtifactsSize})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
