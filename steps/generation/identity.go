@@ -1,12 +1,10 @@
 package generation
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/ident"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -40,33 +38,19 @@ type NodeIdentity struct {
 	CoreCASHA256        string `json:"core_ca_sha256,omitempty"`
 }
 
-// ParseNodeIdentity reads identity.json strictly: unknown fields, trailing
-// data, numbers where strings belong and the reverse are refused, and the
-// node id, credential, Core origin and installation are checked.
+var identityFormat = strictjson.Format{MaxSize: MaxIdentitySize}
+
+// ParseNodeIdentity reads identity.json strictly (every key of CONTRACT
+// §3.3 present with its type, no other key, no duplicate or case variant)
+// and checks the node id, credential, Core origin and installation. Errors
+// name keys, never values: the document holds the credential.
 func ParseNodeIdentity(data []byte) (*NodeIdentity, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrIdentity, fmt.Sprintf(format, args...))
 	}
-	if len(data) > MaxIdentitySize {
-		return nil, bad("larger than %d bytes", MaxIdentitySize)
-	}
-	var present struct {
-		Identity   *json.RawMessage `json:"identity"`
-		Credential *json.RawMessage `json:"credential"`
-		CoreURL    *json.RawMessage `json:"core_url"`
-		OwnerEpoch *json.RawMessage `json:"owner_epoch"`
-	}
-	if err := json.Unmarshal(data, &present); err != nil || present.Identity == nil || present.Credential == nil || present.CoreURL == nil || present.OwnerEpoch == nil {
-		return nil, bad("identity, credential, core_url and owner_epoch are required")
-	}
 	var id NodeIdentity
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&id); err != nil {
-		return nil, bad("%v", redactJSONError(err))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, bad("data after the JSON object")
+	if err := identityFormat.Decode(data, &id); err != nil {
+		return nil, bad("%v", err)
 	}
 	switch {
 	case !ident.CanonicalUUID(id.Identity.NodeID):
@@ -82,21 +66,4 @@ func ParseNodeIdentity(data []byte) (*NodeIdentity, error) {
 		return nil, bad("core_url: %v", err)
 	}
 	return &id, nil
-}
-
-// redactJSONError keeps a decoding error's shape without quoting values
-// (the document holds the credential).
-func redactJSONError(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf("%s has the wrong type", te.Field)
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
-	}
-	if msg := err.Error(); len(msg) < 80 && bytes.HasPrefix([]byte(msg), []byte("json: unknown field")) {
-		return msg
-	}
-	return "not a node identity"
 }
