@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -148,66 +149,59 @@ func transportReason(err error) string {
 	return err.Error()
 }
 
-// ParseConfiguration validates Core's configuration answer in itself.
-// Unknown top-level keys are ignored (newer Cores add some); the
+// configurationAnswer is the configuration answer as Core sends it.
+type configurationAnswer struct {
+	InstallationID      string          `json:"installation_id"`
+	Provider            string          `json:"provider"`
+	CoreURL             string          `json:"core_url"`
+	Generation          int64           `json:"generation"`
+	Specification       json.RawMessage `json:"specification"`
+	SpecificationDigest string          `json:"specification_digest"`
+	MaxActive           int64           `json:"max_active"`
+	MaxRetained         int64           `json:"max_retained"`
+}
+
+// Unknown top-level keys are skipped: newer Cores add some. The
 // specification is strict, because its digest covers it.
+var configurationFormat = strictjson.Format{MaxSize: MaxConfigurationSize, AllowUnknownKeys: true}
+
+// ParseConfiguration validates Core's configuration answer in itself.
 func ParseConfiguration(body []byte) (*Configuration, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrCoreAnswer, fmt.Sprintf(format, args...))
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
-		return nil, bad("not a JSON object")
+	var a configurationAnswer
+	if err := configurationFormat.Decode(body, &a); err != nil {
+		return nil, bad("%v", err)
 	}
-	str := func(key string) (string, error) {
-		var s string
-		raw, ok := top[key]
-		if !ok || len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-			return "", bad("%s must be a string", key)
+	c := &Configuration{
+		InstallationID:      a.InstallationID,
+		Provider:            a.Provider,
+		CoreURL:             a.CoreURL,
+		Generation:          a.Generation,
+		SpecificationDigest: a.SpecificationDigest,
+		MaxActive:           a.MaxActive,
+		MaxRetained:         a.MaxRetained,
+	}
+	for _, r := range []struct {
+		key         string
+		n, min, max int64
+	}{
+		{"generation", c.Generation, 1, math.MaxInt64},
+		{"max_active", c.MaxActive, 1, 1000000},
+		{"max_retained", c.MaxRetained, c.MaxActive, 1000000},
+	} {
+		if r.n < r.min || r.n > r.max {
+			return nil, bad("%s must be an integer from %d to %d", r.key, r.min, r.max)
 		}
-		return s, nil
-	}
-	integer := func(key string, min, max int64) (int64, error) {
-		raw := string(top[key])
-		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || strconv.FormatInt(n, 10) != raw || n < min || n > max {
-			return 0, bad("%s must be an integer from %d to %d", key, min, max)
-		}
-		return n, nil
-	}
-	c := &Configuration{}
-	var err error
-	if c.InstallationID, err = str("installation_id"); err != nil {
-		return nil, err
-	}
-	if c.Provider, err = str("provider"); err != nil {
-		return nil, err
-	}
-	if c.CoreURL, err = str("core_url"); err != nil {
-		return nil, err
-	}
-	if c.SpecificationDigest, err = str("specification_digest"); err != nil {
-		return nil, err
-	}
-	if c.Generation, err = integer("generation", 1, math.MaxInt64); err != nil {
-		return nil, err
-	}
-	if c.MaxActive, err = integer("max_active", 1, 1000000); err != nil {
-		return nil, err
-	}
-	if c.MaxRetained, err = integer("max_retained", c.MaxActive, 1000000); err != nil {
-		return nil, err
 	}
 	switch c.Provider {
 	case release.ProviderDocker, release.ProviderMicrosandbox:
 	default:
 		return nil, bad("provider %q is not a node provider", c.Provider)
 	}
-	raw, ok := top["specification"]
-	if !ok {
-		return nil, bad("specification is missing")
-	}
-	if c.Specification, err = release.ParseSpecification(c.Provider, raw); err != nil {
+	var err error
+	if c.Specification, err = release.ParseSpecification(c.Provider, a.Specification); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCoreAnswer, err)
 	}
 	if !release.IsSHA256(c.SpecificationDigest) || c.Specification.Digest() != c.SpecificationDigest {

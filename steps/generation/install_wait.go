@@ -2,7 +2,6 @@ package generation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -27,16 +27,20 @@ var ErrNodeNotReady = errors.New("the node did not become ready")
 type waitReadyStep struct{ e *InstallEnv }
 
 // identityAnswer is Core's identity answer (the echoed identity plus the
-// two readiness flags); other keys are ignored.
+// two readiness flags); other keys are skipped. An absent key reads as its
+// zero value: a missing echo is a different identity, a missing flag is
+// not ready yet.
 type identityAnswer struct {
-	NodeID               string `json:"node_id"`
-	InstallationID       string `json:"installation_id"`
-	Provider             string `json:"provider"`
-	DeploymentGeneration int64  `json:"deployment_generation"`
-	SpecificationDigest  string `json:"specification_digest"`
-	Connected            bool   `json:"connected"`
-	ProviderReady        bool   `json:"provider_ready"`
+	NodeID               string `json:"node_id,omitempty"`
+	InstallationID       string `json:"installation_id,omitempty"`
+	Provider             string `json:"provider,omitempty"`
+	DeploymentGeneration int64  `json:"deployment_generation,omitempty"`
+	SpecificationDigest  string `json:"specification_digest,omitempty"`
+	Connected            bool   `json:"connected,omitempty"`
+	ProviderReady        bool   `json:"provider_ready,omitempty"`
 }
+
+var identityAnswerFormat = strictjson.Format{MaxSize: MaxConfigurationSize, AllowUnknownKeys: true}
 
 func (s waitReadyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
@@ -124,12 +128,9 @@ func (c *CoreClient) identity(ctx context.Context, u string) (*identityAnswer, i
 	if err != nil {
 		return nil, 0, errors.New(transportReason(err))
 	}
-	if len(body) > MaxConfigurationSize {
-		return nil, 0, fmt.Errorf("Core's identity answer is larger than %d bytes", MaxConfigurationSize)
-	}
 	var a identityAnswer
-	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, 0, fmt.Errorf("Core's identity answer is not valid JSON")
+	if err := identityAnswerFormat.Decode(body, &a); err != nil {
+		return nil, 0, fmt.Errorf("Core's identity answer is not valid: %v", err)
 	}
 	return &a, http.StatusOK, nil
 }
