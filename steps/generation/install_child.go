@@ -1,0 +1,155 @@
+package generation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// InstallRole is the privsep role that runs one of the installation's
+// service-account steps.
+const InstallRole = "install-node"
+
+// InstallStepRequest is what root sends the service-account child for one
+// step, over the request pipe (never in arguments or the environment: it
+// may hold the enrollment token).
+type InstallStepRequest struct {
+	Step   string            `json:"step"`
+	Verify bool              `json:"verify"`
+	Facts  map[string]string `json:"facts"`
+
+	InstallationID      string          `json:"installation_id"`
+	SourceURL           string          `json:"source_url"`
+	CoreOrigin          string          `json:"core_origin"`
+	AllowInsecureOrigin bool            `json:"allow_insecure_origin"`
+	CoreCA              []byte          `json:"core_ca,omitempty"`
+	Configuration       json.RawMessage `json:"configuration"`
+	// Token is sent only for the register step.
+	Token string `json:"token,omitempty"`
+}
+
+// InstallStepResult is the child's answer: the step's result, and for a
+// verification its outcome.
+type InstallStepResult struct {
+	Outcome workflow.Outcome  `json:"outcome,omitempty"`
+	Event   workflow.Event    `json:"event,omitempty"`
+	Facts   map[string]string `json:"facts,omitempty"`
+}
+
+// InstallAdapters are the host adapters the child's steps use.
+type InstallAdapters struct {
+	Docker       func(ctx context.Context, host string) (Docker, error)
+	Microsandbox func(msb, store, firmware string) Microsandbox
+	Register     Registrar
+}
+
+// ServeInstallStep returns the InstallRole handler: it decodes the request,
+// opens the node (creating the node root first for the node_root step),
+// and runs or verifies the one step. Progress lines go to the parent.
+func ServeInstallStep(a InstallAdapters) privsep.Handler {
+	return func(ctx context.Context, c *privsep.Child) (any, error) {
+		var req InstallStepRequest
+		if err := c.Decode(&req); err != nil {
+			return nil, err
+		}
+		conf, err := ParseConfiguration(req.Configuration)
+		if err != nil {
+			return nil, err
+		}
+		home := os.Getenv("HOME")
+		uid := os.Getuid()
+		in := InstallOptions{
+			InstallationID: req.InstallationID, Home: home, UID: uid, SourceURL: req.SourceURL, CoreOrigin: req.CoreOrigin,
+			AllowInsecureOrigin: req.AllowInsecureOrigin, CoreCA: req.CoreCA, Configuration: conf,
+			Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
+			Helper: func() (io.Reader, error) {
+				b, err := c.Executable()
+				if err != nil {
+					return nil, err
+				}
+				defer b.Close()
+				return b.Reader(), nil
+			},
+			Log: progressWriter{c},
+		}
+		res, err := RunInstallStep(ctx, in, req)
+		return res, classify(err)
+	}
+}
+
+// classify gives a step's error its privsep class by type: a refusal
+// changed nothing, an artifact failure is a transfer failure.
+func classify(err error) error {
+	var ref *RefusalError
+	var art *ArtifactError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ref):
+		return privsep.WithClass(privsep.ClassRefused, err)
+	case errors.As(err, &art):
+		return privsep.WithClass(privsep.ClassTransfer, err)
+	}
+	return err
+}
+
+// RunInstallStep runs or verifies one service-account step of an
+// installation.
+func RunInstallStep(ctx context.Context, in InstallOptions, req InstallStepRequest) (InstallStepResult, error) {
+	if req.Step == string(workflow.InstallNodeRoot) {
+		if err := EnsureNodeRoot(in.Home, in.InstallationID, in.UID); err != nil {
+			return InstallStepResult{}, err
+		}
+	}
+	e, err := NewInstallEnv(ctx, in)
+	if err != nil {
+		return InstallStepResult{}, err
+	}
+	defer e.Close()
+	if req.Step == string(workflow.InstallRegister) {
+		e.SetToken(req.Token)
+	}
+	step, ok := InstallSteps(e)[req.Step]
+	if !ok {
+		return InstallStepResult{}, fmt.Errorf("installation: %q is not a service-account step", req.Step)
+	}
+	facts := workflow.Facts(req.Facts)
+	if facts == nil {
+		facts = workflow.Facts{}
+	}
+	if req.Verify {
+		v, ok := step.(workflow.Verifier)
+		if !ok {
+			return InstallStepResult{}, fmt.Errorf("installation: step %s cannot be verified", req.Step)
+		}
+		out, res, err := v.Verify(ctx, facts)
+		if err != nil {
+			return InstallStepResult{}, err
+		}
+		return InstallStepResult{Outcome: out, Event: res.Event, Facts: res.Facts}, nil
+	}
+	res, err := step.Run(ctx, facts)
+	if err != nil {
+		return InstallStepResult{}, err
+	}
+	return InstallStepResult{Event: res.Event, Facts: res.Facts}, nil
+}
+
+// progressWriter turns log lines into the child's progress lines.
+type progressWriter struct{ c *privsep.Child }
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if line != "" {
+			p.c.Progress(line)
+		}
+	}
+	return len(b), nil
+}

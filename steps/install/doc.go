@@ -1,0 +1,15 @@
+// Package install holds the root side of the install workflow: the steps
+// root runs itself, and NodeStep, which runs one of the service-account
+// steps (steps/generation's InstallSteps) in a privilege-separated child
+// and records its result in root's journal.
+//
+//	root engine ── begin node_root ──▶ NodeStep.Run
+//	                                   └─ privsep.Run(role install-node,
+//	                                        request: step, facts, inputs,
+//	                                        token only for register)
+//	                                        child: generation.RunInstallStep
+//	            ◀─ done node_root (facts) ─┘
+//
+// A refusal in the child (class refused) changed nothing, so the failure
+// is recorded as unchanged and the step runs again on the next run.
+package install

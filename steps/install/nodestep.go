@@ -1,0 +1,122 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// ChildRunner runs one service-account step in a child and returns its
+// answer. The real one calls privsep.Run with generation.InstallRole;
+// tests run generation.RunInstallStep in process.
+type ChildRunner func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error)
+
+// NodeData is what a NodeStep needs of the run.
+type NodeData interface {
+	// NodeRequest is the run's inputs for the child (no step, no token).
+	NodeRequest() generation.InstallStepRequest
+	// Token is the enrollment token read from standard input ("" when the
+	// node is registered).
+	Token() string
+	// Child runs a request in the service-account child.
+	Child() ChildRunner
+}
+
+// NodeStep runs the service-account step Name in a child. It is a
+// workflow.Step and, for the Verify states, a workflow.Verifier whose
+// verification also runs in a child.
+type NodeStep struct {
+	Name string
+	D    NodeData
+}
+
+func (s NodeStep) request(facts workflow.Facts, verify bool) generation.InstallStepRequest {
+	req := s.D.NodeRequest()
+	req.Step, req.Verify, req.Facts = s.Name, verify, maps.Clone(map[string]string(facts))
+	if s.Name == string(workflow.InstallRegister) && !verify {
+		req.Token = s.D.Token()
+	}
+	return req
+}
+
+// Run implements workflow.Step.
+func (s NodeStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
+	res, err := s.D.Child()(ctx, s.request(facts, false))
+	if err != nil {
+		return workflow.Result{}, childErr(err)
+	}
+	return workflow.Result{Event: res.Event, Facts: res.Facts}, nil
+}
+
+// Verify implements workflow.Verifier.
+func (s NodeStep) Verify(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	res, err := s.D.Child()(ctx, s.request(facts, true))
+	if err != nil {
+		return workflow.Unknown, workflow.Result{}, childErr(err)
+	}
+	switch res.Outcome {
+	case workflow.Done, workflow.NotDone, workflow.Unknown:
+	default:
+		return workflow.Unknown, workflow.Result{}, fmt.Errorf("step %s: the service-account process answered outcome %d", s.Name, res.Outcome)
+	}
+	return res.Outcome, workflow.Result{Event: res.Event, Facts: res.Facts}, nil
+}
+
+// childErr marks a child's refusal as a failure that changed nothing.
+func childErr(err error) error {
+	var ce *privsep.ChildError
+	if errors.As(err, &ce) && ce.Class() == privsep.ClassRefused {
+		return workflow.Unchanged(err)
+	}
+	var ref *generation.RefusalError
+	if errors.As(err, &ref) {
+		return workflow.Unchanged(err)
+	}
+	return err
+}
+
+// ChildStates are the install states whose step runs as the service
+// account; the child knows each by its state name.
+var ChildStates = []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
+	workflow.InstallLease, workflow.InstallRuntime, workflow.InstallNetwork, workflow.InstallProviderConfig, workflow.InstallRegister,
+	workflow.InstallWaitReady}
+
+// NodeSteps binds every service-account state of the install workflow to a
+// NodeStep.
+func NodeSteps(d NodeData) map[string]workflow.Step {
+	child := map[workflow.State]bool{}
+	for _, st := range ChildStates {
+		child[st] = true
+	}
+	out := map[string]workflow.Step{}
+	for _, sd := range workflow.InstallDefinition().States {
+		if child[sd.Name] {
+			out[sd.Step] = NodeStep{Name: string(sd.Name), D: d}
+		}
+	}
+	return out
+}
+
+// PrivsepChild is the real ChildRunner: each request runs in a new child as
+// the service account, from the binary root captured at start.
+func PrivsepChild(base privsep.Options) ChildRunner {
+	return func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+		o := base
+		o.Role = generation.InstallRole
+		o.Request = req
+		r, err := privsep.Run(ctx, o)
+		if err != nil {
+			return generation.InstallStepResult{}, err
+		}
+		var res generation.InstallStepResult
+		if err := r.Decode(&res); err != nil {
+			return generation.InstallStepResult{}, err
+		}
+		return res, nil
+	}
+}

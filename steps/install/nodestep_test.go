@@ -1,0 +1,231 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/image"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	generationtest.Cleanup()
+	os.Exit(code)
+}
+
+type notFound struct{ ref string }
+
+func (e notFound) Error() string { return "No such image: " + e.ref }
+func (notFound) NotFound()       {}
+
+// engine is an in-memory Docker Engine with networks. failLoad makes the
+// next load succeed and then report a cut connection.
+type engine struct {
+	mu       sync.Mutex
+	images   []image.Identity
+	loads    int
+	failLoad bool
+	nets     map[string]map[string]string
+}
+
+func (d *engine) ImageInspect(_ context.Context, ref string) (string, string, string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, im := range d.images {
+		if ref == im.ConfigDigest {
+			return im.ConfigDigest, "linux", "amd64", nil
+		}
+	}
+	return "", "", "", notFound{ref}
+}
+
+func (d *engine) ImageLoad(_ context.Context, path string) error {
+	id, err := image.Identify(path)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.loads++
+	d.images = append(d.images, id)
+	if d.failLoad {
+		d.failLoad = false
+		return errors.New("read: connection reset by peer")
+	}
+	return nil
+}
+
+func (d *engine) NetworkInspect(_ context.Context, name string) (docker.Network, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.nets[name]
+	if !ok {
+		return docker.Network{}, fmt.Errorf("%s: %w", name, docker.ErrNotFound)
+	}
+	return docker.Network{Name: name, Labels: l}, nil
+}
+
+func (d *engine) NetworkCreate(_ context.Context, name string, labels map[string]string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nets[name] = labels
+	return "id-" + name, nil
+}
+
+type registrar struct{ calls int }
+
+func (r *registrar) Register(_ context.Context, req generation.RegisterRequest) error {
+	r.calls++
+	return os.WriteFile(filepath.Join(req.StateDir, "identity.json"), []byte("{}\n"), 0o600)
+}
+
+// fixture runs the install workflow's service-account steps in process,
+// with root's steps stubbed.
+type fixture struct {
+	t       *testing.T
+	home    string
+	journal string
+	srv     *generationtest.Server
+	rel     *generationtest.Release
+	engine  *engine
+	reg     *registrar
+	conf    json.RawMessage
+	token   string
+}
+
+func newFixture(t *testing.T) *fixture {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	generationtest.Mkdir(t, home)
+	rel := generationtest.BuildRelease(t, generationtest.CommitA)
+	srv := generationtest.NewServer(t, rel)
+	for _, name := range []string{release.ManifestName, release.SumsName} {
+		data := rel.Files[name]
+		srv.Serve("/node-install/"+name, func(w http.ResponseWriter, r *http.Request) { w.Write(data) })
+	}
+	spec := rel.Spec(t, release.ProviderDocker, 2)
+	raw, _ := spec.MarshalJSON()
+	conf, _ := json.Marshal(map[string]any{
+		"installation_id": generationtest.InstallationID, "provider": "docker", "core_url": srv.URL, "generation": 1,
+		"specification": json.RawMessage(raw), "specification_digest": spec.Digest(), "max_active": 2, "max_retained": 4,
+	})
+	return &fixture{t: t, home: home, journal: filepath.Join(dir, "install.journal"), srv: srv, rel: rel,
+		engine: &engine{nets: map[string]map[string]string{}}, reg: &registrar{}, conf: conf, token: "enroll-7f3a9c51e2"}
+}
+
+func (f *fixture) NodeRequest() generation.InstallStepRequest {
+	return generation.InstallStepRequest{InstallationID: generationtest.InstallationID, SourceURL: f.srv.URL, CoreOrigin: f.srv.URL,
+		CoreCA: f.srv.CA, Configuration: f.conf}
+}
+
+func (f *fixture) Token() string { return f.token }
+
+func (f *fixture) Child() ChildRunner {
+	return func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+		body, err := json.Marshal(req) // what crosses the pipe
+		if err != nil {
+			return generation.InstallStepResult{}, err
+		}
+		var got generation.InstallStepRequest
+		if err := json.Unmarshal(body, &got); err != nil {
+			return generation.InstallStepResult{}, err
+		}
+		conf, err := generation.ParseConfiguration(got.Configuration)
+		if err != nil {
+			return generation.InstallStepResult{}, err
+		}
+		in := generation.InstallOptions{
+			InstallationID: got.InstallationID, Home: f.home, UID: os.Getuid(), SourceURL: got.SourceURL, CoreOrigin: got.CoreOrigin,
+			CoreCA: got.CoreCA, Configuration: conf,
+			Docker:   func(context.Context, string) (generation.Docker, error) { return f.engine, nil },
+			Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond}},
+			Helper:   func() (io.Reader, error) { return bytes.NewReader([]byte("installer")), nil },
+			Register: f.reg,
+		}
+		return generation.RunInstallStep(ctx, in, got)
+	}
+}
+
+func (f *fixture) runner() *workflow.Runner {
+	steps := NodeSteps(f)
+	for _, sd := range workflow.InstallDefinition().States {
+		if _, ok := steps[sd.Step]; !ok || sd.Name == workflow.InstallWaitReady {
+			steps[sd.Step] = rootStub{}
+		}
+	}
+	return &workflow.Runner{Def: workflow.InstallDefinition(), Steps: steps, Journal: f.journal,
+		Binding: workflow.Binding{Version: "test", InstallationID: generationtest.InstallationID}}
+}
+
+func (f *fixture) root(rel string) string {
+	return filepath.Join(f.home, ".oac", "nodes", generationtest.InstallationID, rel)
+}
+
+func TestNodeStepsRunTheServiceAccountPhase(t *testing.T) {
+	f := newFixture(t)
+	rep, err := f.runner().Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Condition != workflow.Complete {
+		t.Fatalf("condition %s", rep.Condition)
+	}
+	for _, rel := range []string{"provider.json", "registered.json", "generation-preparer", "state/node/generations/1.lease-identity"} {
+		if _, err := os.Lstat(f.root(rel)); err != nil {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+	if f.reg.calls != 1 || f.engine.loads != 1 {
+		t.Errorf("registrations %d, loads %d", f.reg.calls, f.engine.loads)
+	}
+	if data, _ := os.ReadFile(f.journal); bytes.Contains(data, []byte(f.token)) {
+		t.Error("the journal holds the token")
+	}
+}
+
+// A load whose answer was cut fails the runtime step; the rerun verifies
+// from the engine that the image is there and goes on without loading or
+// enrolling again, and a third run finds the journal complete.
+func TestNodeStepsVerifyAfterAFailedImport(t *testing.T) {
+	f := newFixture(t)
+	f.engine.failLoad = true
+	if _, err := f.runner().Run(context.Background()); err == nil {
+		t.Fatal("the cut load did not fail the run")
+	}
+	rep, err := f.runner().Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Condition != workflow.Complete || f.engine.loads != 1 || f.reg.calls != 1 {
+		t.Fatalf("condition %s, loads %d, registrations %d", rep.Condition, f.engine.loads, f.reg.calls)
+	}
+	rep, err = workflow.InspectJournal(f.journal, workflow.Lookup)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("inspection after the verified rerun: %v %v", rep, err)
+	}
+}
+
+// rootStub stands in for a root step: done at once, and verified done.
+type rootStub struct{}
+
+func (rootStub) Run(context.Context, workflow.Facts) (workflow.Result, error) { return workflow.Result{}, nil }
+
+func (rootStub) Verify(context.Context, workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	return workflow.Done, workflow.Result{}, nil
+}
