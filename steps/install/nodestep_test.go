@@ -224,7 +224,9 @@ func TestNodeStepsVerifyAfterAFailedImport(t *testing.T) {
 // rootStub stands in for a root step: done at once, and verified done.
 type rootStub struct{}
 
-func (rootStub) Run(context.Context, workflow.Facts) (workflow.Result, error) { return workflow.Result{}, nil }
+func (rootStub) Run(context.Context, workflow.Facts) (workflow.Result, error) {
+	return workflow.Result{}, nil
+}
 
 func (rootStub) Verify(context.Context, workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	return workflow.Done, workflow.Result{}, nil
