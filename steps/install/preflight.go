@@ -1,0 +1,280 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/release"
+)
+
+// Check is one preflight check with its outcome: Err is nil when it
+// passed; Hint says what to do about a failure.
+type Check struct {
+	Name string
+	Err  error
+	Hint string
+}
+
+// Failed reports whether the check failed.
+func (c Check) Failed() bool { return c.Err != nil }
+
+// Refusal is a failed preflight check as the command reports it: the
+// failure, the hint, and that nothing was changed.
+type Refusal struct{ Check Check }
+
+func (r *Refusal) Error() string {
+	msg := r.Check.Err.Error()
+	if r.Check.Hint != "" {
+		msg += ". " + r.Check.Hint
+	}
+	return msg + ". Nothing was changed."
+}
+
+func (r *Refusal) Unwrap() error { return r.Check.Err }
+
+// FirstRefusal returns the first failed check as a *Refusal, or nil.
+func FirstRefusal(checks []Check) error {
+	for _, c := range checks {
+		if c.Failed() {
+			return &Refusal{Check: c}
+		}
+	}
+	return nil
+}
+
+// Engine is the part of the Docker Engine preflight reads.
+type Engine interface {
+	Info(ctx context.Context) (docker.HostInfo, error)
+	NetworkInspect(ctx context.Context, name string) (docker.Network, error)
+}
+
+// Preflight is the read-only host inspection before an installation
+// changes anything. Every path is below Host.Root, so tests inspect a
+// host of their own.
+type Preflight struct {
+	Host           layout.Host
+	InstallationID string
+	Provider       string // docker or microsandbox
+	// NewNode is set when the host has no record of this installation.
+	NewNode bool
+	// CPUs and MemoryMiB are what one sandbox needs (the specification's
+	// resources).
+	CPUs      int64
+	MemoryMiB int64
+	// Engine is the Docker Engine (Docker nodes).
+	Engine Engine
+	// Environ is the command's environment (os.Environ()).
+	Environ []string
+	// Machine is uname's machine ("x86_64").
+	Machine string
+	// HostCPUs and HostMemoryMiB are the host's, for microsandbox nodes.
+	HostCPUs      int
+	HostMemoryMiB int64
+}
+
+// Run runs every check and returns them in order; it never changes the
+// host.
+func (p *Preflight) Run(ctx context.Context) []Check {
+	checks := []Check{
+		p.platform(), p.systemd(), p.selinux(), p.tokenEnv(), p.records(), p.olderProduct(),
+	}
+	switch p.Provider {
+	case release.ProviderDocker:
+		checks = append(checks, p.dockerChecks(ctx)...)
+	case release.ProviderMicrosandbox:
+		checks = append(checks, p.kvm(), p.storePath(), p.capacity(p.HostCPUs, p.HostMemoryMiB))
+	default:
+		checks = append(checks, Check{Name: "provider", Err: fmt.Errorf("provider %q is not a node provider", p.Provider), Hint: "Use docker or microsandbox"})
+	}
+	return checks
+}
+
+func (p *Preflight) path(rel ...string) string {
+	return filepath.Join(append([]string{p.Host.Root}, rel...)...)
+}
+
+func (p *Preflight) platform() Check {
+	c := Check{Name: "platform linux/amd64"}
+	if p.Machine != "x86_64" && p.Machine != "amd64" {
+		c.Err, c.Hint = fmt.Errorf("this host is %s; nodes run on linux/amd64 only", p.Machine), "Use an x86_64 Linux host"
+	}
+	return c
+}
+
+func (p *Preflight) systemd() Check {
+	c := Check{Name: "systemd"}
+	if fi, err := os.Stat(p.path("run/systemd/system")); err != nil || !fi.IsDir() {
+		c.Err, c.Hint = errors.New("systemd is not running on this host"), "Nodes run as systemd services; use a host booted with systemd"
+	}
+	return c
+}
+
+func (p *Preflight) selinux() Check {
+	c := Check{Name: "SELinux not enforcing"}
+	data, err := os.ReadFile(p.path("sys/fs/selinux/enforce"))
+	if err == nil && strings.TrimSpace(string(data)) == "1" {
+		c.Err, c.Hint = errors.New("SELinux is enforcing"), "Nodes are not supported with SELinux enforcing"
+	}
+	return c
+}
+
+func (p *Preflight) tokenEnv() Check {
+	c := Check{Name: "no enrollment token in the environment"}
+	for _, kv := range p.Environ {
+		if strings.HasPrefix(kv, "OAC_ENROLLMENT_TOKEN=") {
+			c.Err, c.Hint = errors.New("the environment holds OAC_ENROLLMENT_TOKEN"), "Unset it; the token is read only from standard input"
+		}
+	}
+	return c
+}
+
+// recordName matches the host records of installations.
+var recordName = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json$`)
+
+// records checks one Core per host and the original installer's records.
+func (p *Preflight) records() Check {
+	c := Check{Name: "one Core per host"}
+	dir := p.Host.EtcDir()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c
+	}
+	if err != nil {
+		c.Err = fmt.Errorf("read %s: %w", dir, err)
+		return c
+	}
+	db := false
+	for _, e := range entries {
+		if e.Name() == "installer.db" {
+			db = true
+		}
+	}
+	for _, e := range entries {
+		switch {
+		case e.Name() == "account.json" && !db:
+			c.Err, c.Hint = fmt.Errorf("%s holds the original installer's account.json and no installer.db", dir), "Uninstall that node with the installer that made it first"
+			return c
+		case recordName.MatchString(e.Name()) && e.Name() != p.InstallationID+".json" && p.NewNode:
+			c.Err, c.Hint = fmt.Errorf("this host is a node of another Core (installation %s)", strings.TrimSuffix(e.Name(), ".json")), "A host serves one Core; uninstall that node first"
+			return c
+		}
+	}
+	return c
+}
+
+// olderProduct refuses the platform's previous name's traces of this
+// installation; they are never adopted or removed.
+func (p *Preflight) olderProduct() Check {
+	c := Check{Name: "no older product installation"}
+	for _, q := range []string{
+		p.path("etc/systemd/system", "parsar-node-"+p.InstallationID+".service"),
+		p.path("etc/parsar-node", p.InstallationID+".json"),
+		filepath.Join(p.Host.Home(), ".parsar", "nodes", p.InstallationID),
+	} {
+		if _, err := os.Lstat(q); err == nil {
+			c.Err, c.Hint = fmt.Errorf("%s exists: this installation was set up by the platform's previous installer", q), "Remove that node with the installer that made it"
+			return c
+		}
+	}
+	return c
+}
+
+func (p *Preflight) dockerChecks(ctx context.Context) []Check {
+	sock := Check{Name: "Docker socket"}
+	path := p.path("var/run/docker.sock")
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		sock.Err, sock.Hint = fmt.Errorf("Docker is not installed or not running (%s: %v)", path, err), "Install Docker and run `sudo systemctl enable --now docker`"
+		return []Check{sock}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		sock.Err = fmt.Errorf("%s is not a socket", path)
+		return []Check{sock}
+	}
+	if c := p.deviceGroup(&sock, path, st, "docker"); c.Failed() {
+		return []Check{c}
+	}
+	info := Check{Name: "Docker CPU and memory limits"}
+	hi, err := p.Engine.Info(ctx)
+	switch {
+	case err != nil:
+		info.Err, info.Hint = fmt.Errorf("the Docker Engine does not answer: %v", err), "Run `sudo systemctl enable --now docker`"
+		return []Check{sock, info}
+	case hi.Rootless:
+		info.Err, info.Hint = errors.New("rootless Docker is not supported"), "Use the system Docker Engine"
+	case !hi.MemoryLimit || !hi.CPUCfsQuota:
+		info.Err, info.Hint = errors.New("the Docker Engine cannot limit containers' CPU and memory"), "Enable the cgroup v2 controllers (cpu, memory) for Docker"
+	}
+	checks := []Check{sock, info, p.capacity(hi.NCPU, hi.MemTotal>>20)}
+	if p.NewNode {
+		nc := Check{Name: "no Docker network of this installation"}
+		name := "oac-node-" + p.InstallationID
+		if _, err := p.Engine.NetworkInspect(ctx, name); err == nil {
+			nc.Err, nc.Hint = fmt.Errorf("the Docker network %s exists: another node of this installation uses this engine", name), "Remove that node first"
+		} else if !errors.Is(err, docker.ErrNotFound) {
+			nc.Err = fmt.Errorf("inspect the Docker network %s: %v", name, err)
+		}
+		checks = append(checks, nc)
+	}
+	return checks
+}
+
+// deviceGroup checks that path is group read-write for group want (not
+// root's group).
+func (p *Preflight) deviceGroup(c *Check, path string, st syscall.Stat_t, want string) Check {
+	out := *c
+	g, err := accounts.Under(p.Host.Root).LookupGroupID(int(st.Gid))
+	switch {
+	case st.Gid == 0:
+		out.Err, out.Hint = fmt.Errorf("%s belongs to group root", path), fmt.Sprintf("Its group must be %s", want)
+	case st.Mode&0o060 != 0o060:
+		out.Err, out.Hint = fmt.Errorf("%s is not group read-write", path), fmt.Sprintf("Make it mode 0660 with group %s", want)
+	case err != nil:
+		out.Err = fmt.Errorf("group of %s: %v", path, err)
+	case g.Name != want:
+		out.Err, out.Hint = fmt.Errorf("%s belongs to group %s", path, g.Name), fmt.Sprintf("The device group must be %s", want)
+	}
+	return out
+}
+
+func (p *Preflight) kvm() Check {
+	c := Check{Name: "KVM"}
+	path := p.path("dev/kvm")
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+		c.Err, c.Hint = errors.New("KVM is not available on this host"), "microsandbox needs /dev/kvm; enable virtualization"
+		return c
+	}
+	if st.Mode&0o006 == 0o006 {
+		return c
+	}
+	return p.deviceGroup(&c, path, st, "kvm")
+}
+
+func (p *Preflight) storePath() Check {
+	c := Check{Name: "microsandbox store path"}
+	if _, err := microsandbox.StorePath(p.Host.Home(), p.InstallationID); err != nil {
+		c.Err, c.Hint = err, "The account's home must be short enough for the store's socket paths"
+	}
+	return c
+}
+
+func (p *Preflight) capacity(cpus int, memMiB int64) Check {
+	c := Check{Name: "capacity for one sandbox"}
+	if int64(cpus) < p.CPUs || memMiB < p.MemoryMiB {
+		c.Err = fmt.Errorf("this host has %d CPUs and %d MiB of memory; each sandbox needs %d CPUs and %d MiB", cpus, memMiB, p.CPUs, p.MemoryMiB)
+		c.Hint = "Use a larger host or ask for smaller sandboxes in Web"
+	}
+	return c
+}
