@@ -99,16 +99,27 @@ func TestPreflightRefusals(t *testing.T) {
 			os.MkdirAll(filepath.Join(root, "var/lib/oac-node/.parsar/nodes", testID), 0o700)
 		}, "previous installer"},
 		{"no docker", func(t *testing.T, root string, p *Preflight) { os.Remove(filepath.Join(root, "var/run/docker.sock")) }, "Docker is not installed"},
-		{"socket of group root", func(t *testing.T, root string, p *Preflight) { os.Chown(filepath.Join(root, "var/run/docker.sock"), 0, 0) }, "group root"},
-		{"socket of another group", func(t *testing.T, root string, p *Preflight) { os.Chown(filepath.Join(root, "var/run/docker.sock"), 0, 50) }, "group staff"},
-		{"socket not group writable", func(t *testing.T, root string, p *Preflight) { os.Chmod(filepath.Join(root, "var/run/docker.sock"), 0o640) }, "not group read-write"},
-		{"engine down", func(t *testing.T, root string, p *Preflight) { p.Engine.(*fakeEngine).err = errors.New("connection refused") }, "does not answer"},
+		{"socket of group root", func(t *testing.T, root string, p *Preflight) {
+			os.Chown(filepath.Join(root, "var/run/docker.sock"), 0, 0)
+		}, "group root"},
+		{"socket of another group", func(t *testing.T, root string, p *Preflight) {
+			os.Chown(filepath.Join(root, "var/run/docker.sock"), 0, 50)
+		}, "group staff"},
+		{"socket not group writable", func(t *testing.T, root string, p *Preflight) {
+			os.Chmod(filepath.Join(root, "var/run/docker.sock"), 0o640)
+		}, "not group read-write"},
+		{"engine down", func(t *testing.T, root string, p *Preflight) {
+			p.Engine.(*fakeEngine).err = errors.New("connection refused")
+		}, "does not answer"},
 		{"no limits", func(t *testing.T, root string, p *Preflight) { p.Engine.(*fakeEngine).info.CPUCfsQuota = false }, "cannot limit"},
 		{"rootless", func(t *testing.T, root string, p *Preflight) { p.Engine.(*fakeEngine).info.Rootless = true }, "rootless"},
 		{"too small", func(t *testing.T, root string, p *Preflight) { p.CPUs = 8 }, "this host has 4 CPUs and 8192 MiB of memory; each sandbox needs 8 CPUs"},
 		{"network exists", func(t *testing.T, root string, p *Preflight) { p.Engine.(*fakeEngine).nets["oac-node-"+testID] = true }, "network oac-node-"},
 		{"unknown provider", func(t *testing.T, root string, p *Preflight) { p.Provider = "e2b" }, "not a node provider"},
-		{"no kvm", func(t *testing.T, root string, p *Preflight) { p.Provider = "microsandbox"; p.HostCPUs, p.HostMemoryMiB = 4, 8192 }, "KVM is not available"},
+		{"no kvm", func(t *testing.T, root string, p *Preflight) {
+			p.Provider = "microsandbox"
+			p.HostCPUs, p.HostMemoryMiB = 4, 8192
+		}, "KVM is not available"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, p := testHost(t)
