@@ -1,0 +1,97 @@
+package install
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/systemd"
+)
+
+// Options are the install command's flags, validated by the command line.
+type Options struct {
+	InstallationID string
+	SourceURL      string // console origin
+	CoreURL        string // Core origin
+	// Provider is the --provider assertion ("" when not given).
+	Provider            string
+	AllowInsecureOrigin bool
+	// CoreCA is the operator's CA bundle read from --core-ca (PEM); nil
+	// when not given.
+	CoreCA []byte
+}
+
+// Data is what root's install steps see of the run (kubeadm's data.go):
+// the options, the host, Core's configuration as it was read before the
+// engine ran, and the host adapters.
+type Data interface {
+	NodeData
+	Options() Options
+	Host() layout.Host
+	// Configuration is Core's validated configuration of this run.
+	Configuration() *generation.Configuration
+	// Bookkeeping opens the installer's bbolt database (created 0600);
+	// the caller closes it.
+	Bookkeeping() (*bookkeeping.DB, error)
+	Accounts() accounts.Adapter
+	Databases() accounts.Databases
+	Systemd() systemd.Manager
+	// Proxy is the command's proxy variables, for the env file.
+	Proxy() privsep.ProxyEnv
+	// HostLocked reports whether the command holds /run/oac-node.lock.
+	HostLocked() bool
+	// Printf reports progress to the operator.
+	Printf(format string, args ...any)
+}
+
+// Env is the real Data.
+type Env struct {
+	Opts      Options
+	HostPaths layout.Host
+	Conf      *generation.Configuration
+	ConfRaw   json.RawMessage
+	Tok       string
+	Adapter   accounts.Adapter
+	DBs       accounts.Databases
+	Manager   systemd.Manager
+	ProxyEnv  privsep.ProxyEnv
+	Runner    ChildRunner
+	Out       io.Writer
+	Locked    bool
+}
+
+func (e *Env) Options() Options                         { return e.Opts }
+func (e *Env) Host() layout.Host                        { return e.HostPaths }
+func (e *Env) Configuration() *generation.Configuration { return e.Conf }
+func (e *Env) Accounts() accounts.Adapter               { return e.Adapter }
+func (e *Env) Databases() accounts.Databases            { return e.DBs }
+func (e *Env) Systemd() systemd.Manager                 { return e.Manager }
+func (e *Env) Proxy() privsep.ProxyEnv                  { return e.ProxyEnv }
+func (e *Env) Token() string                            { return e.Tok }
+func (e *Env) Child() ChildRunner                       { return e.Runner }
+
+func (e *Env) Printf(format string, args ...any) {
+	if e.Out != nil {
+		fmt.Fprintf(e.Out, format+"\n", args...)
+	}
+}
+
+func (e *Env) Bookkeeping() (*bookkeeping.DB, error) {
+	return bookkeeping.Open(e.HostPaths.Bookkeeping())
+}
+
+// NodeRequest implements NodeData.
+func (e *Env) NodeRequest() generation.InstallStepRequest {
+	return generation.InstallStepRequest{
+		InstallationID: e.Opts.InstallationID, SourceURL: e.Opts.SourceURL, CoreOrigin: e.Opts.CoreURL,
+		AllowInsecureOrigin: e.Opts.AllowInsecureOrigin, CoreCA: e.Opts.CoreCA, Configuration: e.ConfRaw,
+	}
+}
+
+// HostLocked implements Data.
+func (e *Env) HostLocked() bool { return e.Locked }

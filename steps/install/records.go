@@ -1,0 +1,106 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// openBookkeeping opens the bbolt bookkeeping, creating /etc/oac-node
+// (0755, root's) first.
+func openBookkeeping(d Data) (*bookkeeping.DB, error) {
+	if err := ensureDir(d.Host().EtcDir(), 0o755); err != nil {
+		return nil, err
+	}
+	return d.Bookkeeping()
+}
+
+// ensureDir makes dir (one level) with mode perm, root's, never a link.
+func ensureDir(dir string, perm os.FileMode) error {
+	if err := os.Mkdir(dir, perm); err == nil {
+		if err := os.Chmod(dir, perm); err != nil {
+			return err
+		}
+		return syncDir(filepath.Dir(dir))
+	} else if !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
+func syncDir(dir string) error { return journal.SyncDir(dir) }
+
+// HostRecord is /etc/oac-node/<id>.json (CONTRACT §3.4), the host's list
+// of nodes for other tools. The bookkeeping is authoritative.
+func HostRecord(d Data) map[string]any {
+	o := d.Options()
+	rec := map[string]any{
+		"format": 1, "installation_id": o.InstallationID, "provider": d.Configuration().Provider,
+		"core_url": o.CoreURL, "node_root": d.Host().NodeRoot(o.InstallationID), "unit": d.Host().Unit(o.InstallationID),
+	}
+	if o.AllowInsecureOrigin {
+		rec["allow_insecure_origin"] = true
+	}
+	if len(o.CoreCA) > 0 {
+		rec["core_ca"] = filepath.Join(d.Host().NodeRoot(o.InstallationID), "core-ca.pem")
+		rec["core_ca_sha256"] = sha256Hex(o.CoreCA)
+	}
+	return rec
+}
+
+// hostRecordsStep records the installation in the bookkeeping, then
+// writes /etc/oac-node/<id>.json (0644) and the empty Docker configuration
+// directory /run/oac-node-docker (0755).
+type hostRecordsStep struct{ d Data }
+
+func (s hostRecordsStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	d, o := s.d, s.d.Options()
+	db, err := openBookkeeping(d)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	defer db.Close()
+	inst := bookkeeping.Installation{
+		ID: o.InstallationID, Provider: d.Configuration().Provider, CoreURL: o.CoreURL,
+		NodeRoot: d.Host().NodeRoot(o.InstallationID), Unit: d.Host().Unit(o.InstallationID), EnvFile: d.Host().EnvFile(o.InstallationID),
+		AllowInsecureOrigin: o.AllowInsecureOrigin,
+	}
+	if len(o.CoreCA) > 0 {
+		inst.CoreCA = sha256Hex(o.CoreCA)
+	}
+	if err := db.PutInstallation(inst); err != nil {
+		return workflow.Result{}, err
+	}
+	path := d.Host().Record(o.InstallationID)
+	if err := db.AddFile(bookkeeping.File{Path: path, InstallationID: o.InstallationID, Kind: bookkeeping.FileRecord}); err != nil {
+		return workflow.Result{}, err
+	}
+	data, err := json.MarshalIndent(HostRecord(d), "", "  ")
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if err := journal.AtomicWrite(path, append(data, '\n'), 0o644); err != nil {
+		return workflow.Result{}, err
+	}
+	if err := ensureDir(d.Host().DockerConfig(), 0o755); err != nil {
+		return workflow.Result{}, err
+	}
+	return workflow.Result{}, nil
+}
+
+var _ = layout.Account
