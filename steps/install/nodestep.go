@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -103,10 +105,21 @@ func NodeSteps(d NodeData) map[string]workflow.Step {
 }
 
 // PrivsepChild is the real ChildRunner: each request runs in a new child as
-// the service account, from the binary root captured at start.
-func PrivsepChild(base privsep.Options) ChildRunner {
+// the service account, from the binary root captured at start. The
+// account's uid, gid and groups are looked up in dbs at every call (the
+// account step creates the account during the run).
+func PrivsepChild(base privsep.Options, dbs accounts.Databases) ChildRunner {
 	return func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
 		o := base
+		u, err := dbs.LookupUser(layout.Account)
+		if err != nil {
+			return generation.InstallStepResult{}, fmt.Errorf("the service account: %w", err)
+		}
+		groups, err := dbs.SupplementaryGroups(layout.Account)
+		if err != nil {
+			return generation.InstallStepResult{}, fmt.Errorf("the service account's groups: %w", err)
+		}
+		o.UID, o.GID, o.Groups = u.UID, u.GID, groups
 		o.Role = generation.InstallRole
 		o.Request = req
 		r, err := privsep.Run(ctx, o)

@@ -19,11 +19,18 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/image"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 func TestMain(m *testing.M) {
+	privsep.ServeChild(os.Args[1:], map[string]privsep.Handler{
+		generation.InstallRole: generation.ServeInstallStep(generation.InstallAdapters{
+			Docker:   func(context.Context, string) (generation.Docker, error) { return fileEngineOf(os.Getenv("HOME")), nil },
+			Register: fileRegistrarOf(os.Getenv("HOME")),
+		}),
+	})
 	code := m.Run()
 	generationtest.Cleanup()
 	os.Exit(code)

@@ -1,0 +1,264 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/image"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// The service-account child of these tests finds its fake engine and
+// registrar beside the test host: <base>/engine, where the host root is
+// <base>/host and the account's home <base>/host/var/lib/oac-node.
+func engineDir(home string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(home)))), "engine")
+}
+
+// fileEngine is a Docker Engine kept in a JSON file, so that the child
+// process and the test see the same engine.
+type fileEngine struct{ path string }
+
+type engineState struct {
+	Images []image.Identity              `json:"images"`
+	Loads  int                           `json:"loads"`
+	Nets   map[string]map[string]string `json:"nets"`
+}
+
+func fileEngineOf(home string) *fileEngine {
+	return &fileEngine{path: filepath.Join(engineDir(home), "state.json")}
+}
+
+func (f *fileEngine) state() (engineState, error) {
+	st := engineState{Nets: map[string]map[string]string{}}
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	err = json.Unmarshal(data, &st)
+	if st.Nets == nil {
+		st.Nets = map[string]map[string]string{}
+	}
+	return st, err
+}
+
+func (f *fileEngine) save(st engineState) error {
+	data, _ := json.Marshal(st)
+	return os.WriteFile(f.path, data, 0o666)
+}
+
+func (f *fileEngine) ImageInspect(_ context.Context, ref string) (string, string, string, error) {
+	st, err := f.state()
+	if err != nil {
+		return "", "", "", err
+	}
+	for _, im := range st.Images {
+		if ref == im.ConfigDigest {
+			return im.ConfigDigest, "linux", "amd64", nil
+		}
+	}
+	return "", "", "", notFound{ref}
+}
+
+func (f *fileEngine) ImageLoad(_ context.Context, path string) error {
+	id, err := image.Identify(path)
+	if err != nil {
+		return err
+	}
+	st, err := f.state()
+	if err != nil {
+		return err
+	}
+	st.Loads++
+	st.Images = append(st.Images, id)
+	return f.save(st)
+}
+
+func (f *fileEngine) NetworkInspect(_ context.Context, name string) (docker.Network, error) {
+	st, err := f.state()
+	if err != nil {
+		return docker.Network{}, err
+	}
+	if l, ok := st.Nets[name]; ok {
+		return docker.Network{Name: name, Labels: l}, nil
+	}
+	return docker.Network{}, fmt.Errorf("%s: %w", name, docker.ErrNotFound)
+}
+
+func (f *fileEngine) NetworkCreate(_ context.Context, name string, labels map[string]string) (string, error) {
+	st, err := f.state()
+	if err != nil {
+		return "", err
+	}
+	st.Nets[name] = labels
+	return "id", f.save(st)
+}
+
+// fileRegistrar writes identity.json as the node program does and counts
+// its registrations in <engine>/registrations.
+type fileRegistrar struct{ dir string }
+
+func fileRegistrarOf(home string) fileRegistrar { return fileRegistrar{dir: engineDir(home)} }
+
+func (r fileRegistrar) Register(_ context.Context, req generation.RegisterRequest) error {
+	if fi, err := os.Lstat(req.TokenFile); err != nil || fi.Mode().Perm() != 0o600 {
+		return fmt.Errorf("token file: %v %v", fi, err)
+	}
+	f, err := os.OpenFile(filepath.Join(r.dir, "registrations"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o666)
+	if err != nil {
+		return err
+	}
+	f.WriteString("registered\n")
+	f.Close()
+	return os.WriteFile(filepath.Join(req.StateDir, "identity.json"), []byte("{}\n"), 0o600)
+}
+
+// hostFixture is a host root with the fakes around a real privsep child.
+type hostFixture struct {
+	base    string
+	host    layout.Host
+	env     *Env
+	systemd *systemdtest.Fake
+	accts   *accountstest.Fake
+	journal string
+}
+
+func newHostFixture(t *testing.T) *hostFixture {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the service-account child runs as another user")
+	}
+	base, err := os.MkdirTemp("", "oac-install-host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	host := layout.Host{Root: filepath.Join(base, "host")}
+	for _, d := range []string{"etc/systemd/system", "var/lib", "run", "engine"} {
+		if err := os.MkdirAll(filepath.Join(host.Root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(base, "engine"), 0o777)
+	os.Chmod(filepath.Join(base, "engine"), 0o777)
+	accts, err := accountstest.New(host.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(host.Root, "etc/group"), []byte("root:x:0:\ndocker:x:4242:\n"), 0o644)
+
+	rel := generationtest.BuildRelease(t, generationtest.CommitA)
+	srv := generationtest.NewServer(t, rel)
+	for _, name := range []string{release.ManifestName, release.SumsName} {
+		data := rel.Files[name]
+		srv.Serve("/node-install/"+name, func(w http.ResponseWriter, r *http.Request) { w.Write(data) })
+	}
+	spec := rel.Spec(t, release.ProviderDocker, 2)
+	raw, _ := spec.MarshalJSON()
+	confRaw, _ := json.Marshal(map[string]any{
+		"installation_id": generationtest.InstallationID, "provider": "docker", "core_url": srv.URL, "generation": 1,
+		"specification": json.RawMessage(raw), "specification_digest": spec.Digest(), "max_active": 2, "max_retained": 4,
+	})
+	conf, err := generation.ParseConfiguration(confRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := privsep.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bin.Close() })
+	sd := systemdtest.New(filepath.Join(host.Root, "etc/systemd/system"))
+	dbs := accounts.Under(host.Root)
+	env := &Env{
+		Opts:      Options{InstallationID: generationtest.InstallationID, SourceURL: srv.URL, CoreURL: srv.URL, CoreCA: srv.CA},
+		HostPaths: host, Conf: conf, ConfRaw: confRaw, Tok: "enroll-3c9e1f7a22",
+		Adapter: accts, DBs: dbs, Manager: sd, Locked: true,
+		Runner: PrivsepChild(privsep.Options{Binary: bin, Home: host.Home()}, dbs),
+	}
+	return &hostFixture{base: base, host: host, env: env, systemd: sd, accts: accts,
+		journal: filepath.Join(host.JournalDir(generationtest.InstallationID), "install.journal")}
+}
+
+func (f *hostFixture) run(t *testing.T) (*workflow.Report, error) {
+	t.Helper()
+	steps := Steps(f.env)
+	steps[string(workflow.InstallWaitReady)] = rootStub{} // the fixture's Core has no identity route
+	if err := os.MkdirAll(filepath.Dir(f.journal), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := &workflow.Runner{Def: workflow.InstallDefinition(), Steps: steps, Journal: f.journal,
+		Binding: workflow.Binding{Version: "test", InstallationID: generationtest.InstallationID}}
+	return r.Run(context.Background())
+}
+
+func TestInstallWorkflowWithAServiceAccountChild(t *testing.T) {
+	f := newHostFixture(t)
+	rep, err := f.run(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Condition != workflow.Complete {
+		t.Fatalf("condition %s", rep.Condition)
+	}
+	u, err := f.env.DBs.LookupUser(layout.Account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := f.host.NodeRoot(generationtest.InstallationID)
+	for _, rel := range []string{"provider.json", "registered.json", "generation-preparer", "state/node/identity.json"} {
+		var st = new(statT)
+		if err := lstat(filepath.Join(root, rel), st); err != nil || st.uid != u.UID {
+			t.Errorf("%s: owner %d, want the account %d (%v)", rel, st.uid, u.UID, err)
+		}
+	}
+	unit, err := os.ReadFile(f.host.Unit(generationtest.InstallationID))
+	if err != nil || !bytes.Contains(unit, []byte("User=oac-node")) {
+		t.Fatalf("unit: %v\n%s", err, unit)
+	}
+	if !f.systemd.Enabled(layout.UnitName(generationtest.InstallationID)) {
+		t.Error("the unit is not enabled")
+	}
+	rec, err := os.ReadFile(f.host.Record(generationtest.InstallationID))
+	if err != nil || !strings.Contains(string(rec), `"node_root": "`+root+`"`) {
+		t.Errorf("host record: %v %s", err, rec)
+	}
+	db, err := bookkeeping.Open(f.host.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, ok, _ := db.Account()
+	groups, _ := db.Groups()
+	files, _ := db.Files(generationtest.InstallationID)
+	db.Close()
+	if !ok || !acct.Created || acct.UID != u.UID || len(groups) != 1 || groups[0].Name != "docker" || len(files) != 2 {
+		t.Errorf("bookkeeping: account %+v groups %+v files %+v", acct, groups, files)
+	}
+	if data, _ := os.ReadFile(f.journal); bytes.Contains(data, []byte(f.env.Tok)) {
+		t.Error("the journal holds the token")
+	}
+	if regs, _ := os.ReadFile(filepath.Join(f.base, "engine", "registrations")); strings.Count(string(regs), "\n") != 1 {
+		t.Errorf("registrations: %q", regs)
+	}
+}
