@@ -1,6 +1,7 @@
 package generation
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,7 +76,8 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 					return nil, err
 				}
 				defer b.Close()
-				return b.Reader(), nil
+				// A copy: the Binary's bytes are unmapped when it is closed.
+				return bytes.NewReader(b.Bytes()), nil
 			},
 			Log: progressWriter{c},
 		}
