@@ -38,8 +38,8 @@ func engineDir(home string) string {
 type fileEngine struct{ path string }
 
 type engineState struct {
-	Images []image.Identity              `json:"images"`
-	Loads  int                           `json:"loads"`
+	Images []image.Identity             `json:"images"`
+	Loads  int                          `json:"loads"`
 	Nets   map[string]map[string]string `json:"nets"`
 }
 
