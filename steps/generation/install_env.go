@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
@@ -101,12 +101,12 @@ func nodeRootDirs(id string) []string {
 // home (0700, the node account's) and checks the existing ones: never a
 // link, never another owner's. The home itself must be the account's.
 func EnsureNodeRoot(home, installationID string, uid int) error {
-	h, err := journal.OpenRoot(home)
+	h, err := safefile.OpenRoot(home)
 	if err != nil {
 		return fmt.Errorf("home %s: %w", home, err)
 	}
 	defer h.Close()
-	if d, err := h.OpenDir(".", journal.Expect{UID: uid}); err != nil {
+	if d, err := h.OpenDir(".", safefile.Expect{UID: uid}); err != nil {
 		return fmt.Errorf("home %s: %w", home, err)
 	} else {
 		d.Close()
@@ -115,7 +115,7 @@ func EnsureNodeRoot(home, installationID string, uid int) error {
 		if err := h.Mkdir(rel, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		d, err := h.OpenDir(rel, journal.Expect{UID: uid, Mode: 0o700})
+		d, err := h.OpenDir(rel, safefile.Expect{UID: uid, Mode: 0o700})
 		if err != nil {
 			return err
 		}
@@ -161,11 +161,11 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 		return nil, err
 	}
 	node := layout.Node{Root: layout.NodeRootIn(in.Home, in.InstallationID)}
-	root, err := journal.OpenRoot(node.Root)
+	root, err := safefile.OpenRoot(node.Root)
 	if err != nil {
 		return nil, fmt.Errorf("node root: %w", err)
 	}
-	if d, err := root.OpenDir(".", journal.Expect{UID: in.UID, Mode: 0o700}); err != nil {
+	if d, err := root.OpenDir(".", safefile.Expect{UID: in.UID, Mode: 0o700}); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("node root: %w", err)
 	} else {
@@ -308,7 +308,7 @@ func (e *InstallEnv) writeRecord(rel string, v map[string]any, replace bool) err
 		return e.root.AtomicWrite(rel, data, 0o600)
 	}
 	if err := e.root.PublishOnce(rel, data, 0o600); err != nil {
-		if errors.Is(err, journal.ErrConflict) {
+		if errors.Is(err, safefile.ErrConflict) {
 			return fmt.Errorf("%w: %w", ErrConflict, err)
 		}
 		return err

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -46,14 +46,14 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 		return workflow.Result{}, err
 	}
 	if !registered {
-		old, err := e.root.ReadFile(HelperName, journal.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+		old, err := e.root.ReadFile(HelperName, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
 		if err == nil && bytes.Equal(old, data) {
 			return workflow.Result{}, e.root.PublishOnce(HelperName, data, 0o700)
 		}
 		return workflow.Result{}, e.root.AtomicWrite(HelperName, data, 0o700)
 	}
 	if err := e.root.PublishOnce(HelperName, data, 0o700); err != nil {
-		if errors.Is(err, journal.ErrConflict) {
+		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", HelperName, err))
 		}
 		return workflow.Result{}, err

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -34,7 +34,7 @@ func (s nodeRootStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 	}
 	if registered {
 		if err := e.root.PublishOnce(CoreCAName, ca, 0o600); err != nil {
-			if errors.Is(err, journal.ErrConflict) {
+			if errors.Is(err, safefile.ErrConflict) {
 				return workflow.Result{}, refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", err))
 			}
 			return workflow.Result{}, err

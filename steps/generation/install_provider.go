@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -43,7 +43,7 @@ func (s providerConfigStep) Run(ctx context.Context, facts workflow.Facts) (work
 		}
 	}
 	if err := e.root.PublishOnce("provider.json", data, 0o600); err != nil {
-		if errors.Is(err, journal.ErrConflict) {
+		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", err))
 		}
 		return workflow.Result{}, err

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -165,7 +165,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		return workflow.Result{}, err
 	}
 	if err := e.root.PublishOnce("registered.json", inst, 0o600); err != nil {
-		if errors.Is(err, journal.ErrConflict) {
+		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, fmt.Errorf("registered.json: %w", err)
 		}
 		return workflow.Result{}, err

@@ -39,7 +39,9 @@ func TestCoreReader(t *testing.T) {
 		{"web instead of core", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.WriteHeader(404) }, "must reach Core", 1},
 		{"resetting", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.WriteHeader(409) }, "resetting", 1},
 		{"other status", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.WriteHeader(418) }, "(HTTP 418)", 1},
-		{"redirect", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { http.Redirect(w, r, "https://elsewhere.example/", 302) }, "(HTTP 302)", 1},
+		{"redirect", "", func(w http.ResponseWriter, r *http.Request, url string, n int) {
+			http.Redirect(w, r, "https://elsewhere.example/", 302)
+		}, "(HTTP 302)", 1},
 		{"transient then ok", "", func(w http.ResponseWriter, r *http.Request, url string, n int) {
 			if n < 3 {
 				w.WriteHeader(503)
@@ -48,11 +50,15 @@ func TestCoreReader(t *testing.T) {
 			w.Write(answer(url, testID))
 		}, "", 3},
 		{"always unavailable", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.WriteHeader(503) }, "(HTTP 503)", 3},
-		{"public URL changed", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.Write(answer("https://core.example", testID)) }, "public URL changed", 1},
+		{"public URL changed", "", func(w http.ResponseWriter, r *http.Request, url string, n int) {
+			w.Write(answer("https://core.example", testID))
+		}, "public URL changed", 1},
 		{"other installation", "", func(w http.ResponseWriter, r *http.Request, url string, n int) {
 			w.Write(answer(url, "11111111-2222-4333-8444-555555555555"))
 		}, "answered for installation", 1},
-		{"too large", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.Write([]byte(strings.Repeat(" ", 20000))) }, "larger than", 1},
+		{"too large", "", func(w http.ResponseWriter, r *http.Request, url string, n int) {
+			w.Write([]byte(strings.Repeat(" ", 20000)))
+		}, "larger than", 1},
 		{"not json", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.Write([]byte("<html>")) }, "not a JSON object", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

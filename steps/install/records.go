@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -43,7 +43,7 @@ func ensureDir(dir string, perm os.FileMode) error {
 	return nil
 }
 
-func syncDir(dir string) error { return journal.SyncDir(dir) }
+func syncDir(dir string) error { return safefile.SyncDir(dir) }
 
 // HostRecord is /etc/oac-node/<id>.json (CONTRACT §3.4), the host's list
 // of nodes for other tools. The bookkeeping is authoritative.
@@ -94,7 +94,7 @@ func (s hostRecordsStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Re
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := journal.AtomicWrite(path, append(data, '\n'), 0o644); err != nil {
+	if err := safefile.AtomicWrite(path, append(data, '\n'), 0o644); err != nil {
 		return workflow.Result{}, err
 	}
 	if err := ensureDir(d.Host().DockerConfig(), 0o755); err != nil {

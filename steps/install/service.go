@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/systemd"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -38,7 +38,7 @@ func (s envFileStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return workflow.Result{}, err
 		}
-		return workflow.Result{Facts: map[string]string{factRestart: "true"}}, journal.SyncDir(d.Host().EtcDir())
+		return workflow.Result{Facts: map[string]string{factRestart: "true"}}, safefile.SyncDir(d.Host().EtcDir())
 	}
 	if rerr == nil && bytes.Equal(old, text) {
 		return workflow.Result{}, nil
@@ -52,7 +52,7 @@ func (s envFileStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 		return workflow.Result{}, err
 	}
 	d.Printf("write the proxy settings for the service")
-	return workflow.Result{Facts: map[string]string{factRestart: "true"}}, journal.AtomicWrite(path, text, 0o600)
+	return workflow.Result{Facts: map[string]string{factRestart: "true"}}, safefile.AtomicWrite(path, text, 0o600)
 }
 
 // unitStep writes the node's unit (0644), recorded first in the
@@ -83,7 +83,7 @@ func (s unitStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, e
 		if err != nil {
 			return workflow.Result{}, err
 		}
-		if err := journal.AtomicWrite(path, text, 0o644); err != nil {
+		if err := safefile.AtomicWrite(path, text, 0o644); err != nil {
 			return workflow.Result{}, err
 		}
 		facts[factRestart] = "true"
