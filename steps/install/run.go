@@ -1,0 +1,211 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/workflow"
+	"golang.org/x/sys/unix"
+)
+
+// HostLockWait bounds the wait for another installation or uninstallation
+// on this host (CONTRACT §3.4).
+var HostLockWait = 600 * time.Second
+
+// Command is what the install command wires: the options, the host, the
+// token read from standard input, and the real adapters.
+type Command struct {
+	Options Options
+	Host    layout.Host
+	// Token is the enrollment token ("" when the command gave none).
+	Token    string
+	Environ  []string
+	Machine  string
+	Core     CoreReader
+	Engine   Engine
+	Accounts accounts.Adapter
+	Systemd  systemd.Manager
+	// Child runs a service-account step (PrivsepChild in production).
+	Child ChildRunner
+	Proxy privsep.ProxyEnv
+	// Version is the binary's version, bound into the journal.
+	Version string
+	// Out receives the operator's output; Phase is told each phase.
+	Out   io.Writer
+	Phase func(label string)
+}
+
+// Phases of the installation as the operator sees them (CONTRACT §6.3).
+var phaseOf = map[workflow.State]string{
+	workflow.InstallAccount:     "Prepare the service account",
+	workflow.InstallNodeRoot:    "Download and verify node files",
+	workflow.InstallLease:       "Check the sandbox runtime",
+	workflow.InstallRegister:    "Register the node with Core",
+	workflow.InstallEnvFile:     "Start the node service",
+	workflow.InstallWaitReady:   "Wait for Core connection and provider readiness",
+	workflow.InstallHostRecords: "Record the installation",
+}
+
+// JournalPath is root's install journal of an installation.
+func JournalPath(h layout.Host, id string) string {
+	return filepath.Join(h.JournalDir(id), "install.journal")
+}
+
+// Run installs the node or reruns an installation: every refusal comes
+// before the first change (Core's configuration with the token, the
+// preflight checks), then the host lock, then the install workflow against
+// root's journal, resuming an interrupted run. A journal of a finished run
+// is kept beside as a receipt and a new run starts (a rerun checks
+// everything again and changes only what differs).
+func Run(ctx context.Context, c Command) (*workflow.Report, error) {
+	o := c.Options
+	phase := func(label string) {
+		if c.Phase != nil {
+			c.Phase(label)
+		}
+	}
+	if c.Token == "" {
+		return nil, fmt.Errorf("this command needs the enrollment token on standard input (--enrollment-token-stdin); run the command Web generated. Nothing was changed.")
+	}
+	phase("Read Core's deployment specification")
+	conf, raw, err := c.Core.Read(ctx, o, c.Token)
+	if err != nil {
+		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+	}
+	phase("Check host requirements")
+	known, err := knownNode(c.Host, o.InstallationID)
+	if err != nil {
+		return nil, err
+	}
+	res := conf.Specification.Resources
+	pf := &Preflight{Host: c.Host, InstallationID: o.InstallationID, Provider: conf.Provider, NewNode: !known,
+		CPUs: res.CPUs, MemoryMiB: res.MemoryMiB, Engine: c.Engine, Environ: c.Environ, Machine: c.Machine}
+	if conf.Provider == "microsandbox" {
+		pf.HostCPUs, pf.HostMemoryMiB = hostCapacity()
+	}
+	if err := FirstRefusal(pf.Run(ctx)); err != nil {
+		return nil, err
+	}
+	lock, err := hostLock(ctx, c.Host, phase)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
+		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Locked: true}
+	dir := c.Host.JournalDir(o.InstallationID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	path := JournalPath(c.Host, o.InstallationID)
+	if err := keepFinished(path); err != nil {
+		return nil, err
+	}
+	r := &workflow.Runner{
+		Def: workflow.InstallDefinition(), Steps: Steps(env), Journal: path,
+		Binding: workflow.Binding{Version: c.Version, InstallationID: o.InstallationID, Generation: conf.Generation,
+			SpecificationDigest: conf.SpecificationDigest},
+		Observe: func(p workflow.Progress) {
+			if label, ok := phaseOf[p.State]; ok && (p.Phase == "begin" || p.Phase == "resumed" || p.Phase == "verified") {
+				phase(label)
+			}
+		},
+	}
+	rep, err := r.Run(ctx)
+	var be *workflow.BindingError
+	if errors.As(err, &be) {
+		// The journal is of another run (another installer version or
+		// another specification): keep it as a receipt and start over.
+		// Unregistered state is disposable and registered state is checked
+		// by every step, so starting over guesses at nothing.
+		if kerr := keepAside(path); kerr != nil {
+			return nil, errors.Join(err, kerr)
+		}
+		return r.Run(ctx)
+	}
+	return rep, err
+}
+
+// knownNode reports whether the host records this installation.
+func knownNode(h layout.Host, id string) (bool, error) {
+	_, err := os.Lstat(h.Record(id))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	}
+	return false, err
+}
+
+// hostLock takes /run/oac-node.lock, saying once that it waits for
+// another installation.
+func hostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile.FileLock, error) {
+	if err := os.MkdirAll(filepath.Dir(h.HostLock()), 0o755); err != nil {
+		return nil, err
+	}
+	l, err := safefile.TryLock(h.HostLock(), 0o600)
+	if err == nil || !errors.Is(err, safefile.ErrLocked) {
+		return l, err
+	}
+	phase("Wait for another node installation or uninstallation on this host")
+	wctx, cancel := context.WithTimeout(ctx, HostLockWait)
+	defer cancel()
+	l, err = safefile.LockContext(wctx, h.HostLock(), 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("another node installation on this host holds %s: %w. Nothing was changed.", h.HostLock(), err)
+	}
+	return l, nil
+}
+
+// keepFinished moves a journal whose run ended aside, so the rerun starts
+// a new run.
+func keepFinished(path string) error {
+	rep, err := workflow.InspectJournal(path, workflow.Lookup)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || rep.Condition != workflow.Complete {
+		return nil // the engine decides about it
+	}
+	return keepAside(path)
+}
+
+// keepAside renames path to the first free <path>.<n>, never replacing.
+func keepAside(path string) error {
+	for n := 1; ; n++ {
+		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, path+"."+strconv.Itoa(n), unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("keep the journal %s: %w", path, err)
+		}
+		return safefile.SyncDir(filepath.Dir(path))
+	}
+}
+
+// hostCapacity is the host's CPUs and memory (MiB) from the kernel.
+func hostCapacity() (int, int64) {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0, 0
+	}
+	var set unix.CPUSet
+	cpus := 0
+	if unix.SchedGetaffinity(0, &set) == nil {
+		cpus = set.Count()
+	}
+	return cpus, int64(si.Totalram) * int64(si.Unit) >> 20
+}
