@@ -59,7 +59,7 @@ func TestCoreReader(t *testing.T) {
 		{"too large", "", func(w http.ResponseWriter, r *http.Request, url string, n int) {
 			w.Write([]byte(strings.Repeat(" ", 20000)))
 		}, "larger than", 1},
-		{"not json", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.Write([]byte("<html>")) }, "not a JSON object", 1},
+		{"not json", "", func(w http.ResponseWriter, r *http.Request, url string, n int) { w.Write([]byte("<html>")) }, "invalid configuration from Core", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n atomic.Int32
