@@ -11,7 +11,8 @@
 //	                                /sys, /proc/sys: read-only
 //	                                PID 1: /lib/systemd/systemd --system
 //
-// Start copies /etc and /var/lib, makes a sub-cgroup in each hierarchy
+// Start copies /etc and /var/lib (the package managers' and other
+// services' bulky state in /var/lib becomes empty directories), makes a sub-cgroup in each hierarchy
 // the machine has (cgroup v2, or the hybrid layout: name=systemd v1 plus
 // cgroup2 at /sys/fs/cgroup/unified), launches unshare into those cgroups
 // and an init script that builds the private mounts, then execs systemd

@@ -103,8 +103,28 @@ func contains(list []string, s string) bool {
 // quote single-quotes s for sh.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// writeRunSystemd prepares, under dir/run-systemd, what the init script
+// copies into the private /run/systemd: the boot target and the masks.
+func writeRunSystemd(dir string) error {
+	base := filepath.Join(dir, "run-systemd")
+	for _, sub := range []string{"system", "system.control"} {
+		if err := os.MkdirAll(filepath.Join(base, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(base, "system", BootTarget), []byte(bootTargetText), 0o644); err != nil {
+		return err
+	}
+	for _, u := range masks() {
+		if err := os.Symlink("/dev/null", filepath.Join(base, "system.control", u)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // initScript is run by unshare as PID 1 of the new namespaces. dir holds
-// the copies (etc, var-lib); dockerSocket is the machine's engine socket
+// the copies (etc, var-lib) and run-systemd (writeRunSystemd); dockerSocket is the machine's engine socket
 // ("" for none).
 func initScript(dir string, hs []hierarchy, dockerSocket string) string {
 	var b strings.Builder
@@ -147,10 +167,7 @@ func initScript(dir string, hs []hierarchy, dockerSocket string) string {
 		target := filepath.Join("/sys/fs/cgroup", h.inside)
 		w("mkdir -p %s && mount %s %s", target, h.mount, target)
 	}
-	w("cat > /run/systemd/system/%s <<'EOF'\n%sEOF", BootTarget, bootTargetText)
-	for _, u := range masks() {
-		w("ln -s /dev/null /run/systemd/system.control/%s", quote(u))
-	}
+	w("cp -a %s/run-systemd/. /run/systemd/", d)
 	w("export container=oac-testhost")
 	w("exec /lib/systemd/systemd --system --unit=%s --log-target=console --log-level=notice --show-status=0", BootTarget)
 	return b.String()

@@ -74,8 +74,10 @@ func TestHost(t *testing.T) {
 			t.Fatalf("failed units after boot:\n%s", r.Stdout)
 		}
 		if h.DockerSocket != "" {
-			if r, _ := h.Exec(ctx, "test", "-S", "/run/docker.sock"); r.Status != 0 {
-				t.Fatal("the machine's Docker socket is not in the private /run")
+			// The engine answers through the socket bound into /run.
+			r, err := h.Exec(ctx, "curl", "-fsS", "--max-time", "20", "--unix-socket", "/run/docker.sock", "http://docker/_ping")
+			if err != nil || r.Status != 0 || string(r.Stdout) != "OK" {
+				t.Fatalf("the machine's Docker Engine does not answer on the private /run/docker.sock: %v %d %q %s", err, r.Status, r.Stdout, r.Stderr)
 			}
 		}
 	})
