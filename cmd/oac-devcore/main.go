@@ -3,11 +3,25 @@
 // CA, so the installer runs end to end on one machine.
 //
 //	oac-devcore --data DIR [--listen 127.0.0.1:8443] [--release-host-listen ADDR]
+//	            [--provider docker|microsandbox]
 //	            [--installer PATH] [--node-program PATH]
 //	            [--artifact-size-mib N] [--image-payload-mib N]
 //
-// When ready it prints one line with the console URL and the CA file, and
-// it exits cleanly on SIGINT or SIGTERM.
+// It also stands in for Core (package devcore): enrollment tokens, the
+// node's configuration, enrollment, identity and connection, node removal
+// and deployment changes. The admin routes under /core/v1 take
+// "Authorization: Bearer <key>" with the key in DIR/admin-key (0600,
+// made on the first start), for example:
+//
+//	curl --cacert DIR/ca.pem -H "Authorization: Bearer $(cat DIR/admin-key)" \
+//	     -X POST https://127.0.0.1:8443/core/v1/sandbox/enrollment-tokens
+//
+// The installer and the node program default to oac-node-install and
+// oac-node-dev built beside this program (make build puts all in bin/).
+//
+// When ready it prints one line with the console URL and the CA file on
+// stdout (and the admin key file and installation on stderr), and it exits
+// cleanly on SIGINT or SIGTERM.
 package main
 
 import (
@@ -21,6 +35,7 @@ import (
 	"syscall"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
+	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
 func main() {
@@ -39,14 +54,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Listen, "listen", devcore.DefaultListen, "console HTTPS listen address")
 	fs.StringVar(&cfg.ReleaseHostListen, "release-host-listen", "", "listen address of a second HTTPS server, the release host, that alone holds the Runtime image (the console redirects to it)")
 	fs.StringVar(&cfg.Fixture.Installer, "installer", "", "installer binary served as /node-install/oac-node-install (default: oac-node-install beside this program, else a placeholder)")
-	fs.StringVar(&cfg.Fixture.NodeProgram, "node-program", "", "node program published as native/bin/oac-node (default: a placeholder script)")
+	fs.StringVar(&cfg.Fixture.NodeProgram, "node-program", "", "node program published as native/bin/oac-node (default: oac-node-dev beside this program, else a placeholder script)")
+	fs.StringVar(&cfg.Provider, "provider", release.ProviderDocker, "provider of the installation's nodes: docker or microsandbox")
 	fs.Int64Var(&nodeMiB, "artifact-size-mib", 0, "pad the placeholder node program artifact to this many MiB (for transfer benchmarks)")
 	fs.Int64Var(&imageMiB, "image-payload-mib", 0, "size of the Runtime image's payload layer in MiB")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if cfg.DataDir == "" || fs.NArg() > 0 || nodeMiB < 0 || imageMiB < 0 {
-		fmt.Fprintln(stderr, "usage: oac-devcore --data DIR [--listen ADDR] [--release-host-listen ADDR] [--installer PATH] [--node-program PATH] [--artifact-size-mib N] [--image-payload-mib N]")
+	if cfg.DataDir == "" || fs.NArg() > 0 || nodeMiB < 0 || imageMiB < 0 || (cfg.Provider != release.ProviderDocker && cfg.Provider != release.ProviderMicrosandbox) {
+		fmt.Fprintln(stderr, "usage: oac-devcore --data DIR [--listen ADDR] [--release-host-listen ADDR] [--provider docker|microsandbox] [--installer PATH] [--node-program PATH] [--artifact-size-mib N] [--image-payload-mib N]")
 		return 2
 	}
 	if nodeMiB > 0 && cfg.Fixture.NodeProgram != "" {
@@ -54,7 +70,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cfg.Fixture.Installer == "" {
-		cfg.Fixture.Installer = siblingInstaller()
+		cfg.Fixture.Installer = sibling("oac-node-install")
+	}
+	if cfg.Fixture.NodeProgram == "" && nodeMiB == 0 {
+		cfg.Fixture.NodeProgram = sibling("oac-node-dev")
 	}
 	cfg.Fixture.NodeProgramSize = nodeMiB << 20
 	cfg.Fixture.ImagePayloadSize = imageMiB << 20
@@ -72,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		line += "; release host " + s.ReleaseHostURL
 	}
 	fmt.Fprintln(stdout, line)
+	fmt.Fprintf(stderr, "oac-devcore: Core stand-in for installation %s (%s nodes); admin key in %s\n",
+		s.Core.InstallationID(), s.Core.Provider(), filepath.Join(cfg.DataDir, devcore.AdminKeyFileName))
 	<-ctx.Done()
 	if err := s.Close(); err != nil {
 		fmt.Fprintf(stderr, "oac-devcore: stop: %v\n", err)
@@ -80,14 +101,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// siblingInstaller is the oac-node-install built beside this program (make
-// build puts both in bin/), or "" when there is none.
-func siblingInstaller() string {
+// sibling is the program name built beside this one (make build puts them
+// all in bin/), or "" when there is none.
+func sibling(name string) string {
 	self, err := os.Executable()
 	if err != nil {
 		return ""
 	}
-	p := filepath.Join(filepath.Dir(self), "oac-node-install")
+	p := filepath.Join(filepath.Dir(self), name)
 	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 		return p
 	}

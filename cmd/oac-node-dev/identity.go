@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+)
+
+// File names in the state directory (CONTRACT §3).
+const (
+	identityName = "identity.json"
+	lockName     = "identity.lock"
+)
+
+// lockState takes identity.lock (LOCK_EX|LOCK_NB): one node process per
+// state directory. The lock lives until the returned file is closed.
+func lockState(stateDir string) (*os.File, error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", stateDir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(stateDir, lockName), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", lockName, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another node process uses %s", stateDir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", lockName, err)
+	}
+	return f, nil
+}
+
+// readIdentity reads identity.json strictly (the installer's parser); it
+// must be a private regular file. A missing file is os.ErrNotExist.
+func readIdentity(stateDir string) (*generation.NodeIdentity, error) {
+	path := filepath.Join(stateDir, identityName)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+		return nil, fmt.Errorf("%s must be a regular file of mode 0600", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, generation.MaxIdentitySize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	id, err := generation.ParseNodeIdentity(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return id, nil
+}
+
+// writeIdentity publishes identity.json atomically: temporary file, fsync,
+// rename, fsync of the directory (journal.AtomicWrite).
+func writeIdentity(stateDir string, id *generation.NodeIdentity) error {
+	data, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	if err := journal.AtomicWrite(filepath.Join(stateDir, identityName), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", identityName, err)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+)
+
+// PreparerName is the retained generation helper next to provider.json.
+const PreparerName = "generation-preparer"
+
+// helperExitTransfer is the helper's exit status for artifact transfer,
+// checksum or provenance failures.
+const helperExitTransfer = 65
+
+// collectTimeout bounds one collection.
+const collectTimeout = 2 * time.Minute
+
+// prepareBackoff is the pause before the next preparation attempt: 1, 2,
+// 5, 10 s, then doubling up to 30 min (CONTRACT §6.2).
+func prepareBackoff(attempt int) time.Duration {
+	steps := []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second}
+	if attempt < len(steps) {
+		return steps[attempt]
+	}
+	d := 10 * time.Second << (attempt - len(steps) + 1)
+	if d > 30*time.Minute || d <= 0 {
+		d = 30 * time.Minute
+	}
+	return d
+}
+
+// generations keeps the node's view of its Runtime generations and runs
+// the retained helper for them, one helper at a time, each in its own
+// process group (killed as a group with SIGKILL when the node stops).
+//
+// The helper takes the generation's lease exclusively itself; the node
+// holds no lease while it runs (a shared lock held here would make the
+// helper refuse).
+type generations struct {
+	ctx            context.Context
+	root, helper   string
+	installationID string
+	base           int64
+	log            io.Writer
+	changed        chan struct{}
+
+	helperMu sync.Mutex // one helper at a time
+
+	mu      sync.Mutex
+	obs     map[int64]nodeproto.Observation
+	dropped map[int64]bool
+	busy    map[int64]bool // a goroutine prepares or collects it
+}
+
+// findPreparer returns the retained helper next to the configuration when
+// it is a 0700 regular file (not a link), or "".
+func findPreparer(configPath string) string {
+	p := filepath.Join(filepath.Dir(configPath), PreparerName)
+	st, err := os.Lstat(p)
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o700 {
+		return ""
+	}
+	return p
+}
+
+func newGenerations(ctx context.Context, helper, installationID string, base int64, digest string, log io.Writer) *generations {
+	return &generations{
+		ctx: ctx, root: filepath.Dir(helper), helper: helper, installationID: installationID, base: base, log: log,
+		changed: make(chan struct{}, 1),
+		obs:     map[int64]nodeproto.Observation{base: {Generation: base, SpecificationDigest: digest, State: nodeproto.StateReady}},
+		dropped: map[int64]bool{}, busy: map[int64]bool{},
+	}
+}
+
+func (g *generations) notify() {
+	select {
+	case g.changed <- struct{}{}:
+	default:
+	}
+}
+
+// observations is what the next heartbeat reports: the newest eight.
+func (g *generations) observations() []nodeproto.Observation {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := []nodeproto.Observation{}
+	for _, o := range g.obs {
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b nodeproto.Observation) int { return int(b.Generation - a.Generation) })
+	if len(out) > nodeproto.MaxObservations {
+		out = out[:nodeproto.MaxObservations]
+	}
+	return out
+}
+
+func (g *generations) set(o nodeproto.Observation) {
+	g.mu.Lock()
+	g.obs[o.Generation] = o
+	g.mu.Unlock()
+	g.notify()
+}
+
+// target starts preparing Core's target generation unless it is known.
+func (g *generations) target(d nodeproto.Deployment) {
+	g.mu.Lock()
+	o, known := g.obs[d.Generation]
+	if d.Generation < 1 || g.dropped[d.Generation] || g.busy[d.Generation] || known && o.State == nodeproto.StateReady && o.SpecificationDigest == d.SpecificationDigest {
+		g.mu.Unlock()
+		return
+	}
+	g.busy[d.Generation] = true
+	g.mu.Unlock()
+	go g.prepare(d.Generation, d.SpecificationDigest)
+}
+
+func (g *generations) prepare(gen int64, digest string) {
+	defer func() { g.mu.Lock(); delete(g.busy, gen); g.mu.Unlock() }()
+	for attempt := 0; ; attempt++ {
+		g.set(nodeproto.Observation{Generation: gen, SpecificationDigest: digest, State: nodeproto.StatePreparing})
+		err := g.runHelper(g.ctx, "prepare", gen, digest)
+		if err == nil {
+			g.set(nodeproto.Observation{Generation: gen, SpecificationDigest: digest, State: nodeproto.StateReady})
+			return
+		}
+		if g.ctx.Err() != nil {
+			return
+		}
+		diag := diagProviderUnavailable
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == helperExitTransfer {
+			diag = diagRuntimeDownloadFailed
+		}
+		fmt.Fprintf(g.log, "oac-node-dev: preparing generation %d failed (%v); retrying in %s\n", gen, err, prepareBackoff(attempt))
+		g.set(nodeproto.Observation{Generation: gen, SpecificationDigest: digest, State: nodeproto.StateFailed, Diagnostic: diag})
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-time.After(prepareBackoff(attempt)):
+		}
+	}
+}
+
+// drop collects a generation Core granted, once.
+func (g *generations) drop(d nodeproto.Drop) {
+	g.mu.Lock()
+	if g.dropped[d.Generation] || g.busy[d.Generation] {
+		g.mu.Unlock()
+		return
+	}
+	g.busy[d.Generation] = true
+	g.mu.Unlock()
+	go func() {
+		defer func() { g.mu.Lock(); delete(g.busy, d.Generation); g.mu.Unlock() }()
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(g.ctx, collectTimeout)
+			err := g.runHelper(ctx, "collect", d.Generation, d.SpecificationDigest)
+			cancel()
+			if err == nil {
+				g.mu.Lock()
+				delete(g.obs, d.Generation)
+				g.dropped[d.Generation] = true
+				g.mu.Unlock()
+				g.notify()
+				return
+			}
+			if g.ctx.Err() != nil {
+				return
+			}
+			fmt.Fprintf(g.log, "oac-node-dev: collecting generation %d failed (%v); retrying in %s\n", d.Generation, err, prepareBackoff(attempt))
+			select {
+			case <-g.ctx.Done():
+				return
+			case <-time.After(prepareBackoff(attempt)):
+			}
+		}
+	}()
+}
+
+// runHelper runs the retained helper for one generation action in its own
+// process group, its output on the node's stderr.
+func (g *generations) runHelper(ctx context.Context, action string, gen int64, digest string) error {
+	g.helperMu.Lock()
+	defer g.helperMu.Unlock()
+	cmd := exec.CommandContext(ctx, g.helper, "--installation-id", g.installationID, "--generation-action", action,
+		"--generation", strconv.FormatInt(gen, 10), "--specification-digest", digest)
+	cmd.Dir = g.root
+	cmd.Stdout, cmd.Stderr = g.log, g.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s generation %d: %w", PreparerName, action, gen, err)
+	}
+	return nil
+}
