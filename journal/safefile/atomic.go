@@ -25,23 +25,72 @@ func (r *Root) AtomicWrite(rel string, data []byte, perm os.FileMode) error {
 // formats whose readers know their temporary files. An empty prefix means
 // the temporary file "."+base+".tmp".
 func (r *Root) AtomicWriteTemp(rel, prefix string, data []byte, perm os.FileMode) error {
+	return r.Write(rel, data, perm, WriteOptions{Temp: prefix})
+}
+
+// WriteOptions say how Write names its temporary file and failpoints and
+// whether it may replace an existing file.
+type WriteOptions struct {
+	// Temp is the temporary file's prefix (prefix+base); "" means
+	// "."+base+".tmp".
+	Temp string
+	// Point, when set, is the one failpoint of the write, passed after the
+	// temporary file is durable and before it is renamed into place, for
+	// formats whose crash tests name their points; otherwise the layer's
+	// own points are passed.
+	Point string
+	// NoReplace links the file into place only if rel is absent (write
+	// once); an existing rel reports os.ErrExist and is left untouched.
+	NoReplace bool
+}
+
+// Write is the one write of a whole file under the root: the temporary
+// file (see WriteOptions) is created with O_EXCL after removing one an
+// interrupted run left, written, given perm, fsynced and closed, renamed
+// over rel (or, with NoReplace, linked into place without replacing
+// anything), and the directory fsynced. No temporary file is left on
+// failure. Callers serialize writes of one path.
+func (r *Root) Write(rel string, data []byte, perm os.FileMode, o WriteOptions) error {
 	full := r.Join(rel)
+	op := "write"
+	if o.NoReplace {
+		op = "publish"
+	}
 	dirfd, base, err := r.parent(rel)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", full, err)
+		return fmt.Errorf("%s %s: %w", op, full, err)
 	}
 	defer unix.Close(dirfd)
-	tmp := tempName(prefix, base)
-	if err := writeTempAt(dirfd, path.Dir(full), tmp, data, perm); err != nil {
-		return fmt.Errorf("write %s: %w", full, err)
+	tmp := tempName(o.Temp, base)
+	if err := writeTempAt(dirfd, path.Dir(full), tmp, data, perm, o.Point == ""); err != nil {
+		return fmt.Errorf("%s %s: %w", op, full, err)
 	}
-	if err := unix.Renameat(dirfd, tmp, dirfd, base); err != nil {
-		unix.Unlinkat(dirfd, tmp, 0)
-		return fmt.Errorf("write %s: %w", full, err)
+	if o.Point != "" {
+		Failpoint(o.Point)
 	}
-	Failpoint("atomic-after-rename")
+	if o.NoReplace {
+		if beforeLink != nil {
+			beforeLink()
+		}
+		err = renameNoReplace(dirfd, tmp, base)
+		unix.Unlinkat(dirfd, tmp, 0) // gone after a rename; the link's source otherwise
+		if err != nil {
+			return &os.PathError{Op: op, Path: full, Err: err}
+		}
+		if o.Point == "" {
+			Failpoint("publish-after-link")
+		}
+	} else {
+		if err := unix.Renameat(dirfd, tmp, dirfd, base); err != nil {
+			unix.Unlinkat(dirfd, tmp, 0)
+			return fmt.Errorf("%s %s: %w", op, full, err)
+		}
+		if o.Point == "" {
+			Failpoint("atomic-after-rename")
+		}
+	}
 	if err := fsync(dirfd, path.Dir(full)); err != nil {
-		return fmt.Errorf("write %s: sync directory: %w", full, err)
+		return fmt.Errorf("%s %s: sync directory: %w", op, full, err)
 	}
 	return nil
 }
@@ -70,8 +119,9 @@ func tempName(prefix, base string) string {
 // writeTempAt writes data to the private temporary file name in dirfd
 // (removing one an interrupted run left, then O_EXCL|O_NOFOLLOW), sets
 // perm, and fsyncs and closes it. On error no temporary file is left. dir
-// names dirfd for the crashtest record.
-func writeTempAt(dirfd int, dir, name string, data []byte, perm os.FileMode) error {
+// names dirfd for the crashtest record; points says whether the layer's
+// failpoint is passed.
+func writeTempAt(dirfd int, dir, name string, data []byte, perm os.FileMode, points bool) error {
 	if err := unix.Unlinkat(dirfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove temporary file %s: %w", name, err)
 	}
@@ -93,7 +143,9 @@ func writeTempAt(dirfd int, dir, name string, data []byte, perm os.FileMode) err
 		if err := unix.Fchmod(fd, unixMode(perm)); err != nil {
 			return err
 		}
-		Failpoint("atomic-before-sync")
+		if points {
+			Failpoint("atomic-before-sync")
+		}
 		return fsync(fd, path.Join(dir, name))
 	}()
 	if cerr := unix.Close(fd); err == nil {

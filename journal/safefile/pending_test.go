@@ -123,3 +123,23 @@ func TestDenyMode(t *testing.T) {
 	must(t, err)
 	d.Close()
 }
+
+func TestCreateNew(t *testing.T) {
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	dir := t.TempDir()
+	r := openTestRoot(t, dir)
+	f, err := r.CreateNew("1.lease", 0o640)
+	must(t, err)
+	f.Close()
+	if fi, _ := os.Stat(filepath.Join(dir, "1.lease")); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	if _, err := r.CreateNew("1.lease", 0o600); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("existing file: got %v, want os.ErrExist", err)
+	}
+	must(t, os.Symlink("/etc/hostname", filepath.Join(dir, "2.lease")))
+	if _, err := r.CreateNew("2.lease", 0o600); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("symlink: got %v, want os.ErrExist", err)
+	}
+}

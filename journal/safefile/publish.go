@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 
 	"golang.org/x/sys/unix"
 )
@@ -59,29 +58,7 @@ func PublishOnce(p string, data []byte, perm os.FileMode) error {
 // and is left untouched; the caller decides whether what is there is
 // acceptable, and makes it durable (Durable) before relying on it.
 func (r *Root) CreateOnce(rel, prefix string, data []byte, perm os.FileMode) error {
-	full := r.Join(rel)
-	dirfd, base, err := r.parent(rel)
-	if err != nil {
-		return fmt.Errorf("publish %s: %w", full, err)
-	}
-	defer unix.Close(dirfd)
-	tmp := tempName(prefix, base)
-	if err := writeTempAt(dirfd, path.Dir(full), tmp, data, perm); err != nil {
-		return fmt.Errorf("publish %s: %w", full, err)
-	}
-	if beforeLink != nil {
-		beforeLink()
-	}
-	err = renameNoReplace(dirfd, tmp, base)
-	unix.Unlinkat(dirfd, tmp, 0) // gone after a rename; the link's source otherwise
-	if err != nil {
-		return &os.PathError{Op: "publish", Path: full, Err: err}
-	}
-	Failpoint("publish-after-link")
-	if err := fsync(dirfd, path.Dir(full)); err != nil {
-		return fmt.Errorf("publish %s: sync directory: %w", full, err)
-	}
-	return nil
+	return r.Write(rel, data, perm, WriteOptions{Temp: prefix, NoReplace: true})
 }
 
 // beforeLink runs between writing the temporary file and linking it into

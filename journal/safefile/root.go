@@ -242,9 +242,9 @@ func checkStat(full string, st *unix.Stat_t, kind uint32, exp Expect) error {
 	case typ == unix.S_IFLNK:
 		return unsafe(full, ErrSymlink, "")
 	case typ != kind && kind == unix.S_IFDIR:
-		return unsafe(full, ErrNotRegular, "a %s, not a directory", FileType(st.Mode))
+		return unsafe(full, ErrNotRegular, "file type %s, not a directory", FileType(st.Mode))
 	case typ != kind:
-		return unsafe(full, ErrNotRegular, "a %s", FileType(st.Mode))
+		return unsafe(full, ErrNotRegular, "file type %s", FileType(st.Mode))
 	}
 	if kind == unix.S_IFREG && st.Nlink != 1 {
 		return unsafe(full, ErrHardLinked, "link count %d", st.Nlink)
@@ -364,4 +364,40 @@ func (r *Root) Mkdir(rel string, perm os.FileMode) error {
 		return fmt.Errorf("create directory %s: sync parent: %w", full, err)
 	}
 	return nil
+}
+
+// Check applies OpenFile's checks of a regular file (type, one link, owner,
+// mode, size) to st, which describes full: a file already open, or one
+// found by Lstat.
+func Check(full string, st *unix.Stat_t, exp Expect) error {
+	return checkStat(full, st, unix.S_IFREG, exp)
+}
+
+// CreateNew creates the regular file rel read-write with O_EXCL (an
+// existing name reports os.ErrExist and is left untouched), gives it
+// exactly perm, and fsyncs it and its directory before returning it open.
+// The caller closes it.
+func (r *Root) CreateNew(rel string, perm os.FileMode) (*os.File, error) {
+	full := r.Join(rel)
+	fd, err := openBeneath(r.fd, rel, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
+	if err != nil {
+		return nil, openError("create", full, err)
+	}
+	f := os.NewFile(uintptr(fd), full)
+	err = unix.Fchmod(fd, unixMode(perm)) // the umask must not change it
+	if err == nil {
+		err = fsync(fd, full)
+	}
+	if err == nil {
+		var dirfd int
+		if dirfd, _, err = r.parent(rel); err == nil {
+			err = fsync(dirfd, path.Dir(full))
+			unix.Close(dirfd)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create %s: %w", full, err)
+	}
+	return f, nil
 }

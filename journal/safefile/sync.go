@@ -117,3 +117,18 @@ func openParent(p string) (*Root, string, error) {
 	}
 	return &Root{fd: fd, path: dir}, path.Base(p), nil
 }
+
+// Sync fsyncs the root directory itself, making the entries created,
+// renamed or removed in it durable; a caller that finds a name already gone
+// calls it before relying on the removal.
+func (r *Root) Sync() error {
+	fd, err := unix.Openat(r.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return openError("sync directory", r.path, err)
+	}
+	defer unix.Close(fd)
+	if err := fsync(fd, r.path); err != nil {
+		return fmt.Errorf("sync directory %s: %w", r.path, err)
+	}
+	return nil
+}

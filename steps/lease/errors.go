@@ -4,36 +4,33 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
-// ErrUnsafe is matched (errors.Is) by every refusal of a file that is not a
-// private regular file of the node: ErrSymlink, ErrHardLinked,
-// ErrForeignOwner, ErrUnsafeMode, ErrNotRegular and ErrTooLarge. Those
-// refusals match journal.ErrUnsafe too, like the journal's safe opening.
-var ErrUnsafe = errors.New("unsafe file")
-
-// ErrSymlink: the path (or a component below the generations directory) is
-// a symbolic link.
-var ErrSymlink = errors.New("is a symbolic link")
-
-// ErrHardLinked: the file has more than one link, so another name can change
-// it.
-var ErrHardLinked = errors.New("has more than one link")
-
-// ErrForeignOwner: the file or directory is not owned by the node account.
-var ErrForeignOwner = errors.New("is owned by another account")
-
-// ErrUnsafeMode: a file's mode is not exactly 0600, or the directory is
-// writable by group or others.
-var ErrUnsafeMode = errors.New("has an unsafe mode")
-
-// ErrNotRegular: a file is a FIFO, device, socket or directory.
-var ErrNotRegular = errors.New("is not a regular file")
-
-// ErrTooLarge: a record is larger than its kind allows (4096 bytes; 16384
-// for .preparing).
-var ErrTooLarge = errors.New("is larger than allowed")
+// The refusals of a file that is not a private regular file of the node
+// are the safe-file layer's (*safefile.UnsafeError); these are its
+// sentinels, under the names this package has always used.
+var (
+	// ErrUnsafe is matched by every such refusal.
+	ErrUnsafe = safefile.ErrUnsafe
+	// ErrSymlink: the path (or a component below the generations
+	// directory) is a symbolic link.
+	ErrSymlink = safefile.ErrSymlink
+	// ErrHardLinked: the file has more than one link, so another name can
+	// change it.
+	ErrHardLinked = safefile.ErrHardLinked
+	// ErrForeignOwner: the file or directory is not owned by the node
+	// account.
+	ErrForeignOwner = safefile.ErrForeignOwner
+	// ErrUnsafeMode: a file's mode is not exactly 0600, or the directory is
+	// writable by group or others.
+	ErrUnsafeMode = safefile.ErrUnsafeMode
+	// ErrNotRegular: a file is a FIFO, device, socket or directory.
+	ErrNotRegular = safefile.ErrNotRegular
+	// ErrTooLarge: a record is larger than its kind allows (4096 bytes;
+	// 16384 for .preparing).
+	ErrTooLarge = safefile.ErrTooLarge
+)
 
 // ErrMalformed: a record is not a JSON object with exactly its key set and
 // value types (unknown, missing or duplicate keys, wrong types).
@@ -73,12 +70,11 @@ var ErrGenerationBusy = errors.New("generation is not ready for a helper")
 // or used again.
 var ErrDropped = errors.New("generation was dropped")
 
-// CheckError is a refusal of one path by one check. Err is one of the
-// sentinels above; errors.Is also matches ErrUnsafe for the unsafe-file
-// sentinels.
+// CheckError is a refusal of one path by one check of this package (the
+// lease, its identity and its records). Err is one of the sentinels above.
 type CheckError struct {
 	Path   string // the file or directory refused
-	Check  string // the check that refused it, e.g. "owner", "mode", "identity"
+	Check  string // the check that refused it, e.g. "identity", "lock", "records"
 	Detail string // what was found, without file contents
 	Err    error  // sentinel
 }
@@ -91,15 +87,8 @@ func (e *CheckError) Error() string {
 	return s
 }
 
-// Unwrap returns the sentinel, and ErrUnsafe and journal.ErrUnsafe for
-// unsafe-file refusals.
-func (e *CheckError) Unwrap() []error {
-	switch e.Err {
-	case ErrSymlink, ErrHardLinked, ErrForeignOwner, ErrUnsafeMode, ErrNotRegular, ErrTooLarge:
-		return []error{e.Err, ErrUnsafe, journal.ErrUnsafe}
-	}
-	return []error{e.Err}
-}
+// Unwrap returns the sentinel.
+func (e *CheckError) Unwrap() error { return e.Err }
 
 func refuse(path, check string, sentinel error, format string, args ...any) *CheckError {
 	return &CheckError{Path: path, Check: check, Detail: fmt.Sprintf(format, args...), Err: sentinel}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // HelperRef is a generation lease held with a shared lock for one native
@@ -77,7 +79,8 @@ func AdoptInherited(fd uintptr, name string) (*os.File, error) {
 		return nil, fmt.Errorf("inherited lease descriptor %d: %w", fd, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, refuse(name, "type", ErrNotRegular, "inherited descriptor %d is a %s", fd, fileType(st.Mode))
+		return nil, &safefile.UnsafeError{Path: name, Err: safefile.ErrNotRegular,
+			Detail: fmt.Sprintf("inherited descriptor %d is a %s", fd, safefile.FileType(st.Mode))}
 	}
 	return os.NewFile(fd, name), nil
 }

@@ -3,13 +3,13 @@ package lease
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/ident"
 )
 
@@ -199,22 +199,7 @@ func inspect(dir string, uid int, installationID, proc string) ([]GenerationRepo
 }
 
 // names lists the directory once.
-func (d *dirHandle) names() ([]string, error) {
-	fd, err := unix.Dup(d.fd)
-	if err != nil {
-		return nil, fmt.Errorf("read directory %s: %w", d.path, err)
-	}
-	f := os.NewFile(uintptr(fd), d.path)
-	defer f.Close()
-	if _, err := f.Seek(0, 0); err != nil {
-		return nil, fmt.Errorf("read directory %s: %w", d.path, err)
-	}
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("read directory %s: %w", d.path, err)
-	}
-	return names, nil
-}
+func (d *dirHandle) names() ([]string, error) { return d.root.ReadDir() }
 
 // inspectRecords fills in the record state of r.Generation and returns the
 // identities its valid records carry.
@@ -229,7 +214,7 @@ func (d *dirHandle) inspectRecords(r *GenerationReport, has int) []Identity {
 		name := finalName(g)
 		if err := d.lstat(name, &st); err != nil {
 			problem(name, err)
-		} else if err := checkPrivate(d.join(name), &st, d.uid); err != nil {
+		} else if err := d.checkPrivate(d.join(name), &st); err != nil {
 			problem(name, err)
 		} else {
 			r.Records.Prepared = true
@@ -286,7 +271,7 @@ func (d *dirHandle) inspectLease(r *GenerationReport, has int, ids []Identity, i
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 		lr.Device, lr.Inode, lr.LockKey = st.Dev, st.Ino, lockKey(st.Dev, st.Ino)
 	}
-	if err := checkPrivate(lr.Path, &st, d.uid); err != nil {
+	if err := d.checkPrivate(lr.Path, &st); err != nil {
 		lr.State, lr.Reason = StateUnsafe, reason(err)
 		return
 	}
@@ -332,6 +317,14 @@ func reason(err error) string {
 		s := ce.Err.Error()
 		if ce.Detail != "" {
 			s += ": " + ce.Detail
+		}
+		return s
+	}
+	var ue *safefile.UnsafeError
+	if errors.As(err, &ue) {
+		s := ue.Err.Error()
+		if ue.Detail != "" {
+			s += ": " + ue.Detail
 		}
 		return s
 	}

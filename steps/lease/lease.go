@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // Lease is an open, validated generation lease. It holds the lease file
@@ -91,38 +91,20 @@ func initialize(d *dirHandle, id Identity) (*Lease, error) {
 		}
 		return nil, refuse(path, "create", ErrLeaseMissing, "identity record %s exists without its lease; the lease is never re-created", d.join(idName))
 	}
-	fd, err := d.openat(name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	f, err := d.root.CreateNew(name, 0o600)
 	if err != nil {
-		if errors.Is(err, unix.EEXIST) {
+		if errors.Is(err, os.ErrExist) {
 			return nil, &CheckError{Path: path, Check: "create", Detail: "the existing file is kept untouched", Err: ErrLeaseExists}
 		}
-		var ce *CheckError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("create lease %s: %w", path, err)
+		return nil, fmt.Errorf("create lease: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), path)
 	var st unix.Stat_t
-	err = func() error {
-		// The umask may have cleared bits of 0600; the lease is exactly 0600.
-		if err := unix.Fchmod(fd, 0o600); err != nil {
-			return fmt.Errorf("chmod lease %s: %w", path, err)
-		}
-		if err := unix.Fsync(fd); err != nil {
-			return fmt.Errorf("sync lease %s: %w", path, err)
-		}
-		if err := unix.Fstat(fd, &st); err != nil {
-			return fmt.Errorf("stat lease %s: %w", path, err)
-		}
-		return checkPrivate(path, &st, d.uid)
-	}()
-	if err != nil {
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		f.Close()
-		return nil, err
+		return nil, fmt.Errorf("stat lease %s: %w", path, err)
 	}
 	// Crash point: a lease without identity; resume must refuse it.
-	journal.Failpoint("lease-created")
+	safefile.Failpoint("lease-created")
 	rec := LeaseIdentity{Identity: id, Device: st.Dev, Inode: st.Ino}
 	data, err := marshalLeaseIdentity(rec)
 	if err == nil {
@@ -132,7 +114,7 @@ func initialize(d *dirHandle, id Identity) (*Lease, error) {
 		f.Close()
 		return nil, fmt.Errorf("publish identity of lease %s: %w", path, err)
 	}
-	journal.Failpoint("lease-identity-published")
+	safefile.Failpoint("lease-identity-published")
 	return &Lease{dir: d, file: f, identity: rec, gen: id.Generation}, nil
 }
 
@@ -162,18 +144,13 @@ func Open(dir string, want Identity, uid int) (*Lease, error) {
 func open(d *dirHandle, want Identity) (*Lease, error) {
 	name := leaseName(want.Generation)
 	path := d.join(name)
-	fd, err := d.openat(name, unix.O_RDONLY, 0)
+	f, err := d.root.OpenFile(name, d.private(0))
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
+		if errors.Is(err, os.ErrNotExist) {
 			return nil, refuse(path, "lease", ErrLeaseMissing, "")
 		}
-		var ce *CheckError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("open lease %s: %w", path, err)
+		return nil, fmt.Errorf("open lease: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), path)
 	l := &Lease{dir: d, file: f, gen: want.Generation}
 	if err := l.validate(want); err != nil {
 		f.Close()
@@ -194,7 +171,7 @@ func (l *Lease) validate(want Identity) error {
 	if st.Nlink == 0 {
 		return refuse(path, "inode", ErrInodeReplaced, "the opened lease was unlinked or replaced")
 	}
-	if err := checkPrivate(path, &st, l.dir.uid); err != nil {
+	if err := l.dir.checkPrivate(path, &st); err != nil {
 		return err
 	}
 	rec, err := l.dir.readLeaseIdentity(l.gen)

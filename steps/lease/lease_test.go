@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 const (
@@ -309,12 +309,24 @@ func TestOpenRefusals(t *testing.T) {
 			if !errors.Is(err, c.err) {
 				t.Fatalf("err = %v, want %v", err, c.err)
 			}
-			if errors.Is(err, ErrUnsafe) != c.unsafe || errors.Is(err, journal.ErrUnsafe) != c.unsafe {
+			if errors.Is(err, ErrUnsafe) != c.unsafe || errors.Is(err, safefile.ErrUnsafe) != c.unsafe {
 				t.Errorf("errors.Is(err, ErrUnsafe) = %v, want %v", !c.unsafe, c.unsafe)
 			}
+			// An unsafe file is the safe-file layer's refusal; the lease's
+			// own checks are a *CheckError. Both name the path and check.
 			var ce *CheckError
-			if !errors.As(err, &ce) || ce.Path == "" || ce.Check == "" {
-				t.Errorf("err %v is not a *CheckError naming path and check", err)
+			var ue *safefile.UnsafeError
+			switch {
+			case c.unsafe && errors.As(err, &ue):
+				if ue.Path == "" || ue.Check() == "" {
+					t.Errorf("err %v does not name path and check", err)
+				}
+			case !c.unsafe && errors.As(err, &ce):
+				if ce.Path == "" || ce.Check == "" {
+					t.Errorf("err %v does not name path and check", err)
+				}
+			default:
+				t.Errorf("err %v: got %T, want *safefile.UnsafeError for unsafe files and *CheckError otherwise", err, err)
 			}
 		})
 	}

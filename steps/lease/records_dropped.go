@@ -4,7 +4,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // The dropped marker <g>.dropped holds only the marker identity (CONTRACT
@@ -31,8 +31,8 @@ func ReadDropped(dir string, g int64, uid int) (Identity, error) {
 }
 
 // WriteDropped publishes the dropped marker once. An existing marker with
-// the same identity is success; another identity is a *journal.ConflictError
-// (errors.Is journal.ErrConflict) and nothing is changed.
+// the same identity is success; another identity is a *safefile.ConflictError
+// (errors.Is safefile.ErrConflict) and nothing is changed.
 func WriteDropped(dir string, id Identity, uid int) error {
 	if err := id.Validate(); err != nil {
 		return err
@@ -52,8 +52,10 @@ func WriteDropped(dir string, id Identity, uid int) error {
 			return rerr
 		}
 		if got != id {
-			return &journal.ConflictError{Path: d.join(name)}
+			return &safefile.ConflictError{Path: d.join(name)}
 		}
-		return nil
+		// Already there: an earlier run may have crashed before its
+		// directory fsync, so make the marker durable before success.
+		return d.durable(name)
 	})
 }

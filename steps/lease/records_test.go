@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 func TestPreparingRoundTrip(t *testing.T) {
@@ -73,7 +73,7 @@ func TestCollectingAndDropped(t *testing.T) {
 	}
 	other := testID(4)
 	other.SpecificationDigest = strings.Repeat("a", 64)
-	if err := WriteDropped(dir, other, uid); !errors.Is(err, journal.ErrConflict) {
+	if err := WriteDropped(dir, other, uid); !errors.Is(err, safefile.ErrConflict) {
 		t.Fatalf("dropped marker with another identity: %v", err)
 	}
 	if id, err := ReadDropped(dir, 4, uid); err != nil || id != testID(4) {
