@@ -56,6 +56,18 @@ func ProxyEnvFromEnviron(environ []string) ProxyEnv {
 	return ProxyEnvFromLookup(func(k string) (string, bool) { v, ok := m[k]; return v, ok })
 }
 
+// ProxyFunc returns the Transport.Proxy function of the snapshot, for a
+// client other than Client (Core's): every client of the installer uses
+// this one parser. An unusable setting is refused with an error that names
+// the variable, never its value.
+func (p ProxyEnv) ProxyFunc() (func(*http.Request) (*url.URL, error), error) {
+	sel, err := newProxySelector(p)
+	if err != nil {
+		return nil, fmt.Errorf("proxy settings: %w", err)
+	}
+	return sel.proxy, nil
+}
+
 // proxySelector picks the proxy for one request URL.
 type proxySelector struct {
 	http, https *url.URL

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
+	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -79,11 +81,22 @@ type CoreClient struct {
 }
 
 // NewCoreClient returns a client for the node id. roots replaces the
-// system roots when not nil (a private CA); proxy selects the proxy of a
-// request (nil: none).
-func NewCoreClient(id *NodeIdentity, roots *x509.CertPool, proxy func(*http.Request) (*url.URL, error)) *CoreClient {
+// system roots when not nil (a private CA); proxy is the proxy snapshot,
+// read by the parser downloads use (lowercase first even when empty, an
+// unusable value refused). It refuses, before any request, a Core origin
+// that the identity's recorded insecure-origin policy does not allow:
+// the node credential never travels in clear text to a host that is not
+// loopback unless the node was installed with --allow-insecure-origin.
+func NewCoreClient(id *NodeIdentity, roots *x509.CertPool, proxy download.ProxyEnv) (*CoreClient, error) {
+	if err := provider.CheckOriginPolicy(id.CoreURL, id.AllowInsecureOrigin); err != nil {
+		return nil, fmt.Errorf("%w: core_url: %w", ErrIdentity, err)
+	}
+	proxyFunc, err := proxy.ProxyFunc()
+	if err != nil {
+		return nil, fmt.Errorf("Core client: %w", err)
+	}
 	tr := &http.Transport{
-		Proxy:               proxy,
+		Proxy:               proxyFunc,
 		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout: 15 * time.Second,
 		ForceAttemptHTTP2:   false,
@@ -98,7 +111,7 @@ func NewCoreClient(id *NodeIdentity, roots *x509.CertPool, proxy func(*http.Requ
 			Timeout:       30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-	}
+	}, nil
 }
 
 // Configuration GETs <origin>/api/v1/sandbox-node/configuration?generation=N

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -102,7 +103,11 @@ func TestCoreClient(t *testing.T) {
 			pool := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 			nid := *id
 			nid.CoreURL = srv.URL
-			_, err := NewCoreClient(&nid, pool, nil).Configuration(context.Background(), 3)
+			c, err := NewCoreClient(&nid, pool, download.ProxyEnv{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Configuration(context.Background(), 3)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatal(err)
@@ -126,7 +131,11 @@ func TestCoreClient(t *testing.T) {
 		defer srv.Close()
 		nid := *id
 		nid.CoreURL = srv.URL
-		_, err := NewCoreClient(&nid, nil, nil).Configuration(context.Background(), 3)
+		c, err := NewCoreClient(&nid, nil, download.ProxyEnv{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Configuration(context.Background(), 3)
 		if err == nil || !strings.Contains(err.Error(), "not trusted") {
 			t.Fatalf("Configuration: %v", err)
 		}

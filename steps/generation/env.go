@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -298,6 +297,11 @@ func (e *Env) nodeIdentity() (*NodeIdentity, error) {
 	if id.Identity.InstallationID != e.opts.Identity.InstallationID {
 		return nil, fmt.Errorf("%w: it names installation %s", ErrIdentity, id.Identity.InstallationID)
 	}
+	// Plain http to a host that is not loopback only where the node was
+	// installed with --allow-insecure-origin (CONTRACT §4.4).
+	if err := provider.CheckOriginPolicy(id.CoreURL, id.AllowInsecureOrigin); err != nil {
+		return nil, fmt.Errorf("%w: core_url: %w", ErrIdentity, err)
+	}
 	e.identity = id
 	return id, nil
 }
@@ -355,7 +359,9 @@ func (e *Env) Specification(ctx context.Context) (*release.Specification, error)
 		if err != nil {
 			return nil, err
 		}
-		core = NewCoreClient(nid, pool, http.ProxyFromEnvironment)
+		if core, err = NewCoreClient(nid, pool, e.proxy()); err != nil {
+			return nil, err
+		}
 	}
 	conf, err := core.Configuration(ctx, want.Generation)
 	if err != nil {
@@ -377,6 +383,15 @@ func (e *Env) Specification(ctx context.Context) (*release.Specification, error)
 	return e.spec, nil
 }
 
+// proxy is the proxy snapshot of every request of the run, to the console
+// and to Core: Options.Download.Proxy, or when zero the environment's.
+func (e *Env) proxy() download.ProxyEnv {
+	if e.opts.Download.Proxy != (download.ProxyEnv{}) {
+		return e.opts.Download.Proxy
+	}
+	return download.ProxyEnvFromEnviron(os.Environ())
+}
+
 // console returns the console client and origin of preparation.json.
 func (e *Env) console() (*download.Client, string, error) {
 	if e.client != nil {
@@ -390,15 +405,23 @@ func (e *Env) console() (*download.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	// The console is held to the policy recorded for the node, as Core is:
+	// plain http to a host that is not loopback would let anyone on the way
+	// replace the checksums together with the files.
+	nid, err := e.nodeIdentity()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := provider.CheckOriginPolicy(p.SourceURL, nid.AllowInsecureOrigin); err != nil {
+		return nil, "", fmt.Errorf("%w: source_url: %w", ErrRecord, err)
+	}
 	opts := e.opts.Download
 	if opts.RootCAs == nil {
 		if opts.RootCAs, err = e.certPool(); err != nil {
 			return nil, "", err
 		}
 	}
-	if opts.Proxy == (download.ProxyEnv{}) {
-		opts.Proxy = download.ProxyEnvFromEnviron(os.Environ())
-	}
+	opts.Proxy = e.proxy()
 	c, err := download.NewClient(opts)
 	if err != nil {
 		return nil, "", err

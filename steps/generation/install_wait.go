@@ -58,7 +58,10 @@ func (s waitReadyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resu
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	c := NewCoreClient(nid, pool, http.ProxyFromEnvironment)
+	c, err := NewCoreClient(nid, pool, e.proxy())
+	if err != nil {
+		return workflow.Result{}, err
+	}
 	u := nid.CoreURL + "/api/v1/sandbox-node/identity?node_id=" + url.QueryEscape(nid.Identity.NodeID)
 	deadline := time.Now().Add(ReadyDeadline)
 	var last string
