@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
@@ -108,7 +109,11 @@ func enroll(t *testing.T, s *Server) EnrollRequest {
 func coreClient(t *testing.T, s *Server, req EnrollRequest) *generation.CoreClient {
 	id := &generation.NodeIdentity{Credential: req.Credential, CoreURL: s.URL}
 	id.Identity.NodeID = req.NodeID
-	return generation.NewCoreClient(id, s.CA.Pool(), nil)
+	c, err := generation.NewCoreClient(id, s.CA.Pool(), download.ProxyEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestAdminRoutesNeedTheAdminKey(t *testing.T) {
