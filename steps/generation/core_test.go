@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -103,11 +102,7 @@ func TestCoreClient(t *testing.T) {
 			pool := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 			nid := *id
 			nid.CoreURL = srv.URL
-			c, err := NewCoreClient(&nid, pool, download.ProxyEnv{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = c.Configuration(context.Background(), 3)
+			_, err := testCoreClient(t, &nid, pool).Configuration(context.Background(), 3)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatal(err)
@@ -131,11 +126,7 @@ func TestCoreClient(t *testing.T) {
 		defer srv.Close()
 		nid := *id
 		nid.CoreURL = srv.URL
-		c, err := NewCoreClient(&nid, nil, download.ProxyEnv{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = c.Configuration(context.Background(), 3)
+		_, err := testCoreClient(t, &nid, nil).Configuration(context.Background(), 3)
 		if err == nil || !strings.Contains(err.Error(), "not trusted") {
 			t.Fatalf("Configuration: %v", err)
 		}

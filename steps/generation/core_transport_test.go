@@ -2,6 +2,7 @@ package generation
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -186,4 +187,14 @@ func TestCoreClientProxy(t *testing.T) {
 			t.Errorf("the refusal shows the proxy's value: %v", err)
 		}
 	})
+}
+
+// testCoreClient is a Core client without a proxy.
+func testCoreClient(t *testing.T, id *NodeIdentity, roots *x509.CertPool) *CoreClient {
+	t.Helper()
+	c, err := NewCoreClient(id, roots, download.ProxyEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
