@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 )
 
@@ -21,23 +21,19 @@ const (
 )
 
 // lockState takes identity.lock (LOCK_EX|LOCK_NB): one node process per
-// state directory. The lock lives until the returned file is closed.
-func lockState(stateDir string) (*os.File, error) {
+// state directory. The lock lives until Unlock.
+func lockState(stateDir string) (*safefile.FileLock, error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", stateDir, err)
 	}
-	f, err := os.OpenFile(filepath.Join(stateDir, lockName), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", lockName, err)
+	l, err := safefile.TryLock(filepath.Join(stateDir, lockName), 0o600)
+	if errors.Is(err, safefile.ErrLocked) {
+		return nil, fmt.Errorf("another node process uses %s", stateDir)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another node process uses %s", stateDir)
-		}
+	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", lockName, err)
 	}
-	return f, nil
+	return l, nil
 }
 
 // readIdentity reads identity.json strictly (the installer's parser); it
@@ -67,15 +63,21 @@ func readIdentity(stateDir string) (*generation.NodeIdentity, error) {
 	return id, nil
 }
 
-// writeIdentity publishes identity.json atomically: temporary file, fsync,
-// rename, fsync of the directory (journal.AtomicWrite).
+// identityTemp is the prefix of identity.json's temporary file
+// (.identity-identity.json), a name the platform's readers know.
+const identityTemp = ".identity-"
+
+// writeIdentity publishes identity.json atomically: temporary file
+// .identity-*, fsync, rename, fsync of the directory.
 func writeIdentity(stateDir string, id *generation.NodeIdentity) error {
 	data, err := json.Marshal(id)
 	if err != nil {
 		return err
 	}
-	if err := journal.AtomicWrite(filepath.Join(stateDir, identityName), append(data, '\n'), 0o600); err != nil {
+	r, err := safefile.OpenRoot(stateDir)
+	if err != nil {
 		return fmt.Errorf("write %s: %w", identityName, err)
 	}
-	return nil
+	defer r.Close()
+	return r.AtomicWriteTemp(identityName, identityTemp, append(data, '\n'), 0o600)
 }

@@ -358,3 +358,15 @@ func TestRunExits78AfterRemoval(t *testing.T) {
 }
 
 const code0 = 0
+
+func TestOneProcessPerStateDirectory(t *testing.T) {
+	dir := t.TempDir()
+	l, err := lockState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	if _, err := lockState(dir); err == nil || !strings.Contains(err.Error(), "another node process") {
+		t.Fatalf("second lock: %v", err)
+	}
+}

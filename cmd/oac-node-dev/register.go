@@ -118,7 +118,7 @@ func registerNode(ctx context.Context, f registerFlags, stdout, stderr io.Writer
 	if err != nil {
 		return exitError, err
 	}
-	defer lock.Close()
+	defer lock.Unlock()
 	var caSHA string
 	var client *coreClient
 	if f.coreCA != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 )
@@ -50,7 +51,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oac-node-dev run: %v\n", err)
 		return exitError
 	}
-	defer lock.Close()
+	defer lock.Unlock()
 	if err := n.loop(ctx); err != nil {
 		fmt.Fprintf(stderr, "oac-node-dev run: %v\n", err)
 		if errors.Is(err, errRejected) {
@@ -63,7 +64,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) int {
 
 // openNode reads and cross-checks the configuration and the identity and
 // takes the state directory's lock.
-func openNode(ctx context.Context, config, stateDir, coreURL string, log io.Writer) (*node, interface{ Close() error }, error) {
+func openNode(ctx context.Context, config, stateDir, coreURL string, log io.Writer) (*node, *safefile.FileLock, error) {
 	cfg, err := readConfig(config)
 	if err != nil {
 		return nil, nil, err
@@ -75,7 +76,7 @@ func openNode(ctx context.Context, config, stateDir, coreURL string, log io.Writ
 	ok := false
 	defer func() {
 		if !ok {
-			lock.Close()
+			lock.Unlock()
 		}
 	}()
 	id, err := readIdentity(stateDir)

@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -168,7 +168,7 @@ func (c *Core) save() error {
 	if err != nil {
 		return err
 	}
-	return journal.AtomicWrite(filepath.Join(c.dataDir, CoreStateFileName), append(data, '\n'), 0o600)
+	return safefile.AtomicWrite(filepath.Join(c.dataDir, CoreStateFileName), append(data, '\n'), 0o600)
 }
 
 func (c *Core) generation(g int64) *generationInfo {
@@ -246,7 +246,7 @@ func loadOrCreateSecret(path string) (string, error) {
 		return "", err
 	}
 	s := newSecret()
-	if err := journal.AtomicWrite(path, []byte(s+"\n"), 0o600); err != nil {
+	if err := safefile.AtomicWrite(path, []byte(s+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	return s, nil

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/console"
 	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -272,7 +272,7 @@ func writePlaceholder(path, head string, size int64) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return journal.SyncDir(filepath.Dir(path))
+	return safefile.SyncDir(filepath.Dir(path))
 }
 
 func hashFile(path string) (int64, string, error) {

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/console"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
@@ -276,7 +276,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
-	return journal.SyncDir(filepath.Dir(dst))
+	return safefile.SyncDir(filepath.Dir(dst))
 }
 
 // Handle serves requests whose path starts with prefix through h; the

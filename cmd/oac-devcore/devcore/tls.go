@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // File names of the CA in the data directory.
@@ -75,10 +75,10 @@ func LoadOrCreateCA(dataDir string) (*CA, error) {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	// The key first: a certificate without its key would be unusable.
-	if err := journal.AtomicWrite(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := safefile.AtomicWrite(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
-	if err := journal.AtomicWrite(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := safefile.AtomicWrite(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	cert, err := x509.ParseCertificate(der)
