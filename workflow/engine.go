@@ -136,11 +136,8 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	e := &execution{r: r, j: j, rp: rp, now: now}
 	if rp.binding == nil {
 		if err := e.append(Record{Type: RecordHeader, Binding: &want}); err != nil {
-			return nil, err
+			return e.report(), err
 		}
-		rp.binding = &want
-		rp.state = def.Initial()
-		rp.started = rp.updated
 	} else if d := rp.binding.differences(want); len(d) > 0 {
 		return nil, &BindingError{Journal: r.Journal, Differences: d}
 	}
@@ -161,8 +158,16 @@ type execution struct {
 	now func() time.Time
 }
 
+// append writes one record: it applies the
+// record to a copy of the replay (the same apply that replays the journal,
+// so that nothing is written that would not replay), makes it durable, and
+// only then takes the copy as the run's state.
 func (e *execution) append(rec Record) error {
 	rec.Time = e.now().UTC()
+	next := e.rp.clone()
+	if err := next.apply(rec); err != nil {
+		return fmt.Errorf("%s: %s record not written, the journal could not replay it: %w", e.r.Def.Name, rec.Type, err)
+	}
 	b, err := encodeRecord(rec)
 	if err != nil {
 		return err
@@ -170,7 +175,7 @@ func (e *execution) append(rec Record) error {
 	if err := e.j.Append(b); err != nil {
 		return err
 	}
-	e.rp.updated = rec.Time
+	e.rp = next
 	return nil
 }
 
@@ -183,10 +188,6 @@ func (e *execution) observe(p Progress) {
 
 func (e *execution) loop(ctx context.Context) error {
 	def := e.r.Def
-	m := def.NewFSM(e.rp.state)
-	if !def.HasState(State(m.Current())) { // fsm accepts unknown names silently
-		return fmt.Errorf("%s: journal state %q is not a state of this workflow", def.Name, m.Current())
-	}
 	for e.rp.state != def.Final {
 		sd, ok := def.State(e.rp.state)
 		if !ok {
@@ -199,7 +200,7 @@ func (e *execution) loop(ctx context.Context) error {
 				return err
 			}
 			if !run {
-				if err := e.finish(ctx, m, sd, res, true); err != nil {
+				if err := e.finish(sd, res, true); err != nil {
 					return err
 				}
 				continue
@@ -211,8 +212,6 @@ func (e *execution) loop(ctx context.Context) error {
 		if err := e.append(Record{Type: RecordBegin, State: sd.Name, Step: sd.Step, Attempt: e.rp.attempts[sd.Step] + 1}); err != nil {
 			return err
 		}
-		e.rp.attempts[sd.Step]++
-		e.rp.pending = &Pending{State: sd.Name, Step: sd.Step, Attempt: e.rp.attempts[sd.Step], Began: e.rp.updated}
 		e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "begin"})
 		res, err := step.Run(ctx, maps.Clone(e.rp.facts))
 		if err != nil {
@@ -221,15 +220,11 @@ func (e *execution) loop(ctx context.Context) error {
 			}
 			return e.fail(sd, err)
 		}
-		if err := e.finish(ctx, m, sd, res, false); err != nil {
+		if err := e.finish(sd, res, false); err != nil {
 			return err
 		}
 	}
-	if err := e.append(Record{Type: RecordEnd, State: def.Final}); err != nil {
-		return err
-	}
-	e.rp.ended = true
-	return nil
+	return e.append(Record{Type: RecordEnd, State: def.Final})
 }
 
 // resolve decides what to do with a step that began and did not finish. It
@@ -266,12 +261,8 @@ func (e *execution) resolve(ctx context.Context, sd StateDef, step Step, p *Pend
 	}
 }
 
-// finish records a step's success and moves the state machine.
-func (e *execution) finish(ctx context.Context, m interface {
-	Can(string) bool
-	Event(context.Context, string, ...any) error
-	Current() string
-}, sd StateDef, res Result, verified bool) error {
+// finish records a step's success; the replay moves to the next state.
+func (e *execution) finish(sd StateDef, res Result, verified bool) error {
 	ev := res.Event
 	if ev == "" {
 		ev = sd.On[0].Event
@@ -282,21 +273,12 @@ func (e *execution) finish(ctx context.Context, m interface {
 			to = t.To
 		}
 	}
-	if to == "" || !m.Can(string(ev)) {
+	if to == "" {
 		return e.fail(sd, fmt.Errorf("step returned event %q, which state %s does not have", ev, sd.Name))
 	}
 	if err := e.append(Record{Type: RecordDone, State: sd.Name, Step: sd.Step, Event: ev, To: to, Facts: res.Facts, Verified: verified}); err != nil {
 		return err
 	}
-	// The done record is durable; only now does the machine move. Event gets
-	// a context that cannot be cancelled: a cancelled Event wedges fsm.
-	if err := m.Event(context.WithoutCancel(ctx), string(ev)); err != nil {
-		return fmt.Errorf("%s: event %s: %w", e.r.Def.Name, ev, err)
-	}
-	maps.Copy(e.rp.facts, res.Facts)
-	e.rp.completed = append(e.rp.completed, StepRecord{State: sd.Name, Step: sd.Step, Event: ev, To: to, Began: e.rp.pending.Began, Done: e.rp.updated, Attempts: e.rp.attempts[sd.Step], Verified: verified})
-	e.rp.pending = nil
-	e.rp.state = to
 	phase := "done"
 	if verified {
 		phase = "verified"
@@ -308,16 +290,9 @@ func (e *execution) finish(ctx context.Context, m interface {
 // fail records a step's failure and returns it wrapped with the step name.
 func (e *execution) fail(sd StateDef, err error) error {
 	class := ClassOf(err)
-	unchanged := IsUnchanged(err)
-	rec := Record{Type: RecordFail, State: sd.Name, Step: sd.Step, Class: class, Error: err.Error(), Unchanged: unchanged}
+	rec := Record{Type: RecordFail, State: sd.Name, Step: sd.Step, Class: class, Error: err.Error(), Unchanged: IsUnchanged(err)}
 	if aerr := e.append(rec); aerr != nil {
 		return errors.Join(&StepError{Workflow: e.r.Def.Name, Step: sd.Step, Class: class, Err: err}, aerr)
-	}
-	e.rp.lastError = &Failure{State: sd.Name, Step: sd.Step, Class: class, Error: err.Error(), Unchanged: unchanged, Time: e.rp.updated}
-	if unchanged {
-		e.rp.pending = nil
-	} else if e.rp.pending != nil {
-		e.rp.pending.Failed = true
 	}
 	e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "fail", Err: err})
 	return &StepError{Workflow: e.r.Def.Name, Step: sd.Step, Class: class, Err: err}
@@ -326,5 +301,3 @@ func (e *execution) fail(sd StateDef, err error) error {
 func (e *execution) report() *Report {
 	return buildReport(e.r.Def, e.r.Journal, e.rp, nil)
 }
-
-func nonCancel() context.Context { return context.Background() }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -33,11 +34,16 @@ type fakeStep struct {
 	err            error
 	outcome        Outcome
 	sawFacts       Facts
+	// during, when set, runs inside Run and gives its error.
+	during func(ctx context.Context) error
 }
 
-func (s *fakeStep) Run(_ context.Context, f Facts) (Result, error) {
+func (s *fakeStep) Run(ctx context.Context, f Facts) (Result, error) {
 	s.runs++
 	s.sawFacts = f
+	if s.during != nil {
+		return s.res, s.during(ctx)
+	}
 	return s.res, s.err
 }
 
@@ -284,15 +290,46 @@ func TestLockedInstanceRefuses(t *testing.T) {
 func TestCancelledContextIsRecordedAsInterrupted(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	f.steps["second"].err = context.Canceled
 	cancel()
 	_, err := f.runner().Run(ctx)
-	if err == nil {
-		t.Fatal("want error")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want the cancellation, got %v", err)
 	}
-	// The first step never begins under a cancelled context.
+	// The first step never begins under a cancelled context: the journal
+	// holds the header and nothing else, and a rerun starts at the first
+	// step.
 	if f.steps["first"].runs != 0 {
 		t.Fatal("a step began after cancellation")
+	}
+	if recs := journalRecords(t, f.path); len(recs) != 1 || recs[0].Type != RecordHeader {
+		t.Fatalf("recorded %+v, want the header only", recs)
+	}
+	rep, err := InspectJournal(f.path, lookupTest)
+	if err != nil || rep.Condition != Resumable || rep.State != "first" || rep.Pending != nil || len(rep.Completed) != 0 {
+		t.Fatalf("status %v %+v", err, rep)
+	}
+
+	// Cancelled while the second step runs: its begin and an interrupted
+	// failure are recorded, nothing after it.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	f.steps["second"].during = func(ctx context.Context) error {
+		cancel()
+		return ctx.Err()
+	}
+	if _, err := f.runner().Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("want the cancellation, got %v", err)
+	}
+	var got []string
+	for _, r := range journalRecords(t, f.path) {
+		got = append(got, string(r.Type)+" "+r.Step+" "+r.Class)
+	}
+	want := []string{"header  ", "begin first ", "done first ", "begin second ", "fail second interrupted"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("recorded\n%q\nwant\n%q", got, want)
+	}
+	if f.steps["third"].runs != 0 {
+		t.Error("a step ran after the cancellation")
 	}
 }
 
