@@ -128,6 +128,11 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	defer j.Close()
 
+	if b := headerBinding(recs); b != nil {
+		if d := b.differences(want); len(d) > 0 {
+			return nil, &BindingError{Journal: r.Journal, Differences: d}
+		}
+	}
 	rp, err := replayRecords(def, recs)
 	if err != nil {
 		return nil, &RefusedError{Workflow: def.Name, Reason: "cannot be resumed: " + err.Error(), Journal: r.Journal,
@@ -138,8 +143,6 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		if err := e.append(Record{Type: RecordHeader, Binding: &want}); err != nil {
 			return e.report(), err
 		}
-	} else if d := rp.binding.differences(want); len(d) > 0 {
-		return nil, &BindingError{Journal: r.Journal, Differences: d}
 	}
 	if rp.ended {
 		return e.report(), nil
@@ -148,6 +151,19 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		return e.report(), err
 	}
 	return e.report(), nil
+}
+
+// headerBinding returns the binding of the journal's header record, or nil
+// when the first record is not a header (replay then says why).
+func headerBinding(recs [][]byte) *Binding {
+	if len(recs) == 0 {
+		return nil
+	}
+	first, err := decodeRecord(recs[0])
+	if err != nil || first.Type != RecordHeader {
+		return nil
+	}
+	return first.Binding
 }
 
 // execution is one Run in progress.

@@ -43,8 +43,8 @@ func (e *RefusedError) Unwrap() error { return ErrRefused }
 // BindingError names every field in which a journal's header differs from
 // the current run.
 type BindingError struct {
-	Journal     string
-	Differences []string
+	Journal     string   `json:"journal"`
+	Differences []string `json:"differences"`
 }
 
 func (e *BindingError) Error() string {

@@ -43,6 +43,10 @@ type Report struct {
 	// Note explains a needs-inspection or failed condition and names the
 	// operator's next step.
 	Note string `json:"note,omitempty"`
+	// BindingMismatch is set when the journal's header does not match
+	// this binary's definition of its workflow; the records after the
+	// header were not replayed.
+	BindingMismatch *BindingError `json:"binding_mismatch,omitempty"`
 }
 
 // InspectJournal reads the journal at path without changing it (no torn tail is cut,
@@ -73,18 +77,29 @@ func InspectRecords(path string, recs [][]byte, tail *journal.Tail, lookup func(
 		rep.Note = "the journal holds no record yet"
 		return rep
 	}
-	first, err := decodeRecord(recs[0])
-	if err != nil || first.Type != RecordHeader || first.Binding == nil {
+	header := headerBinding(recs)
+	if header == nil {
 		rep.Condition = NeedsInspection
 		rep.Note = "the journal does not start with a header record"
 		return rep
 	}
-	rep.Workflow = first.Binding.Workflow
-	rep.Binding = first.Binding
-	def, ok := lookup(first.Binding.Workflow)
+	rep.Workflow = header.Workflow
+	rep.Binding = header
+	def, ok := lookup(header.Workflow)
 	if !ok {
 		rep.Condition = NeedsInspection
-		rep.Note = fmt.Sprintf("unknown workflow %q", first.Binding.Workflow)
+		rep.Note = fmt.Sprintf("unknown workflow %q", header.Workflow)
+		return rep
+	}
+	// The header first: records of another definition cannot be replayed
+	// against this one, and the difference is what the operator must read.
+	want := *header
+	want.Workflow, want.Definition = def.Name, def.Hash()
+	if d := header.differences(want); len(d) > 0 {
+		rep.Condition = NeedsInspection
+		rep.BindingMismatch = &BindingError{Journal: path, Differences: d}
+		rep.Note = rep.BindingMismatch.Error() + ": it was written by a different definition of " + def.Name +
+			" (another installer version); rerun with the version that wrote it"
 		return rep
 	}
 	rp, err := replayRecords(def, recs)
@@ -93,12 +108,7 @@ func InspectRecords(path string, recs [][]byte, tail *journal.Tail, lookup func(
 		rep.Note = "the journal cannot be replayed: " + err.Error()
 		return rep
 	}
-	r := buildReport(def, path, rp, tail)
-	if first.Binding.Definition != def.Hash() {
-		r.Condition = NeedsInspection
-		r.Note = "the journal was written by a different definition of " + def.Name + " (another installer version); rerun with the version that wrote it"
-	}
-	return r
+	return buildReport(def, path, rp, tail)
 }
 
 func buildReport(def *Definition, path string, rp *replay, tail *journal.Tail) *Report {
