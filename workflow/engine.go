@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openagentcore/oac-node-install/journal"
 )
 
@@ -138,7 +140,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		return nil, &RefusedError{Workflow: def.Name, Reason: "cannot be resumed: " + err.Error(), Journal: r.Journal,
 			Hint: "Inspect the journal with `oac-node-install status`; it was left as it is"}
 	}
-	e := &execution{r: r, j: j, rp: rp, now: now}
+	e := &execution{r: r, j: j, lock: lock, rp: rp, now: now}
 	if rp.binding == nil {
 		if err := e.append(Record{Type: RecordHeader, Binding: &want}); err != nil {
 			return e.report(), err
@@ -168,17 +170,22 @@ func headerBinding(recs [][]byte) *Binding {
 
 // execution is one Run in progress.
 type execution struct {
-	r   *Runner
-	j   *journal.Journal
-	rp  *replay
-	now func() time.Time
+	r    *Runner
+	j    *journal.Journal
+	lock *journal.FileLock
+	rp   *replay
+	now  func() time.Time
 }
 
-// append writes one record: it applies the
+// append writes one record: it checks that this run still holds the
+// instance lock, applies the
 // record to a copy of the replay (the same apply that replays the journal,
 // so that nothing is written that would not replay), makes it durable, and
 // only then takes the copy as the run's state.
 func (e *execution) append(rec Record) error {
+	if err := e.holdsLock(); err != nil {
+		return err
+	}
 	rec.Time = e.now().UTC()
 	next := e.rp.clone()
 	if err := next.apply(rec); err != nil {
@@ -192,6 +199,19 @@ func (e *execution) append(rec Record) error {
 		return err
 	}
 	e.rp = next
+	return nil
+}
+
+// holdsLock checks that the lock path still names the file this run locked.
+// A lock file renamed over or removed excludes nobody: another run may be
+// writing the same journal, so this one stops before writing more.
+func (e *execution) holdsLock() error {
+	dev, ino := e.lock.FileID()
+	var st unix.Stat_t
+	if err := unix.Lstat(e.lock.Path(), &st); err != nil || st.Dev != dev || st.Ino != ino {
+		return fmt.Errorf("%s: the instance lock %s no longer names the file this run locked; another run may hold it, so nothing more was written to %s: %w",
+			e.r.Def.Name, e.lock.Path(), e.r.Journal, journal.ErrLockReplaced)
+	}
 	return nil
 }
 
