@@ -30,9 +30,13 @@
 // with complete frames after it. A last frame with a bad header checksum
 // that is not all zeros is corruption: its length cannot be trusted.
 //
-// Opening a journal for writing replays every record. A torn final frame is
-// cut off, a copy of the original file is kept beside it as <name>.broken
-// (<name>.broken.N when an earlier copy exists),
-// and the cut is reported; a bad frame anywhere before the tail is corruption
-// and refuses, naming the file and the offset.
+// Opening a journal reads every record and changes nothing: a torn final
+// frame is reported, and a bad frame anywhere before the tail is corruption
+// and refuses, naming the file and the offset. The writer decides from the
+// records whether to write at all; before its first append it repairs the
+// torn tail: a copy of the original file is kept beside it as <name>.broken,
+// replacing the copy of any earlier cut (at most one copy exists: a torn
+// frame is a record never acknowledged, so only the latest is worth a
+// look), the journal is cut at the torn frame, and the cut is reported.
+// LastCut reads the copy back for status.
 package journal

@@ -44,15 +44,17 @@ func (e *CorruptError) Error() string {
 // Unwrap lets callers test with errors.Is(err, ErrCorrupt).
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
-// Tail describes a torn final frame found on open.
+// Tail describes a torn final frame: found by Open or Scan (Copy empty), cut
+// off by Repair (Copy names the kept original), or read back from that copy
+// by LastCut.
 type Tail struct {
 	// Offset is where the torn frame started; the file is cut there.
-	Offset int64
+	Offset int64 `json:"offset"`
 	// Dropped is the number of bytes that followed Offset.
-	Dropped int64
+	Dropped int64 `json:"dropped"`
 	// Copy is the path of the untouched original kept for inspection. It is
-	// empty for a read-only scan, which repairs nothing.
-	Copy string
+	// empty for a tail not cut (yet).
+	Copy string `json:"copy,omitempty"`
 }
 
 func (t *Tail) String() string {
@@ -62,12 +64,20 @@ func (t *Tail) String() string {
 	return fmt.Sprintf("torn final record at offset %d (%d bytes) cut off; original kept as %s", t.Offset, t.Dropped, t.Copy)
 }
 
+// ErrTornTail is returned by Append on a journal opened with a torn tail
+// that was not repaired: appending after the torn bytes would bury them.
+var ErrTornTail = errors.New("journal has a torn tail that was not cut off")
+
 // Journal is an append-only file of framed records. It is not safe for
 // concurrent use; one workflow instance holds its lock and its journal.
 type Journal struct {
 	f    *os.File
 	path string
 	size int64
+	// torn is the torn tail found by Open and not yet cut, original the
+	// file's bytes as Open read them (kept only while torn is set).
+	torn     *Tail
+	original []byte
 }
 
 // Path returns the journal's file name.
@@ -98,10 +108,12 @@ func Create(path string, perm os.FileMode) (*Journal, error) {
 	return &Journal{f: f, path: path}, nil
 }
 
-// Open opens an existing journal for appending and returns its records. A
-// torn final frame is cut off (after keeping a copy as path+".broken") and
-// reported in the returned *Tail; corruption before the tail returns a
-// *CorruptError and leaves the file untouched.
+// Open opens an existing journal for appending and returns its records and
+// the torn final frame, if any, without changing the file: deciding from
+// the records whether to write at all comes first. Before the first Append
+// to a journal with a torn tail, Repair must cut it off (Append refuses with
+// ErrTornTail until then). Corruption before the tail returns a
+// *CorruptError.
 func Open(path string) (*Journal, [][]byte, *Tail, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -130,44 +142,58 @@ func Open(path string) (*Journal, [][]byte, *Tail, error) {
 		}
 		return fail(err)
 	}
+	j := &Journal{f: f, path: path, size: int64(len(data))}
 	if tail != nil {
-		if err := cutTail(f, path, data, tail); err != nil {
-			return fail(err)
-		}
+		t := *tail
+		j.torn, j.original = &t, data
 	}
-	return &Journal{f: f, path: path, size: tail.end(int64(len(data)))}, recs, tail, nil
+	return j, recs, tail, nil
 }
 
-// end is the file size after the cut.
-func (t *Tail) end(size int64) int64 {
-	if t == nil {
-		return size
+// Repair cuts off the torn tail Open found and returns it with Copy set; it
+// returns nil when there was none. Before the cut, the whole original file
+// is kept as <path>.broken, replacing the copy of an earlier cut: at most
+// one copy exists, that of the last cut. Earlier copies would hold nothing
+// else worth keeping: a torn frame is a record whose Append never returned,
+// and the records before it stay in the journal. The copy is durable
+// before the journal is truncated, and the truncation before Repair
+// returns.
+func (j *Journal) Repair() (*Tail, error) {
+	if j.torn == nil {
+		return nil, nil
 	}
-	return t.Offset
+	cp := j.path + BrokenSuffix
+	if err := safefile.AtomicWrite(cp, j.original, 0o600); err != nil {
+		return nil, fmt.Errorf("keep copy of torn journal %s: %w", j.path, err)
+	}
+	if err := j.f.Truncate(j.torn.Offset); err != nil {
+		return nil, fmt.Errorf("cut torn tail of journal %s: %w", j.path, err)
+	}
+	if err := safefile.Sync(j.f); err != nil {
+		return nil, fmt.Errorf("cut torn tail of journal %s: %w", j.path, err)
+	}
+	t := *j.torn
+	t.Copy = cp
+	j.size = t.Offset
+	j.torn, j.original = nil, nil
+	return &t, nil
 }
 
-// cutTail keeps a durable copy of the whole original file, then truncates
-// the journal at the torn frame and makes the truncation durable.
-func cutTail(f *os.File, path string, data []byte, tail *Tail) error {
-	// An earlier repair's copy is kept too: number the new one.
+// LastCut describes the last cut Repair made on the journal at path, read
+// from the copy it kept; nil when no copy exists. It changes nothing.
+func LastCut(path string) (*Tail, error) {
 	cp := path + BrokenSuffix
-	for n := 1; ; n++ {
-		if _, err := os.Lstat(cp); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		cp = fmt.Sprintf("%s%s.%d", path, BrokenSuffix, n)
-	}
-	if err := safefile.PublishOnce(cp, data, 0o600); err != nil {
-		return fmt.Errorf("keep copy of torn journal %s: %w", path, err)
-	}
-	if err := f.Truncate(tail.Offset); err != nil {
-		return fmt.Errorf("cut torn tail of journal %s: %w", path, err)
-	}
-	if err := safefile.Sync(f); err != nil {
-		return fmt.Errorf("cut torn tail of journal %s: %w", path, err)
+	_, tail, err := Scan(cp)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case tail == nil:
+		return nil, fmt.Errorf("copy %s of a torn journal has no torn tail", cp)
 	}
 	tail.Copy = cp
-	return nil
+	return tail, nil
 }
 
 // Scan reads a journal without changing it, for inspection. A torn tail is
@@ -211,6 +237,9 @@ func ScanFile(f *os.File, path string) ([][]byte, *Tail, error) {
 func (j *Journal) Append(payload []byte) error {
 	if len(payload) == 0 || len(payload) > MaxRecordSize {
 		return fmt.Errorf("append to journal %s: record size %d out of range 1..%d", j.path, len(payload), MaxRecordSize)
+	}
+	if j.torn != nil {
+		return fmt.Errorf("append to journal %s: %w", j.path, ErrTornTail)
 	}
 	frame := EncodeFrame(payload)
 	safefile.Failpoint("journal-before-write")

@@ -131,8 +131,9 @@ func TestJournalOpenRefusesNonRegular(t *testing.T) {
 }
 
 // Truncating the file at every byte inside the last record is a torn tail:
-// the earlier records are returned, the tail cut off with the original
-// kept as <name>.broken, and appending afterwards works.
+// the earlier records are returned and the file left as it is; Repair cuts
+// the tail off with the original kept as <name>.broken, and appending
+// afterwards works.
 func TestJournalTornTailAtEveryOffset(t *testing.T) {
 	dir := t.TempDir()
 	recs := testRecords(5)
@@ -168,26 +169,46 @@ func TestJournalTornTailAtEveryOffset(t *testing.T) {
 			t.Fatalf("cut %d: scan kept a copy", cut)
 		}
 
+		// Open reports the tail and changes nothing either; Append refuses
+		// until Repair has cut it.
 		j, got, tail, err := Open(path)
 		if err != nil {
 			t.Fatalf("cut %d: open: %v", cut, err)
 		}
 		assertRecords(t, got, recs[:len(recs)-1])
+		if (tail != nil) != torn || (torn && (tail.Offset != last || tail.Dropped != cut-last || tail.Copy != "")) {
+			t.Fatalf("cut %d: open tail %+v", cut, tail)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, orig[:cut]) {
+			t.Fatalf("cut %d: open changed the file", cut)
+		}
 		if torn {
-			if tail == nil || tail.Offset != last || tail.Dropped != cut-last || tail.Copy != path+BrokenSuffix {
-				t.Fatalf("cut %d: open tail %+v", cut, tail)
+			if err := j.Append([]byte("buried")); !errors.Is(err, ErrTornTail) {
+				t.Fatalf("cut %d: append before repair: %v", cut, err)
 			}
-			if b, _ := os.ReadFile(tail.Copy); !bytes.Equal(b, orig[:cut]) {
+		}
+		cutTail, err := j.Repair()
+		if err != nil {
+			t.Fatalf("cut %d: repair: %v", cut, err)
+		}
+		if torn {
+			if cutTail == nil || cutTail.Offset != last || cutTail.Dropped != cut-last || cutTail.Copy != path+BrokenSuffix {
+				t.Fatalf("cut %d: repaired tail %+v", cut, cutTail)
+			}
+			if b, _ := os.ReadFile(cutTail.Copy); !bytes.Equal(b, orig[:cut]) {
 				t.Fatalf("cut %d: copy differs from the original", cut)
 			}
-			if !strings.Contains(tail.String(), path+BrokenSuffix) {
-				t.Fatalf("cut %d: tail message %q", cut, tail.String())
+			if !strings.Contains(cutTail.String(), path+BrokenSuffix) {
+				t.Fatalf("cut %d: tail message %q", cut, cutTail.String())
 			}
-		} else if tail != nil {
-			t.Fatalf("cut %d: tail %+v", cut, tail)
+			if lc, err := LastCut(path); err != nil || *lc != *cutTail {
+				t.Fatalf("cut %d: last cut %+v %v, want %+v", cut, lc, err, cutTail)
+			}
+		} else if cutTail != nil {
+			t.Fatalf("cut %d: repaired tail %+v", cut, cutTail)
 		}
 		if fi, _ := os.Stat(path); fi.Size() != last {
-			t.Fatalf("cut %d: size after open %d, want %d", cut, fi.Size(), last)
+			t.Fatalf("cut %d: size after repair %d, want %d", cut, fi.Size(), last)
 		}
 		next := []byte("after repair")
 		must(t, j.Append(next))
@@ -302,6 +323,9 @@ func TestJournalZeroFilledTail(t *testing.T) {
 			if tail == nil || tail.Offset != int64(len(good)) || tail.Dropped != int64(len(tt.tail)) {
 				t.Fatalf("tail %+v", tail)
 			}
+			if _, err := j.Repair(); err != nil {
+				t.Fatal(err)
+			}
 			must(t, j.Append([]byte("next")))
 			got, tail, err = Scan(path)
 			if err != nil || tail != nil || len(got) != len(recs)+1 {
@@ -321,5 +345,64 @@ func TestDecodeRefusesBadLength(t *testing.T) {
 		if _, _, err := Decode(append(frame, EncodeFrame([]byte("y"))...)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("length %d: got %v", n, err)
 		}
+	}
+}
+
+// Every repair keeps one copy, that of the last cut: thirty torn tails
+// leave one <name>.broken, holding the thirtieth original, and LastCut
+// describes that cut.
+func TestJournalKeepsOnlyTheLastCut(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j")
+	writeJournal(t, path, testRecords(2))
+	var want Tail
+	for i := range 30 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		must(t, err)
+		frame := EncodeFrame([]byte(fmt.Sprintf("record %d never acknowledged", i)))
+		_, err = f.Write(frame[:frameHeaderSize+i%5+1])
+		must(t, err)
+		must(t, f.Close())
+		before, _ := os.ReadFile(path)
+		j, _, tail, err := Open(path)
+		must(t, err)
+		cut, err := j.Repair()
+		must(t, err)
+		if cut == nil || cut.Offset != tail.Offset {
+			t.Fatalf("repair %d: %+v", i, cut)
+		}
+		must(t, j.Append([]byte(fmt.Sprintf("record %d", i))))
+		must(t, j.Close())
+		if b, _ := os.ReadFile(cut.Copy); !bytes.Equal(b, before) {
+			t.Fatalf("repair %d: the copy is not the last original", i)
+		}
+		want = *cut
+	}
+	names, err := filepath.Glob(path + BrokenSuffix + "*")
+	must(t, err)
+	if len(names) != 1 || names[0] != path+BrokenSuffix {
+		t.Fatalf("copies kept: %v", names)
+	}
+	got, err := LastCut(path)
+	if err != nil || got == nil || *got != want {
+		t.Fatalf("last cut %+v %v, want %+v", got, err, want)
+	}
+	recs, tail, err := Scan(path)
+	if err != nil || tail != nil || len(recs) != 32 {
+		t.Fatalf("journal after thirty repairs: %d records, %v, %v", len(recs), tail, err)
+	}
+}
+
+// LastCut of a journal never repaired is nil, and a copy without a torn
+// tail is an error, not a cut.
+func TestLastCutWithoutCopy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	writeJournal(t, path, testRecords(1))
+	if lc, err := LastCut(path); lc != nil || err != nil {
+		t.Fatalf("got %+v %v", lc, err)
+	}
+	writeJournal(t, path+BrokenSuffix, testRecords(1))
+	if lc, err := LastCut(path); err == nil {
+		t.Fatalf("a whole journal taken for a cut: %+v", lc)
 	}
 }

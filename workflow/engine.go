@@ -83,9 +83,13 @@ type Runner struct {
 
 // Run replays the journal, resolves an interrupted step by its policy, and
 // runs the remaining steps until the final state. A journal whose run already
-// ended is left alone and returns its report. Errors: *RefusedError (resume
-// refused, nothing changed), *BindingError, ErrLocked, journal corruption
-// (journal.ErrCorrupt), or *StepError for a failed step (recorded).
+// ended is left alone and returns its report. Every refusal comes before the
+// first write: a torn tail is cut (and reported in Report.LastCut) only once
+// the run goes ahead. Errors: *RefusedError (resume refused, nothing
+// changed), *BindingError (nothing changed), ErrLocked, journal corruption
+// (journal.ErrCorrupt), journal.ErrLockReplaced (the instance lock file was
+// replaced during the run; nothing more written), or *StepError for a
+// failed step (recorded).
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	def := r.Def
 	if err := def.Validate(); err != nil {
@@ -117,7 +121,10 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	defer lock.Unlock()
 
-	j, recs, _, err := journal.Open(r.Journal)
+	// Nothing is written until the run is known to go ahead: Open leaves a
+	// torn tail in place, the binding and the replay are checked, and an
+	// interrupted step is resolved (refusals included) first.
+	j, recs, torn, err := journal.Open(r.Journal)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		j, err = journal.Create(r.Journal, 0o600)
@@ -140,7 +147,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		return nil, &RefusedError{Workflow: def.Name, Reason: "cannot be resumed: " + err.Error(), Journal: r.Journal,
 			Hint: "Inspect the journal with `oac-node-install status`; it was left as it is"}
 	}
-	e := &execution{r: r, j: j, lock: lock, rp: rp, now: now}
+	e := &execution{r: r, j: j, lock: lock, rp: rp, torn: torn, now: now}
 	if rp.binding == nil {
 		if err := e.append(Record{Type: RecordHeader, Binding: &want}); err != nil {
 			return e.report(), err
@@ -175,16 +182,27 @@ type execution struct {
 	lock *journal.FileLock
 	rp   *replay
 	now  func() time.Time
+	// torn is the torn tail Open found, cut before the first record is
+	// written; cut is the cut made.
+	torn *journal.Tail
+	cut  *journal.Tail
 }
 
 // append writes one record: it checks that this run still holds the
-// instance lock, applies the
+// instance lock, cuts a torn tail before the first record, applies the
 // record to a copy of the replay (the same apply that replays the journal,
 // so that nothing is written that would not replay), makes it durable, and
 // only then takes the copy as the run's state.
 func (e *execution) append(rec Record) error {
 	if err := e.holdsLock(); err != nil {
 		return err
+	}
+	if e.torn != nil {
+		cut, err := e.j.Repair()
+		if err != nil {
+			return err
+		}
+		e.torn, e.cut = nil, cut
 	}
 	rec.Time = e.now().UTC()
 	next := e.rp.clone()
@@ -335,5 +353,10 @@ func (e *execution) fail(sd StateDef, err error) error {
 }
 
 func (e *execution) report() *Report {
-	return buildReport(e.r.Def, e.r.Journal, e.rp, nil)
+	rep := buildReport(e.r.Def, e.r.Journal, e.rp, e.torn)
+	rep.LastCut = e.cut
+	if rep.LastCut == nil {
+		rep.LastCut, _ = journal.LastCut(e.r.Journal) // status shows it too; the run does not depend on it
+	}
+	return rep
 }

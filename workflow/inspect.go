@@ -43,6 +43,12 @@ type Report struct {
 	// Note explains a needs-inspection or failed condition and names the
 	// operator's next step.
 	Note string `json:"note,omitempty"`
+	// TornTail is a torn final record found in the journal and not cut
+	// off (yet): the next run that writes cuts it.
+	TornTail *journal.Tail `json:"torn_tail,omitempty"`
+	// LastCut is the last torn tail a run cut off, with the copy of the
+	// original it kept (journal.LastCut).
+	LastCut *journal.Tail `json:"last_cut,omitempty"`
 	// BindingMismatch is set when the journal's header does not match
 	// this binary's definition of its workflow; the records after the
 	// header were not replayed.
@@ -65,7 +71,13 @@ func InspectJournal(path string, lookup func(name string) (*Definition, bool)) (
 		}
 		return nil, err
 	}
-	return InspectRecords(path, recs, tail, lookup), nil
+	rep := InspectRecords(path, recs, tail, lookup)
+	if cut, err := journal.LastCut(path); err != nil {
+		rep.Note = joinNote(rep.Note, "the copy kept of the last torn tail cannot be read: "+err.Error())
+	} else {
+		rep.LastCut = cut
+	}
+	return rep, nil
 }
 
 // InspectRecords is InspectJournal over records already read (for example by a
@@ -100,12 +112,14 @@ func InspectRecords(path string, recs [][]byte, tail *journal.Tail, lookup func(
 		rep.BindingMismatch = &BindingError{Journal: path, Differences: d}
 		rep.Note = rep.BindingMismatch.Error() + ": it was written by a different definition of " + def.Name +
 			" (another installer version); rerun with the version that wrote it"
+		rep.TornTail = tail
 		return rep
 	}
 	rp, err := replayRecords(def, recs)
 	if err != nil {
 		rep.Condition = NeedsInspection
 		rep.Note = "the journal cannot be replayed: " + err.Error()
+		rep.TornTail = tail
 		return rep
 	}
 	return buildReport(def, path, rp, tail)
@@ -162,7 +176,8 @@ func buildReport(def *Definition, path string, rp *replay, tail *journal.Tail) *
 		rep.Note = fmt.Sprintf("step %q failed (%s): %s; rerun the same command to retry", rp.lastError.Step, rp.lastError.Class, rp.lastError.Error)
 	}
 	if tail != nil {
-		rep.Note = joinNote(rep.Note, tail.String()+"; the next run cuts it off and keeps a copy")
+		rep.TornTail = tail
+		rep.Note = joinNote(rep.Note, tail.String()+"; the next run that writes cuts it off and keeps a copy")
 	}
 	return rep
 }
