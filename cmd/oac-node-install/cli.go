@@ -66,7 +66,7 @@ const rootExample = `  # Install a node: the command Web generates (the token on
 
 // rootCommand is the whole command tree. The root command takes the
 // original installer's flags (CONTRACT §4.4) and installs, uninstalls or runs
-// the generation helper; status, leases, version and completion are
+// the generation helper; status, leases, command, version and completion are
 // subcommands, and cobra adds help.
 func (c *cli) rootCommand() *cobra.Command {
 	f := &installerFlags{}
@@ -108,7 +108,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	root.Flags().SortFlags = false
 	f.bind(root.Flags())
 	c.bindHostRoot(root.Flags())
-	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand())
+	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand(), c.commandCommand())
 	return root
 }
 

@@ -24,8 +24,14 @@ func TestMain(m *testing.M) {
 // code and output.
 func runOn(t *testing.T, hostRoot string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runWithInput(t, hostRoot, "", args...)
+}
+
+// runWithInput is runOn with stdin as standard input.
+func runWithInput(t *testing.T, hostRoot, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, hostRoot: hostRoot}
+	c := &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, hostRoot: hostRoot}
 	code = c.run(args)
 	return code, out.String(), errOut.String()
 }
