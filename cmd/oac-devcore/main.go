@@ -19,6 +19,10 @@
 // The installer and the node program default to oac-node-install and
 // oac-node-dev built beside this program (make build puts all in bin/).
 //
+// "oac-devcore admin --data DIR ..." calls those routes of the console
+// running on DIR (see admin.go): token, nodes, remove-node, deployment,
+// publish-generation, drop-generation.
+//
 // When ready it prints one line with the console URL and the CA file on
 // stdout (and the admin key file and installation on stderr), and it exits
 // cleanly on SIGINT or SIGTERM.
@@ -46,6 +50,9 @@ func main() {
 
 // run parses args, starts the console, and serves until ctx ends.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "admin" {
+		return admin(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("oac-devcore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg devcore.Config

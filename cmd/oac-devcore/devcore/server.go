@@ -166,9 +166,18 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	// Last: the admin client (oac-devcore admin) finds a running console
+	// by this file.
+	if err := safefile.AtomicWrite(filepath.Join(cfg.DataDir, URLFileName), []byte(s.URL+"\n"), 0o644); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("start development console: %w", err)
+	}
 	ok = true
 	return s, nil
 }
+
+// URLFileName holds the running console's origin in the data directory.
+const URLFileName = "url"
 
 // generationPublisher returns the function that builds the Runtime
 // release of a later generation (its own image label, so its own
