@@ -42,6 +42,9 @@ type WriteOptions struct {
 	// NoReplace links the file into place only if rel is absent (write
 	// once); an existing rel reports os.ErrExist and is left untouched.
 	NoReplace bool
+	// NoPoints passes no failpoint at all, for a file whose loss costs
+	// nothing but time (a download's validator).
+	NoPoints bool
 }
 
 // Write is the one write of a whole file under the root: the temporary
@@ -62,10 +65,11 @@ func (r *Root) Write(rel string, data []byte, perm os.FileMode, o WriteOptions) 
 	}
 	defer unix.Close(dirfd)
 	tmp := tempName(o.Temp, base)
-	if err := writeTempAt(dirfd, path.Dir(full), tmp, data, perm, o.Point == ""); err != nil {
+	points := !o.NoPoints && o.Point == ""
+	if err := writeTempAt(dirfd, path.Dir(full), tmp, data, perm, points); err != nil {
 		return fmt.Errorf("%s %s: %w", op, full, err)
 	}
-	if o.Point != "" {
+	if !o.NoPoints && o.Point != "" {
 		Failpoint(o.Point)
 	}
 	if o.NoReplace {
@@ -77,7 +81,7 @@ func (r *Root) Write(rel string, data []byte, perm os.FileMode, o WriteOptions) 
 		if err != nil {
 			return &os.PathError{Op: op, Path: full, Err: err}
 		}
-		if o.Point == "" {
+		if points {
 			Failpoint("publish-after-link")
 		}
 	} else {
@@ -85,7 +89,7 @@ func (r *Root) Write(rel string, data []byte, perm os.FileMode, o WriteOptions) 
 			unix.Unlinkat(dirfd, tmp, 0)
 			return fmt.Errorf("%s %s: %w", op, full, err)
 		}
-		if o.Point == "" {
+		if points {
 			Failpoint("atomic-after-rename")
 		}
 	}

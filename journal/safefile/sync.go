@@ -106,16 +106,26 @@ func DurablePath(p string, exp Expect) error {
 }
 
 // openParent opens the directory holding p as a Root for the path-based
-// helpers. The caller trusts p's directory (it may be reached through a
-// symbolic link); only p's last component is resolved without following
-// links.
+// helpers (see OpenRootTrusted); only p's last component is resolved
+// without following links.
 func openParent(p string) (*Root, string, error) {
-	dir := path.Dir(p)
+	r, err := OpenRootTrusted(path.Dir(p))
+	if err != nil {
+		return nil, "", err
+	}
+	return r, path.Base(p), nil
+}
+
+// OpenRootTrusted is OpenRoot for a directory the caller trusts entirely:
+// dir itself may be reached through a symbolic link (a test's temporary
+// node root, a data directory given on the command line). Everything
+// beneath it is resolved as under any Root.
+func OpenRootTrusted(dir string) (*Root, error) {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, "", openError("open", dir, err)
+		return nil, openError("open", dir, err)
 	}
-	return &Root{fd: fd, path: dir}, path.Base(p), nil
+	return &Root{fd: fd, path: dir}, nil
 }
 
 // Sync fsyncs the root directory itself, making the entries created,

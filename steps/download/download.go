@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // Request describes one artifact download.
@@ -329,45 +329,33 @@ func stallCause(ctx context.Context, err error) error {
 }
 
 // publish makes the verified part the target: chmod, fsync, close, rename
-// without replacing anything, remove the validator, fsync the directory.
+// without replacing anything, fsync the directory (safefile.Pending), then
+// remove the validator. A target published meanwhile is accepted only if
+// it verifies (and is then made durable, see verifyTarget).
 func (p *part) publish(target string, mode os.FileMode, want string, buf []byte) error {
-	err := p.f.Chmod(mode)
-	if err == nil {
-		err = p.f.Sync()
-	}
-	cerr := p.f.Close()
+	err := p.pending.Commit(filepath.Base(target), mode)
 	p.f = nil
-	if err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("publish %s: %w", target, err)
-	}
-	journal.Failpoint("download-before-rename")
-	err = unix.Renameat2(unix.AT_FDCWD, p.path, unix.AT_FDCWD, target, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		if err = os.Link(p.path, target); err == nil {
-			err = os.Remove(p.path)
-		}
-	}
-	if errors.Is(err, unix.EEXIST) || errors.Is(err, fs.ErrExist) {
+	if errors.Is(err, fs.ErrExist) {
 		// Published meanwhile: equal bytes are success, others refused.
 		if verr := verifyTarget(target, p.size, want, mode, buf); verr != nil {
 			return verr
 		}
-		err = os.Remove(p.path)
+		err = p.pending.Discard()
 	}
+	p.pending = nil
 	if err != nil {
 		return fmt.Errorf("publish %s: %w", target, err)
 	}
-	journal.Failpoint("download-after-rename")
-	removeQuietly(p.valPath)
-	return journal.SyncDir(filepath.Dir(target))
+	if err := p.root.Remove(filepath.Base(p.valPath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // verifyTarget checks an existing target without following links: nil when
-// it holds size bytes with sha256 want (its mode is then set to mode),
-// fs.ErrNotExist when absent, a *ConflictError when it differs.
+// it holds size bytes with sha256 want (its mode is then set to mode, and
+// it and its directory are fsynced), fs.ErrNotExist when absent, a
+// *ConflictError when it differs.
 func verifyTarget(target string, size int64, want string, mode os.FileMode, buf []byte) error {
 	f, err := os.OpenFile(target, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
@@ -402,7 +390,12 @@ func verifyTarget(target string, size int64, want string, mode os.FileMode, buf 
 			return fmt.Errorf("set mode of %s: %w", target, err)
 		}
 	}
-	return nil
+	// Already there: the run that published it may have died before its
+	// directory fsync. Make the file and its name durable before success.
+	if err := safefile.Sync(f); err != nil {
+		return fmt.Errorf("sync %s: %w", target, err)
+	}
+	return safefile.SyncDir(filepath.Dir(target))
 }
 
 // check validates the request and returns the wanted hex digest.

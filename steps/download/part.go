@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // PartPath is the private part file of a download to target.
@@ -27,8 +29,11 @@ func ValidatorPath(target string) string { return PartPath(target) + ".validator
 // maxValidator bounds a saved validator; longer ones are not saved.
 const maxValidator = 1024
 
-// part is an open part file and the running hash of its bytes.
+// part is an open part file (a pending file of the safe-file layer) and the
+// running hash of its bytes.
 type part struct {
+	root      *safefile.Root // the target's directory
+	pending   *safefile.Pending
 	f         *os.File
 	fd        int
 	path      string
@@ -45,42 +50,31 @@ type part struct {
 // hashed: see rehash.
 func openPart(target string) (*part, error) {
 	p := &part{path: PartPath(target), valPath: ValidatorPath(target), hash: sha256.New()}
-	f, err := os.OpenFile(p.path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	root, err := safefile.OpenRootTrusted(filepath.Dir(target))
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("open part file %s: it is a symbolic link", p.path)
-		}
 		return nil, fmt.Errorf("open part file %s: %w", p.path, err)
 	}
+	pending, err := root.OpenPending(filepath.Base(p.path), "download")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("open part file: %w", err)
+	}
+	f := pending.File()
 	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = errors.New("not a regular file")
-	}
-	if err == nil && st.Mode().Perm() != 0o600 {
-		err = f.Chmod(0o600)
-	}
 	if err != nil {
-		f.Close()
+		pending.Close()
+		root.Close()
 		return nil, fmt.Errorf("open part file %s: %w", p.path, err)
 	}
-	// Fd puts the descriptor back in blocking mode once; keep it.
-	p.f, p.fd, p.size = f, int(f.Fd()), st.Size()
-	p.validator = readValidator(p.valPath)
+	p.root, p.pending, p.f, p.fd, p.size = root, pending, f, int(f.Fd()), st.Size()
+	p.validator = readValidator(root, filepath.Base(p.valPath))
 	return p, nil
 }
 
 // readValidator returns the saved validator, or "" when there is none or
 // it is unusable.
-func readValidator(path string) string {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return ""
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxValidator+1))
+func readValidator(root *safefile.Root, name string) string {
+	b, err := root.ReadFile(name, safefile.Expect{UID: os.Geteuid(), MaxSize: maxValidator + 1})
 	if err != nil {
 		return ""
 	}
@@ -129,21 +123,22 @@ func (p *part) reset() error {
 }
 
 // saveValidator records the validator of the bytes about to be written;
-// "" removes it. It is replaced atomically but not fsynced: a validator
-// lost or mismatched after a power loss costs a restart (the server
-// answers 200 to the If-Range) or, without one, a final checksum
-// mismatch, never unverified bytes, and small downloads skip two syncs.
+// "" removes it. It is replaced atomically: a validator lost or mismatched
+// after a power loss would cost a restart (the server answers 200 to the
+// If-Range) or, without one, a final checksum mismatch, never unverified
+// bytes.
 func (p *part) saveValidator(v string) error {
 	v = cleanValidator(v)
 	if v == p.validator {
 		return nil
 	}
+	name := filepath.Base(p.valPath)
 	if v == "" {
-		if err := os.Remove(p.valPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", p.valPath, err)
+		if err := p.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
-	} else if err := replaceFile(p.valPath, []byte(v+"\n")); err != nil {
-		return fmt.Errorf("save %s: %w", p.valPath, err)
+	} else if err := p.root.Write(name, []byte(v+"\n"), 0o600, safefile.WriteOptions{NoPoints: true}); err != nil {
+		return fmt.Errorf("save validator: %w", err)
 	}
 	p.validator = v
 	return nil
@@ -166,43 +161,28 @@ func (p *part) writeAt(b []byte, off int64) error {
 
 const writebackChunk = 8 << 20
 
-// replaceFile writes data to a private temporary file beside path and
-// renames it over path.
-func replaceFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
 // discard removes the part and its validator.
 func (p *part) discard() error {
-	p.close()
 	var errs []error
-	for _, path := range []string{p.path, p.valPath} {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove %s: %w", path, err))
-		}
+	if p.pending != nil {
+		errs = append(errs, p.pending.Discard())
+		p.pending, p.f = nil, nil
+	}
+	if err := p.root.Remove(filepath.Base(p.valPath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
+// close closes the part file, keeping it, and the directory.
 func (p *part) close() {
-	if p.f != nil {
-		p.f.Close()
-		p.f = nil
+	if p.pending != nil {
+		p.pending.Close()
+		p.pending, p.f = nil, nil
+	}
+	if p.root != nil {
+		p.root.Close()
+		p.root = nil
 	}
 }
 
