@@ -319,7 +319,9 @@ func (r *Root) parent(rel string) (dirfd int, base string, err error) {
 }
 
 // Remove unlinks the file rel (never following a link; a link itself is
-// removed) and fsyncs its directory. A missing file reports os.ErrNotExist.
+// removed) and fsyncs its directory. A missing file reports os.ErrNotExist,
+// after the directory is fsynced all the same: the removal an earlier run
+// made may not be durable yet, and callers treat "already gone" as done.
 func (r *Root) Remove(rel string) error {
 	full := r.Join(rel)
 	dirfd, base, err := r.parent(rel)
@@ -327,11 +329,15 @@ func (r *Root) Remove(rel string) error {
 		return fmt.Errorf("remove %s: %w", full, err)
 	}
 	defer unix.Close(dirfd)
-	if err := unix.Unlinkat(dirfd, base, 0); err != nil {
-		return &os.PathError{Op: "remove", Path: full, Err: err}
+	uerr := unix.Unlinkat(dirfd, base, 0)
+	if uerr != nil && !errors.Is(uerr, unix.ENOENT) {
+		return &os.PathError{Op: "remove", Path: full, Err: uerr}
 	}
 	if err := fsync(dirfd, path.Dir(full)); err != nil {
 		return fmt.Errorf("remove %s: sync directory: %w", full, err)
+	}
+	if uerr != nil {
+		return &os.PathError{Op: "remove", Path: full, Err: uerr}
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
@@ -30,12 +30,12 @@ const (
 // ever replaced. An f without SHA256 proves nothing, and a present file is
 // then ErrUnprovenFile.
 func checkFile(d Data, rel string, f runtimeFile) (fileState, error) {
-	file, err := d.Root().OpenFile(rel, journal.Expect{UID: d.UID()})
+	file, err := d.Root().OpenFile(rel, safefile.Expect{UID: d.UID()})
 	if errors.Is(err, os.ErrNotExist) {
 		return fileMissing, nil
 	}
 	if err != nil {
-		if errors.Is(err, journal.ErrUnsafe) {
+		if errors.Is(err, safefile.ErrUnsafe) {
 			return 0, fmt.Errorf("%w: %w", ErrConflict, err)
 		}
 		return 0, err
@@ -50,6 +50,11 @@ func checkFile(d Data, rel string, f runtimeFile) (fileState, error) {
 	}
 	if (f.Size > 0 && n != f.Size) || sum != f.SHA256 {
 		return 0, fmt.Errorf("%w: %s holds %d bytes with sha256 %s, its release declares sha256 %s", ErrConflict, file.Name(), n, sum, f.SHA256)
+	}
+	// Already there: the run that put it there may have died before its
+	// directory fsync; make it durable before it counts as present.
+	if err := d.Root().Durable(rel, safefile.Expect{UID: d.UID()}); err != nil {
+		return 0, err
 	}
 	return fileOK, nil
 }
@@ -80,7 +85,7 @@ func mkdirs(d Data, rel string) error {
 		if err := d.Root().Mkdir(cur, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		dir, err := d.Root().OpenDir(cur, journal.Expect{UID: d.UID()})
+		dir, err := d.Root().OpenDir(cur, safefile.Expect{UID: d.UID()})
 		if err != nil {
 			return err
 		}
@@ -109,7 +114,7 @@ func storeReleaseCopies(d Data, dir string, md *Metadata) error {
 		data []byte
 	}{{release.ManifestName, md.Manifest}, {release.SumsName, md.Sums}} {
 		if err := d.Root().PublishOnce(path.Join(dir, f.name), f.data, 0o600); err != nil {
-			if errors.Is(err, journal.ErrConflict) || errors.Is(err, journal.ErrUnsafe) {
+			if errors.Is(err, safefile.ErrConflict) || errors.Is(err, safefile.ErrUnsafe) {
 				return fmt.Errorf("%w: %w", ErrConflict, err)
 			}
 			return err
@@ -198,7 +203,7 @@ func fetchFile(ctx context.Context, d Data, src, rel string, f runtimeFile) erro
 			return artifactErr(fmt.Errorf("%s of release %s has sha256 %s, SHA256SUMS lists %s: %w", f.Rel, src, got, f.SHA256, release.ErrChecksumMismatch))
 		}
 		if err := d.Root().PublishOnce(rel, data, os.FileMode(f.mode())); err != nil {
-			if errors.Is(err, journal.ErrConflict) {
+			if errors.Is(err, safefile.ErrConflict) {
 				return fmt.Errorf("%w: %w", ErrConflict, err)
 			}
 			return err
