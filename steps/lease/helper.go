@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -171,14 +170,14 @@ func RequireFinalConfig(dir string, want Identity, uid int) func() error {
 			return err
 		}
 		var head struct {
-			InstallationID *string `json:"installation_id"`
-			Generation     *int64  `json:"generation"`
+			InstallationID string `json:"installation_id"`
+			Generation     int64  `json:"generation"`
 		}
-		if err := json.Unmarshal(data, &head); err != nil || head.InstallationID == nil || head.Generation == nil {
-			return refuse(d.join(name), "format", ErrMalformed, "not a provider configuration with installation_id and generation")
+		if err := finalHeadFormat.Decode(data, &head); err != nil {
+			return refuse(d.join(name), "format", ErrMalformed, "not a provider configuration with installation_id and generation: %v", err)
 		}
-		if *head.InstallationID != want.InstallationID || *head.Generation != want.Generation {
-			return refuse(d.join(name), "identity", ErrIdentityMismatch, "configuration names installation %s generation %d", *head.InstallationID, *head.Generation)
+		if head.InstallationID != want.InstallationID || head.Generation != want.Generation {
+			return refuse(d.join(name), "identity", ErrIdentityMismatch, "configuration names installation %s generation %d", truncate(head.InstallationID), head.Generation)
 		}
 		return nil
 	}

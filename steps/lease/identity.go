@@ -58,11 +58,7 @@ func droppedName(g int64) string   { return strconv.FormatInt(g, 10) + ".dropped
 // parseLeaseIdentity parses a lease identity record with its exact key set.
 func parseLeaseIdentity(path string, data []byte) (LeaseIdentity, error) {
 	var r LeaseIdentity
-	fields := append(identityFields(&r.Identity),
-		field{"device", true, setUint(&r.Device)},
-		field{"inode", true, setUint(&r.Inode)},
-	)
-	if err := decodeExact(path, data, fields); err != nil {
+	if err := decodeRecord(path, recordFormat, data, &r); err != nil {
 		return LeaseIdentity{}, err
 	}
 	return r, nil

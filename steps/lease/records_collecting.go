@@ -5,15 +5,12 @@ package lease
 // native removal finished, before release files are removed.
 type Collecting struct {
 	Identity
-	NativeComplete bool
+	NativeComplete bool `json:"native_complete"`
 }
 
 func parseCollecting(path string, data []byte) (Collecting, error) {
 	var c Collecting
-	fields := append(identityFields(&c.Identity),
-		field{"native_complete", true, setBool(&c.NativeComplete)},
-	)
-	if err := decodeExact(path, data, fields); err != nil {
+	if err := decodeRecord(path, recordFormat, data, &c); err != nil {
 		return Collecting{}, err
 	}
 	return c, nil

@@ -13,7 +13,7 @@ import (
 
 func parseDropped(path string, data []byte) (Identity, error) {
 	var id Identity
-	if err := decodeExact(path, data, identityFields(&id)); err != nil {
+	if err := decodeRecord(path, recordFormat, data, &id); err != nil {
 		return Identity{}, err
 	}
 	return id, nil

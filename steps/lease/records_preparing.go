@@ -11,20 +11,19 @@ import (
 // after <g>.json is durably published. A plan never serves as a provider.
 type Preparing struct {
 	Identity
-	ImportStarted bool
+	ImportStarted bool `json:"import_started"`
 	// Configuration is the full planned provider configuration (a JSON
 	// object), or nil when the plan carries none.
-	Configuration json.RawMessage
+	Configuration json.RawMessage `json:"configuration,omitempty"`
 }
 
 func parsePreparing(path string, data []byte) (Preparing, error) {
 	var p Preparing
-	fields := append(identityFields(&p.Identity),
-		field{"import_started", true, setBool(&p.ImportStarted)},
-		field{"configuration", false, setObject(&p.Configuration)},
-	)
-	if err := decodeExact(path, data, fields); err != nil {
+	if err := decodeRecord(path, preparingFormat, data, &p); err != nil {
 		return Preparing{}, err
+	}
+	if p.Configuration != nil && p.Configuration[0] != '{' {
+		return Preparing{}, refuse(path, "format", ErrMalformed, "configuration: not an object")
 	}
 	return p, nil
 }

@@ -110,6 +110,15 @@ func TestRecordRefusals(t *testing.T) {
 		{"collecting trailing data", "5.collecting", `{` + id + `, "native_complete": false} {}`, 0o600, readCollecting, ErrMalformed},
 		{"dropped with an extra key", "5.dropped", `{` + id + `, "native_complete": true}`, 0o600, readDropped, ErrMalformed},
 		{"dropped valid", "5.dropped", `{` + id + `}`, 0o600, readDropped, nil},
+		{"preparing case variant", "5.preparing", `{` + id + `, "Import_Started": true, "import_started": false}`, 0o600, readPreparing, ErrMalformed},
+		{"preparing duplicate key", "5.preparing", `{` + id + `, "import_started": true, "import_started": false}`, 0o600, readPreparing, ErrMalformed},
+		{"preparing duplicate key in the configuration", "5.preparing", `{` + id + `, "import_started": false, "configuration": {"image": "a", "image": "b"}}`, 0o600, readPreparing, ErrMalformed},
+		{"collecting case variant", "5.collecting", `{` + id + `, "Native_Complete": true, "native_complete": false}`, 0o600, readCollecting, ErrMalformed},
+		{"dropped duplicate key", "5.dropped", `{` + id + `, "generation": 5}`, 0o600, readDropped, ErrMalformed},
+		{"final configuration with other keys", "5.json", `{"installation_id": "` + testInstallation + `", "generation": 5, "provider": "docker"}`, 0o600, requireFinal, nil},
+		{"final configuration case variant", "5.json", `{"INSTALLATION_ID": "11111111-2222-4333-8444-555555555555", "installation_id": "` + testInstallation + `", "generation": 5}`, 0o600, requireFinal, ErrMalformed},
+		{"final configuration duplicate key", "5.json", `{"installation_id": "` + testInstallation + `", "generation": 4, "generation": 5}`, 0o600, requireFinal, ErrMalformed},
+		{"final configuration generation as float", "5.json", `{"installation_id": "` + testInstallation + `", "generation": 5.0}`, 0o600, requireFinal, ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,6 +135,7 @@ func TestRecordRefusals(t *testing.T) {
 func readPreparing(dir string) error  { _, err := ReadPreparing(dir, 5, uid); return err }
 func readCollecting(dir string) error { _, err := ReadCollecting(dir, 5, uid); return err }
 func readDropped(dir string) error    { _, err := ReadDropped(dir, 5, uid); return err }
+func requireFinal(dir string) error   { return RequireFinalConfig(dir, testID(5), uid)() }
 
 func TestWritePreparingRefusesOversizedPlan(t *testing.T) {
 	p := Preparing{Identity: testID(3), Configuration: json.RawMessage(`{"pad":"` + strings.Repeat("x", 17000) + `"}`)}
