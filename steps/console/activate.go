@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -19,10 +19,22 @@ type activePointer struct {
 	SourceCommit string `json:"source_commit"`
 }
 
+// maxActive bounds active.json; it holds one source commit.
+const maxActive = 4096
+
 // ReadActive returns the source commit active.json names, or "" when there
-// is no active.json (the payload is then served flat).
+// is no active.json (the payload is then served flat). It is read through
+// the safe-file layer: a symbolic link, a FIFO, a device or a file larger
+// than 4096 bytes is refused (safefile.ErrUnsafe), never followed or read.
 func ReadActive(payloadDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(payloadDir, ActiveName))
+	root, err := safefile.OpenRootTrusted(payloadDir)
+	if err != nil {
+		return "", fmt.Errorf("read active release: %w", err)
+	}
+	defer root.Close()
+	// Never through a symbolic link, never a FIFO or device, and bounded:
+	// an active.json pointing at /dev/zero must not hang the console.
+	data, err := root.ReadFile(ActiveName, safefile.Expect{UID: safefile.AnyUID, MaxSize: maxActive})
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -59,7 +71,7 @@ func activate(payloadDir, sourceCommit string, replace bool) error {
 	if err := checkPublishedRelease(payloadDir, sourceCommit); err != nil {
 		return fmt.Errorf("activate release %s: %w", sourceCommit, err)
 	}
-	lock, err := journal.Lock(filepath.Join(payloadDir, lockName), filePerm)
+	lock, err := safefile.Lock(filepath.Join(payloadDir, lockName), filePerm)
 	if err != nil {
 		return fmt.Errorf("activate release %s: %w", sourceCommit, err)
 	}
@@ -78,7 +90,7 @@ func activate(payloadDir, sourceCommit string, replace bool) error {
 		return fmt.Errorf("activate release %s: %w: %s names %s", sourceCommit, ErrActiveRelease, ActiveName, current)
 	}
 	data, _ := json.Marshal(activePointer{SourceCommit: sourceCommit})
-	if err := journal.AtomicWrite(filepath.Join(payloadDir, ActiveName), append(data, '\n'), filePerm); err != nil {
+	if err := safefile.AtomicWrite(filepath.Join(payloadDir, ActiveName), append(data, '\n'), filePerm); err != nil {
 		return fmt.Errorf("activate release %s: %w", sourceCommit, err)
 	}
 	return nil
@@ -86,12 +98,12 @@ func activate(payloadDir, sourceCommit string, replace bool) error {
 
 // checkPublishedRelease verifies the published metadata of a release.
 func checkPublishedRelease(payloadDir, sourceCommit string) error {
-	root, err := journal.OpenRoot(payloadDir)
+	root, err := safefile.OpenRoot(payloadDir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	exp := journal.Expect{UID: journal.AnyUID, MaxSize: release.MaxMetadataSize}
+	exp := safefile.Expect{UID: safefile.AnyUID, MaxSize: release.MaxMetadataSize}
 	dir := releasesDir + "/" + sourceCommit + "/"
 	mb, err := root.ReadFile(dir+release.ManifestName, exp)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -139,12 +139,12 @@ func (h *handler) serveArtifact(w http.ResponseWriter, r *http.Request, base, fi
 // a missing or unsafe file is 404. A non-empty etag is sent as the file's
 // strong validator; a size of 0 or more must be the file's size.
 func (h *handler) serveFile(w http.ResponseWriter, r *http.Request, rel, etag string, size int64) {
-	root, err := journal.OpenRoot(h.dir)
+	root, err := safefile.OpenRoot(h.dir)
 	if err != nil {
 		http.NotFound(w, r)
 		return
 	}
-	f, err := root.OpenFile(rel, journal.Expect{UID: journal.AnyUID})
+	f, err := root.OpenFile(rel, safefile.Expect{UID: safefile.AnyUID})
 	root.Close()
 	if err != nil {
 		http.NotFound(w, r)
@@ -176,12 +176,12 @@ func (h *handler) manifest(base string) *release.Manifest {
 			return m
 		}
 	}
-	root, err := journal.OpenRoot(h.dir)
+	root, err := safefile.OpenRoot(h.dir)
 	if err != nil {
 		return nil
 	}
 	defer root.Close()
-	data, err := root.ReadFile(base+"/"+release.ManifestName, journal.Expect{UID: journal.AnyUID, MaxSize: release.MaxMetadataSize})
+	data, err := root.ReadFile(base+"/"+release.ManifestName, safefile.Expect{UID: safefile.AnyUID, MaxSize: release.MaxMetadataSize})
 	if err != nil {
 		return nil
 	}

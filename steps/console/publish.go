@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -63,12 +63,12 @@ func Publish(payloadDir string, files ReleaseFiles) error {
 	if err := os.Mkdir(payloadDir, dirPerm); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
 	}
-	lock, err := journal.Lock(filepath.Join(payloadDir, lockName), filePerm)
+	lock, err := safefile.Lock(filepath.Join(payloadDir, lockName), filePerm)
 	if err != nil {
 		return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
 	}
 	defer lock.Unlock()
-	root, err := journal.OpenRoot(payloadDir)
+	root, err := safefile.OpenRoot(payloadDir)
 	if err != nil {
 		return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
 	}
@@ -92,6 +92,11 @@ func Publish(payloadDir string, files ReleaseFiles) error {
 	}()
 	for _, name := range sortedNames(files.Artifacts) {
 		if present[name] {
+			// Already there and verified: make it durable before it
+			// counts (an earlier run may have died before its fsync).
+			if err := root.Durable(rel+"/"+artifactsDir+"/"+name, safefile.Expect{UID: safefile.AnyUID}); err != nil {
+				return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
+			}
 			continue
 		}
 		_, a, _ := m.ByFileName(name)
@@ -111,13 +116,13 @@ func Publish(payloadDir string, files ReleaseFiles) error {
 		}
 	}
 	if len(staged) > 0 {
-		if err := journal.SyncDir(artDir); err != nil {
+		if err := safefile.SyncDir(artDir); err != nil {
 			return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
 		}
 	}
 	for _, name := range publishOrder(files.Files) {
 		if err := root.PublishOnce(rel+"/"+name, files.Files[name], filePerm); err != nil {
-			var ce *journal.ConflictError
+			var ce *safefile.ConflictError
 			if errors.As(err, &ce) {
 				return &ConflictError{Path: ce.Path, Reason: "already published with other bytes"}
 			}
@@ -173,8 +178,8 @@ func checkOffered(files ReleaseFiles) (*release.Manifest, error) {
 // checkPublished compares what is already published under rel with the
 // offered release and returns the artifacts present (all verified). It
 // removes staging files an interrupted Publish left (the lock is held).
-func checkPublished(root *journal.Root, rel string, m *release.Manifest, files ReleaseFiles) (map[string]bool, error) {
-	anyOwner := journal.Expect{UID: journal.AnyUID}
+func checkPublished(root *safefile.Root, rel string, m *release.Manifest, files ReleaseFiles) (map[string]bool, error) {
+	anyOwner := safefile.Expect{UID: safefile.AnyUID}
 	for _, name := range release.FixedNames() {
 		got, err := root.ReadFile(rel+"/"+name, anyOwner)
 		if errors.Is(err, os.ErrNotExist) {
@@ -245,8 +250,8 @@ func checkPublished(root *journal.Root, rel string, m *release.Manifest, files R
 
 // onlyNames refuses an entry of directory rel outside allowed; names
 // starting with "." are temporary files of write-once publication.
-func onlyNames(root *journal.Root, rel string, allowed map[string]bool) error {
-	dir, err := root.OpenDir(rel, journal.Expect{UID: journal.AnyUID})
+func onlyNames(root *safefile.Root, rel string, allowed map[string]bool) error {
+	dir, err := root.OpenDir(rel, safefile.Expect{UID: safefile.AnyUID})
 	if err != nil {
 		return err
 	}
@@ -305,12 +310,12 @@ func hashCopy(w io.Writer, r io.Reader) (int64, string, error) {
 
 // ensureDir creates directory rel (0700) under root, or checks that the
 // existing entry is a directory reached without symbolic links.
-func ensureDir(root *journal.Root, rel string) error {
+func ensureDir(root *safefile.Root, rel string) error {
 	err := root.Mkdir(rel, dirPerm)
 	if !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	d, err := root.OpenDir(rel, journal.Expect{UID: journal.AnyUID})
+	d, err := root.OpenDir(rel, safefile.Expect{UID: safefile.AnyUID})
 	if err != nil {
 		return err
 	}

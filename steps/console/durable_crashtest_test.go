@@ -1,0 +1,41 @@
+//go:build crashtest
+
+package console
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+)
+
+// Publishing again over a release already in place succeeds only after
+// every file found there is fsynced with its directory: the run that put
+// it there may have died before its directory fsync. A SIGKILL test cannot
+// see an fsync; the safe-file layer's crashtest record can.
+func TestRepublishMakesPresentFilesDurable(t *testing.T) {
+	payload := filepath.Join(t.TempDir(), "node-payload")
+	fx := newFixture(t, commitA, "https://releases.example/oac/build-"+commitA)
+	if err := Publish(payload, fx.files); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for name := range fx.content {
+		paths = append(paths, filepath.Join(payload, relPath(commitA, "artifacts", name)))
+	}
+	for name := range fx.files.Files {
+		paths = append(paths, filepath.Join(payload, relPath(commitA, name)))
+	}
+	before := map[string]int{}
+	for _, p := range paths {
+		before[p], before[filepath.Dir(p)] = safefile.SyncCount(p), safefile.SyncCount(filepath.Dir(p))
+	}
+	if err := Publish(payload, fx.files); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if safefile.SyncCount(p) == before[p] || safefile.SyncCount(filepath.Dir(p)) == before[filepath.Dir(p)] {
+			t.Errorf("%s accepted as published without fsync of the file and its directory", p)
+		}
+	}
+}
