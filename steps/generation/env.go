@@ -522,10 +522,22 @@ func (e *Env) Docker(ctx context.Context) (Docker, error) {
 	return d, nil
 }
 
-// Microsandbox implements Data.
+// Microsandbox implements Data. Every msb process inherits the held
+// install.lock, so that a helper killed during a load or a removal leaves
+// the node locked until msb is done: the rerun's Verify never sees a load
+// or removal half done.
 func (e *Env) Microsandbox(msb, store, firmware string) Microsandbox {
 	if e.opts.Microsandbox != nil {
 		return e.opts.Microsandbox(msb, store, firmware)
 	}
-	return &microsandbox.CLI{MSB: msb, Store: store, Firmware: firmware}
+	return &microsandbox.CLI{MSB: msb, Store: store, Firmware: firmware, Inherit: e.heldLocks()}
+}
+
+// heldLocks are the lock files this run holds that the processes its steps
+// start must inherit.
+func (e *Env) heldLocks() []*os.File {
+	if e.installLock == nil {
+		return nil
+	}
+	return []*os.File{e.installLock.File()}
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -34,6 +36,14 @@ type CLI struct {
 	QueryTimeout  time.Duration
 	LoadTimeout   time.Duration
 	RemoveTimeout time.Duration
+
+	// Inherit are the lock files the caller holds (flock) for the run whose
+	// step calls msb, the installation's install.lock: every msb process
+	// inherits them, so that a lock is held until the last process of
+	// the call has exited, even when the caller was killed. A rerun then
+	// never observes a load or removal still going on. The caller keeps
+	// ownership of the files.
+	Inherit []*os.File
 }
 
 // Env is the complete environment of every msb call.
@@ -88,7 +98,13 @@ var errOutputTooLarge = errors.New("output exceeds its limit")
 
 // run executes msb args with the fixed environment, standard input from
 // /dev/null, in its own process group that is killed when timeout expires
-// or ctx ends. It returns standard output, or a *CommandError.
+// or ctx ends, and waits for it. It returns standard output, or a
+// *CommandError.
+//
+// msb does not outlive the run that started it: it is killed (SIGKILL,
+// the parent death signal) when the calling process dies, and it and every
+// process it starts inherit the held locks (Inherit), so that those locks
+// stay held until the last of them exits.
 func (c *CLI) run(ctx context.Context, timeout time.Duration, maxOut int, args ...string) ([]byte, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -98,13 +114,19 @@ func (c *CLI) run(ctx context.Context, timeout time.Duration, maxOut int, args .
 	cmd := exec.CommandContext(ctx, c.MSB, args...)
 	cmd.Env = c.Env()
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.ExtraFiles = c.Inherit
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	stdout := &capped{max: maxOut}
 	stderr := &capped{max: 4096}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// The parent death signal fires when the thread that forked exits, not
+	// only the process: keep this goroutine on its thread until msb has
+	// been waited for, so that the runtime never ends that thread earlier.
+	runtime.LockOSThread()
 	err := cmd.Run()
+	runtime.UnlockOSThread()
 	fail := func(cause error) error {
 		code := -1
 		if cmd.ProcessState != nil {

@@ -10,6 +10,13 @@
 // is killed when it expires), a bound on the output it keeps, and a strict
 // parser for that output.
 //
+// A call does not outlive the run that made it: msb gets SIGKILL as its
+// parent death signal (the calling goroutine keeps its OS thread until msb
+// is waited for, since the signal follows the forking thread), and msb and
+// whatever it starts inherit the lock files the run holds (CLI.Inherit, the
+// installation's install.lock), so that when the runner is killed the lock
+// stays held until the last of them has exited.
+//
 // Inventories are the basis of collection, so they distinguish absence
 // from failure: a query that fails in any way — start failure, timeout,
 // non-zero exit, output past its bound, one malformed line — is an
