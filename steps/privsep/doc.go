@@ -51,4 +51,11 @@
 // A process the child started that left the group on purpose (a daemon with
 // its own session) is outside that reach, and the parent death signal
 // reaches only the child itself.
+//
+// Root's own locks (the host's instance lock) are never passed to a child:
+// a process of the service account holding a descriptor of root's lock
+// could release it for everyone (LOCK_UN acts on the shared open file
+// description) or keep it held for ever. What a child starts under a lock
+// of the service account's own inherits that lock instead (the generation
+// helper's msb calls under the node's install.lock, microsandbox.CLI.Inherit).
 package privsep
