@@ -42,6 +42,8 @@ type InstallStepResult struct {
 	Outcome workflow.Outcome  `json:"outcome,omitempty"`
 	Event   workflow.Event    `json:"event,omitempty"`
 	Facts   map[string]string `json:"facts,omitempty"`
+	// Configuration is the answer of a StepConfiguration request.
+	Configuration json.RawMessage `json:"configuration,omitempty"`
 }
 
 // InstallAdapters are the host adapters the child's steps use.
@@ -59,6 +61,14 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 		var req InstallStepRequest
 		if err := c.Decode(&req); err != nil {
 			return nil, err
+		}
+		if req.Step == StepConfiguration {
+			conf, err := NodeConfiguration(ctx, os.Getenv("HOME"), req.InstallationID, os.Getuid())
+			if err != nil {
+				return nil, classify(err)
+			}
+			raw, err := conf.MarshalJSON()
+			return InstallStepResult{Configuration: raw}, err
 		}
 		conf, err := ParseConfiguration(req.Configuration)
 		if err != nil {

@@ -70,15 +70,24 @@ func (c CoreReader) Read(ctx context.Context, o Options, token string) (*generat
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfiguration, err)
 	}
-	switch {
-	case conf.CoreURL != o.CoreURL:
-		return nil, nil, fmt.Errorf("%w: Core's public URL changed to %s, this command was made for %s; generate a new command in Web (the token was not used)", ErrConfiguration, conf.CoreURL, o.CoreURL)
-	case conf.InstallationID != o.InstallationID:
-		return nil, nil, fmt.Errorf("%w: Core answered for installation %s, this command is for %s", ErrConfiguration, conf.InstallationID, o.InstallationID)
-	case o.Provider != "" && conf.Provider != o.Provider:
-		return nil, nil, fmt.Errorf("%w: Core's deployment uses the provider %s, this command says %s; generate a new command in Web", ErrConfiguration, conf.Provider, o.Provider)
+	if err := CheckConfiguration(conf, o); err != nil {
+		return nil, nil, err
 	}
 	return conf, body, nil
+}
+
+// CheckConfiguration checks Core's configuration against the command: the
+// same public URL, the same installation, and the --provider assertion.
+func CheckConfiguration(conf *generation.Configuration, o Options) error {
+	switch {
+	case conf.CoreURL != o.CoreURL:
+		return fmt.Errorf("%w: Core's public URL changed to %s, this command was made for %s; generate a new command in Web (the token was not used)", ErrConfiguration, conf.CoreURL, o.CoreURL)
+	case conf.InstallationID != o.InstallationID:
+		return fmt.Errorf("%w: Core answered for installation %s, this command is for %s", ErrConfiguration, conf.InstallationID, o.InstallationID)
+	case o.Provider != "" && conf.Provider != o.Provider:
+		return fmt.Errorf("%w: Core's deployment uses the provider %s, this command says %s; generate a new command in Web", ErrConfiguration, conf.Provider, o.Provider)
+	}
+	return nil
 }
 
 func (c CoreReader) once(ctx context.Context, client *http.Client, core, token string) (body []byte, retry bool, err error) {

@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/systemd"
@@ -75,19 +77,43 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			c.Phase(label)
 		}
 	}
-	if c.Token == "" {
-		return nil, fmt.Errorf("this command needs the enrollment token on standard input (--enrollment-token-stdin); run the command Web generated. Nothing was changed.")
-	}
-	phase("Read Core's deployment specification")
-	conf, raw, err := c.Core.Read(ctx, o, c.Token)
-	if err != nil {
-		return nil, fmt.Errorf("%w. Nothing was changed.", err)
-	}
-	phase("Check host requirements")
 	known, err := knownNode(c.Host, o.InstallationID)
 	if err != nil {
 		return nil, err
 	}
+	if known {
+		if err := CheckHostRecord(c.Host, o); err != nil {
+			return nil, err
+		}
+	}
+	phase("Read Core's deployment specification")
+	var conf *generation.Configuration
+	var raw []byte
+	switch {
+	case c.Token != "":
+		conf, raw, err = c.Core.Read(ctx, o, c.Token)
+	case known:
+		// A registered node reads with its own credential, as the node
+		// account; a node that never registered needs a token.
+		var res generation.InstallStepResult
+		res, err = c.Child(ctx, generation.InstallStepRequest{Step: generation.StepConfiguration, InstallationID: o.InstallationID})
+		if err == nil {
+			raw = res.Configuration
+			conf, err = generation.ParseConfiguration(raw)
+		}
+		if err == nil {
+			err = CheckConfiguration(conf, o)
+		}
+		if err != nil {
+			err = fmt.Errorf("%w; if the node never registered, run the command Web generated, which passes the enrollment token", err)
+		}
+	default:
+		err = errors.New("this node is not installed yet: the command needs the enrollment token on standard input (--enrollment-token-stdin); run the command Web generated")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+	}
+	phase("Check host requirements")
 	res := conf.Specification.Resources
 	pf := &Preflight{Host: c.Host, InstallationID: o.InstallationID, Provider: conf.Provider, NewNode: !known,
 		CPUs: res.CPUs, MemoryMiB: res.MemoryMiB, Engine: c.Engine, Environ: c.Environ, Machine: c.Machine}
@@ -208,4 +234,40 @@ func hostCapacity() (int, int64) {
 		cpus = set.Count()
 	}
 	return cpus, int64(si.Totalram) * int64(si.Unit) >> 20
+}
+
+// CheckHostRecord refuses a command whose Core address, insecure-origin
+// policy or Core CA differ from what the host recorded for the
+// installation (/etc/oac-node/<id>.json, root's).
+func CheckHostRecord(h layout.Host, o Options) error {
+	dir, err := safefile.OpenRoot(h.EtcDir())
+	if err != nil {
+		return fmt.Errorf("read the host record: %w. Nothing was changed.", err)
+	}
+	defer dir.Close()
+	data, err := dir.ReadFile(o.InstallationID+".json", safefile.Expect{UID: 0, MaxSize: 1 << 16})
+	if err != nil {
+		return fmt.Errorf("read the host record: %w. Nothing was changed.", err)
+	}
+	var rec struct {
+		CoreURL             string `json:"core_url"`
+		AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
+		CoreCASHA256        string `json:"core_ca_sha256"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return fmt.Errorf("the host record %s is not valid JSON. Nothing was changed.", h.Record(o.InstallationID))
+	}
+	ca := ""
+	if len(o.CoreCA) > 0 {
+		ca = sha256Hex(o.CoreCA)
+	}
+	switch {
+	case rec.CoreURL != o.CoreURL:
+		return fmt.Errorf("this host's node uses %s, but this command uses %s; remove the node and add it again to move it to another Core. Nothing was changed.", rec.CoreURL, o.CoreURL)
+	case rec.AllowInsecureOrigin != o.AllowInsecureOrigin:
+		return fmt.Errorf("this host's node was installed with a different --allow-insecure-origin setting; use the command it was installed with. Nothing was changed.")
+	case rec.CoreCASHA256 != ca:
+		return fmt.Errorf("this host's node was installed with a different Core CA; use the same --core-ca file. Nothing was changed.")
+	}
+	return nil
 }
