@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/layout"
@@ -49,7 +48,11 @@ func NodeConfiguration(ctx context.Context, home, installationID string, uid int
 	if err != nil {
 		return nil, err
 	}
-	conf, err := NewCoreClient(nid, pool, http.ProxyFromEnvironment).Configuration(ctx, nid.Identity.DeploymentGeneration)
+	core, err := NewCoreClient(nid, pool, e.proxy())
+	if err != nil {
+		return nil, err
+	}
+	conf, err := core.Configuration(ctx, nid.Identity.DeploymentGeneration)
 	if err != nil {
 		return nil, err
 	}
