@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // Facts are the output facts of the steps completed so far, replayed from
@@ -87,7 +88,7 @@ type Runner struct {
 // first write: a torn tail is cut (and reported in Report.LastCut) only once
 // the run goes ahead. Errors: *RefusedError (resume refused, nothing
 // changed), *BindingError (nothing changed), ErrLocked, journal corruption
-// (journal.ErrCorrupt), journal.ErrLockReplaced (the instance lock file was
+// (journal.ErrCorrupt), safefile.ErrLockReplaced (the instance lock file was
 // replaced during the run; nothing more written), or *StepError for a
 // failed step (recorded).
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
@@ -112,9 +113,9 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	want.Workflow = def.Name
 	want.Definition = def.Hash()
 
-	lock, err := journal.TryLock(r.Journal+".lock", 0o600)
+	lock, err := safefile.TryLock(r.Journal+".lock", 0o600)
 	if err != nil {
-		if errors.Is(err, journal.ErrLocked) {
+		if errors.Is(err, safefile.ErrLocked) {
 			return nil, fmt.Errorf("%s %s: %w", def.Name, r.Journal, ErrLocked)
 		}
 		return nil, fmt.Errorf("%s: lock %s: %w", def.Name, r.Journal, err)
@@ -179,7 +180,7 @@ func headerBinding(recs [][]byte) *Binding {
 type execution struct {
 	r    *Runner
 	j    *journal.Journal
-	lock *journal.FileLock
+	lock *safefile.FileLock
 	rp   *replay
 	now  func() time.Time
 	// torn is the torn tail Open found, cut before the first record is
@@ -228,7 +229,7 @@ func (e *execution) holdsLock() error {
 	var st unix.Stat_t
 	if err := unix.Lstat(e.lock.Path(), &st); err != nil || st.Dev != dev || st.Ino != ino {
 		return fmt.Errorf("%s: the instance lock %s no longer names the file this run locked; another run may hold it, so nothing more was written to %s: %w",
-			e.r.Def.Name, e.lock.Path(), e.r.Journal, journal.ErrLockReplaced)
+			e.r.Def.Name, e.lock.Path(), e.r.Journal, safefile.ErrLockReplaced)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // testDef is a small workflow with one state of each policy and a branch.
@@ -277,7 +278,7 @@ func TestBindingMismatch(t *testing.T) {
 
 func TestLockedInstanceRefuses(t *testing.T) {
 	f := newFixture(t)
-	l, err := journal.TryLock(f.path+".lock", 0o600)
+	l, err := safefile.TryLock(f.path+".lock", 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

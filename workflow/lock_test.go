@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // A lock file renamed over the held one (what lets a second process lock
@@ -27,7 +27,7 @@ func TestReplacedInstanceLockStopsTheRun(t *testing.T) {
 		return os.Rename(fresh, f.path+".lock")
 	}
 	_, err := f.runner().Run(context.Background())
-	if !errors.Is(err, journal.ErrLockReplaced) {
+	if !errors.Is(err, safefile.ErrLockReplaced) {
 		t.Fatalf("want ErrLockReplaced, got %v", err)
 	}
 	recs := journalRecords(t, f.path)
