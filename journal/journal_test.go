@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -404,5 +406,58 @@ func TestLastCutWithoutCopy(t *testing.T) {
 	writeJournal(t, path+BrokenSuffix, testRecords(1))
 	if lc, err := LastCut(path); err == nil {
 		t.Fatalf("a whole journal taken for a cut: %+v", lc)
+	}
+}
+
+// TestJournalNobodyChild is the unprivileged process of
+// TestJournalCreateInUnwritableDirectory; it runs only when started by it.
+// It exits 0 when Create is refused with a permission error.
+func TestJournalNobodyChild(t *testing.T) {
+	path := os.Getenv("OAC_JOURNAL_NOBODY_PATH")
+	if path == "" {
+		t.Skip("runs only as the unprivileged process of TestJournalCreateInUnwritableDirectory")
+	}
+	j, err := Create(path, 0o600)
+	if errors.Is(err, os.ErrPermission) {
+		os.Exit(0)
+	}
+	fmt.Fprintf(os.Stderr, "create in an unwritable directory: journal %v, error %v\n", j, err)
+	os.Exit(1)
+}
+
+// Creating a journal in a directory the process may not write fails with a
+// permission error and leaves nothing behind. Root ignores directory
+// permissions, so as root the attempt runs in a copy of the test binary
+// started as nobody (uid and gid 65534) instead of being skipped.
+func TestJournalCreateInUnwritableDirectory(t *testing.T) {
+	base, err := os.MkdirTemp("", "journal-unwritable-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	must(t, os.Chmod(base, 0o755))
+	dir := filepath.Join(base, "ro")
+	must(t, os.Mkdir(dir, 0o755))
+	path := filepath.Join(dir, "install.journal")
+	if os.Geteuid() != 0 {
+		must(t, os.Chmod(dir, 0o555))
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		if _, err := Create(path, 0o600); !errors.Is(err, os.ErrPermission) {
+			t.Fatalf("want a permission error, got %v", err)
+		}
+	} else {
+		// The test binary's own directory is root's alone: run a copy.
+		exe := filepath.Join(base, "journal.test")
+		data, err := os.ReadFile(os.Args[0])
+		must(t, err)
+		must(t, os.WriteFile(exe, data, 0o755))
+		cmd := exec.Command(exe, "-test.run=^TestJournalNobodyChild$", "-test.count=1")
+		cmd.Dir = base
+		cmd.Env = []string{"OAC_JOURNAL_NOBODY_PATH=" + path, "PATH=/usr/bin:/bin"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("as nobody: %v\n%s", err, out)
+		}
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Fatalf("left behind: %v", names)
 	}
 }
