@@ -148,7 +148,10 @@ func (n *node) health(ctx context.Context) nodeproto.Health {
 	return nodeproto.Health{ProviderReady: diag == "", Diagnostic: diag, ObservedAt: time.Now().UTC().Format(time.RFC3339)}
 }
 
-// session runs one connection until it fails or ctx ends.
+// session runs one connection until it fails or ctx ends. After the
+// welcome the node sets no read deadline: the stand-in Core writes only
+// when the deployment changes, and a connection Core dropped shows as a
+// failed read or heartbeat write.
 func (n *node) session(ctx context.Context) error {
 	h := http.Header{"Authorization": {"Bearer " + n.id.Credential}}
 	ws, resp, err := nodeproto.DialURL(ctx, n.id.CoreURL+"/api/v1/sandbox-node/connect?node_id="+n.id.Identity.NodeID, h, n.tls)
