@@ -20,11 +20,6 @@ import (
 // status and leases: root never opens files the service account can write.
 const roleInspect = "inspect"
 
-// childRoles are every role the parent side starts.
-var childRoles = map[string]privsep.Handler{
-	roleInspect: serveInspect,
-}
-
 // inspectRequest asks the child what to read.
 type inspectRequest struct {
 	Home           string `json:"home"`

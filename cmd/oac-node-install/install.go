@@ -2,16 +2,34 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
+	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/systemd"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// runInstall installs a node, or continues an installation (root only). Its
-// wiring is installRunner.
+// maxCA bounds the operator's Core CA file.
+const maxCA = 1 << 20
+
+// runInstall installs a node, or continues an installation (root only).
+// This is the installation's one place of wiring: the real adapters (the
+// service-account child from the captured binary, the Docker Engine,
+// shadow-utils, systemd over D-Bus) handed to install.Run, which checks
+// everything before the first change and runs the install workflow against
+// /var/lib/oac-node-install/<id>/install.journal.
 func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	if os.Geteuid() != 0 {
 		return errors.New("installing a node requires root; rerun the same command with sudo. Nothing was changed.")
@@ -19,22 +37,142 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	for _, name := range f.insecure {
 		fmt.Fprintf(c.stderr, "Warning: %s uses plain http to a host that is not loopback (--allow-insecure-origin): the node's credentials cross the network unencrypted.\n", name)
 	}
-	r := c.installRunner(f)
-	if len(r.Steps) == 0 {
-		return errors.New("install: the installation workflow's steps are not in this build yet. Nothing was changed.")
+	if f.bundle != "" {
+		return errors.New("--bundle: offline installation from a local bundle is not supported by this build; install with --source-url. Nothing was changed.")
 	}
-	_, err := r.Run(ctx)
-	return err
+	if _, ok := os.LookupEnv("OAC_ENROLLMENT_TOKEN"); ok {
+		return errors.New("the environment holds OAC_ENROLLMENT_TOKEN: unset it; the token is read only from standard input. Nothing was changed.")
+	}
+	// Root reads only a private copy of the installer it is running from:
+	// every child runs these bytes, never a file the service account can
+	// write.
+	bin, err := privsep.Capture()
+	if err != nil {
+		return err
+	}
+	defer bin.Close()
+	var token string
+	if f.tokenStdin {
+		if token, err = readToken(c.stdin, c.stderr); err != nil {
+			return err
+		}
+		if token == "" || len(token) > 4096 || strings.ContainsAny(token, " \t\r\n\v\f") {
+			return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated. Nothing was changed.")
+		}
+	}
+	opts := install.Options{InstallationID: f.installationID, SourceURL: f.sourceURL, CoreURL: f.coreURL,
+		Provider: f.provider, AllowInsecureOrigin: f.allowInsecureOrigin}
+	if f.sourceURL == "" {
+		opts.SourceURL = f.coreURL
+	}
+	if f.coreCA != "" {
+		if opts.CoreCA, err = readCA(f.coreCA); err != nil {
+			return err
+		}
+	}
+	roots, err := coreRoots(opts.CoreCA)
+	if err != nil {
+		return err
+	}
+	proxy := download.ProxyEnvFromEnviron(os.Environ())
+	proxyFunc, err := proxy.ProxyFunc()
+	if err != nil {
+		return fmt.Errorf("%w. Nothing was changed.", err)
+	}
+	sd, err := systemd.Dial(ctx)
+	if err != nil {
+		return fmt.Errorf("systemd does not answer on the system bus (%v); nodes run as systemd services. Nothing was changed.", err)
+	}
+	defer sd.Close()
+	engine, err := docker.New(provider.DockerHost)
+	if err != nil {
+		return err
+	}
+	var uts unix.Utsname
+	unix.Uname(&uts)
+	host := c.host()
+	out := newPhasePrinter(c.stdout)
+	child := install.PrivsepChild(privsep.Options{
+		Binary: bin, Home: host.Home(), Proxy: privsep.ProxyFromEnviron(os.Environ()),
+		Output: c.stderr,
+		Progress: func(e privsep.Event) {
+			if e.Kind == privsep.EventPhase {
+				out.phase(e.Text)
+				return
+			}
+			fmt.Fprintln(c.stdout, e.Text)
+		},
+	}, accounts.Under(host.Root))
+	rep, err := install.Run(ctx, install.Command{
+		Options: opts, Host: host, Token: token, Environ: os.Environ(), Machine: unix.ByteSliceToString(uts.Machine[:]),
+		Core: install.CoreReader{Roots: roots, Proxy: proxyFunc}, Engine: engine, Accounts: accounts.Commands{},
+		Systemd: sd, Child: child, Proxy: privsep.ProxyFromEnviron(os.Environ()), Version: workflow.Version,
+		Out: c.stdout, Phase: out.phase,
+	})
+	if err != nil {
+		return err
+	}
+	if rep != nil && rep.Condition != workflow.Complete {
+		return fmt.Errorf("the installation stopped in state %s (%s); rerun the same command", rep.State, rep.Condition)
+	}
+	return nil
 }
 
-// installRunner is the installation's wiring, its one place: the
-// definition, the steps bound to it, and the journal
-// /var/lib/oac-node-install/<id>/install.journal.
-func (c *cli) installRunner(f *installerFlags) *workflow.Runner {
-	return &workflow.Runner{
-		Def:     workflow.InstallDefinition(),
-		Steps:   nil, // the installation's steps are not built yet
-		Binding: workflow.Binding{Version: workflow.Version, InstallationID: f.installationID},
-		Journal: filepath.Join(c.host().JournalDir(f.installationID), workflow.InstallDefinition().Name+".journal"),
+// readCA reads the operator's CA bundle (a regular file, bounded).
+func readCA(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
 	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxCA {
+		return nil, fmt.Errorf("--core-ca %s is not a regular file of at most %d bytes. Nothing was changed.", path, maxCA)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
+	}
+	return data, nil
+}
+
+// phasePrinter prints each phase once as a blank line and "==> label...",
+// cyan only on a terminal without NO_COLOR and with a TERM other than dumb.
+type phasePrinter struct {
+	w     io.Writer
+	color bool
+	last  string
+}
+
+func newPhasePrinter(w io.Writer) *phasePrinter {
+	p := &phasePrinter{w: w}
+	if f, ok := w.(*os.File); ok && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" {
+		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+			p.color = true
+		}
+	}
+	return p
+}
+
+func (p *phasePrinter) phase(label string) {
+	label = privsep.SanitizeField(label)
+	if label == p.last {
+		return
+	}
+	p.last = label
+	if p.color {
+		fmt.Fprintf(p.w, "\n\x1b[36m==> %s...\x1b[0m\n", label)
+		return
+	}
+	fmt.Fprintf(p.w, "\n==> %s...\n", label)
+}
+
+// coreRoots are the system roots plus the operator's CA bundle.
+func coreRoots(ca []byte) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if len(ca) > 0 && !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("--core-ca holds no PEM certificate. Nothing was changed.")
+	}
+	return pool, nil
 }

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"context"
+
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+)
+
+// childRoles are every role the parent side starts in a service-account
+// child of this binary: reading node roots for status and leases, and the
+// installation's service-account steps.
+var childRoles = map[string]privsep.Handler{
+	roleInspect: serveInspect,
+	generation.InstallRole: generation.ServeInstallStep(generation.InstallAdapters{
+		Docker: func(_ context.Context, host string) (generation.Docker, error) { return docker.New(host) },
+	}),
+}
