@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/download/downloadtest"
 )
 
 func TestProxyEnvPrecedence(t *testing.T) {
@@ -88,64 +88,6 @@ func TestNoProxyMatch(t *testing.T) {
 	}
 }
 
-// testProxy is an HTTP proxy: CONNECT tunnels for HTTPS and forwarding for
-// plain HTTP, with optional basic authentication.
-type testProxy struct {
-	auth     string // expected Proxy-Authorization, "" for none
-	deny     bool   // answer 407 to everything
-	mu       sync.Mutex
-	connects []string
-	auths    []string
-}
-
-func (p *testProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	p.connects = append(p.connects, r.Method+" "+r.Host)
-	p.auths = append(p.auths, r.Header.Get("Proxy-Authorization"))
-	p.mu.Unlock()
-	if p.deny || (p.auth != "" && r.Header.Get("Proxy-Authorization") != p.auth) {
-		w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
-		w.WriteHeader(http.StatusProxyAuthRequired)
-		return
-	}
-	if r.Method != http.MethodConnect {
-		r.RequestURI = ""
-		resp, err := http.DefaultTransport.RoundTrip(r)
-		if err != nil {
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-		return
-	}
-	dst, err := net.Dial("tcp", r.Host)
-	if err != nil {
-		w.WriteHeader(http.StatusBadGateway)
-		return
-	}
-	src, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		dst.Close()
-		return
-	}
-	brw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n")
-	brw.Flush()
-	go func() { io.Copy(dst, brw); dst.Close() }()
-	io.Copy(src, dst)
-	src.Close()
-}
-
-func (p *testProxy) seen() ([]string, []string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.connects...), append([]string(nil), p.auths...)
-}
-
 // closedAddr is an address nothing listens on.
 func closedAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -184,7 +126,7 @@ func TestDownloadThroughProxy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			proxy := &testProxy{auth: auth}
+			proxy := &downloadtest.Proxy{Auth: auth}
 			ps := httptest.NewServer(proxy)
 			defer ps.Close()
 			env := map[string]string{}
@@ -200,7 +142,7 @@ func TestDownloadThroughProxy(t *testing.T) {
 				t.Fatalf("download: %v", err)
 			}
 			assertTargetSafe(t, target, data, 0o600)
-			methods, auths := proxy.seen()
+			methods, auths := proxy.Seen()
 			if !tc.proxied {
 				if len(methods) != 0 {
 					t.Fatalf("proxy used: %v", methods)
@@ -221,7 +163,7 @@ func TestProxyCredentialsNeverPrinted(t *testing.T) {
 	const pass = "Pr0xyS3cret"
 	data := payload(1000, 1)
 	origin := tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveContent(w, r, data) }))
-	deny := httptest.NewServer(&testProxy{deny: true})
+	deny := httptest.NewServer(&downloadtest.Proxy{Deny: true})
 	defer deny.Close()
 	denyHost := strings.TrimPrefix(deny.URL, "http://")
 	check := func(t *testing.T, err error) {

@@ -5,57 +5,16 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/download/downloadtest"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
-
-// connectProxy is an HTTPS proxy (CONNECT tunnels only) that counts the
-// tunnels it opened.
-type connectProxy struct {
-	mu       sync.Mutex
-	connects []string
-}
-
-func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	p.connects = append(p.connects, r.Method+" "+r.Host)
-	p.mu.Unlock()
-	if r.Method != http.MethodConnect {
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		return
-	}
-	dst, err := net.Dial("tcp", r.Host)
-	if err != nil {
-		w.WriteHeader(http.StatusBadGateway)
-		return
-	}
-	src, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		dst.Close()
-		return
-	}
-	brw.WriteString("HTTP/1.1 200 Connection established\r\n\r\n")
-	brw.Flush()
-	go func() { io.Copy(dst, brw); dst.Close() }()
-	io.Copy(src, dst)
-	src.Close()
-}
-
-func (p *connectProxy) seen() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.connects...)
-}
 
 // setIdentity rewrites fields of the node's identity.json.
 func setIdentity(t *testing.T, n *testNode, change func(map[string]any)) {
@@ -146,7 +105,7 @@ func TestCoreClientProxy(t *testing.T) {
 		t.Setenv(v, "")
 		os.Unsetenv(v)
 	}
-	p := &connectProxy{}
+	p := &downloadtest.Proxy{}
 	proxySrv := httptest.NewServer(p)
 	defer proxySrv.Close()
 
@@ -154,25 +113,25 @@ func TestCoreClientProxy(t *testing.T) {
 		t.Setenv("https_proxy", "")
 		t.Setenv("HTTPS_PROXY", proxySrv.URL)
 		_, e := specificationEnv(t)
-		before := len(p.seen())
+		before := len(seen(p))
 		if _, err := e.Specification(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if seen := p.seen()[before:]; len(seen) != 0 {
-			t.Errorf("the proxy saw %q; an empty https_proxy must override HTTPS_PROXY", seen)
+		if got := seen(p)[before:]; len(got) != 0 {
+			t.Errorf("the proxy saw %q; an empty https_proxy must override HTTPS_PROXY", got)
 		}
 	})
 	t.Run("lowercase proxy carries Core's requests", func(t *testing.T) {
 		t.Setenv("https_proxy", proxySrv.URL)
 		t.Setenv("HTTPS_PROXY", "")
 		n, e := specificationEnv(t)
-		before := len(p.seen())
+		before := len(seen(p))
 		if _, err := e.Specification(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		want := "CONNECT " + strings.TrimPrefix(n.srv.URL, "https://")
-		if seen := p.seen()[before:]; len(seen) != 1 || seen[0] != want {
-			t.Errorf("the proxy saw %q, want [%s]", seen, want)
+		if got := seen(p)[before:]; len(got) != 1 || got[0] != want {
+			t.Errorf("the proxy saw %q, want [%s]", got, want)
 		}
 	})
 	t.Run("bad value refused", func(t *testing.T) {
@@ -187,6 +146,12 @@ func TestCoreClientProxy(t *testing.T) {
 			t.Errorf("the refusal shows the proxy's value: %v", err)
 		}
 	})
+}
+
+// seen lists the requests the proxy was asked.
+func seen(p *downloadtest.Proxy) []string {
+	requests, _ := p.Seen()
+	return requests
 }
 
 // testCoreClient is a Core client without a proxy.
