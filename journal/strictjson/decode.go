@@ -30,8 +30,7 @@ func (d *decoder) store(v *value, dst reflect.Value, path string) error {
 	}
 	if t.Kind() == reflect.Pointer {
 		if v.kind == kindNull {
-			dst.SetZero()
-			return nil
+			return refuse(path, "is null")
 		}
 		p := reflect.New(t.Elem())
 		if err := d.store(v, p.Elem(), path); err != nil {

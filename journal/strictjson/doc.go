@@ -26,8 +26,10 @@
 //   - Types: strings into strings, true/false into bools, and integers into
 //     integer fields only as integer literals (no fraction, no exponent, no
 //     -0, no quotes), range-checked against the Go type. Floats take any
-//     number that fits. null is accepted only by pointers (which stay nil)
-//     and interface values; everywhere else it is refused.
+//     number that fits. null is accepted only inside interface values
+//     (any); everywhere else it is refused. A field that may be left out
+//     is left out, not null; a pointer field (tagged omitempty) tells an
+//     absent key (nil) from a present zero value.
 //   - Arrays into Go arrays must have exactly the array's length.
 //   - json.RawMessage keeps the value's bytes as written (after the checks
 //     above on its whole subtree); other json.Unmarshaler and (for string

@@ -65,11 +65,13 @@ func parse(data []byte) (*value, error) {
 	return v, nil
 }
 
-func (p *parser) syntax(path string) error {
+// syntax reports a syntax error. It is about the document, not the member
+// being read, so it names no path.
+func (p *parser) syntax() error {
 	if p.pos >= len(p.data) {
-		return refuse(path, "unexpected end of the document")
+		return refuse("", "unexpected end of the document")
 	}
-	return refuse(path, "invalid JSON at byte "+strconv.Itoa(p.pos))
+	return refuse("", "invalid JSON at byte "+strconv.Itoa(p.pos))
 }
 
 func (p *parser) space() {
@@ -85,7 +87,7 @@ func (p *parser) space() {
 
 func (p *parser) value(path string, depth int) (*value, error) {
 	if p.pos >= len(p.data) {
-		return nil, p.syntax(path)
+		return nil, p.syntax()
 	}
 	start := p.pos
 	switch c := p.data[p.pos]; {
@@ -94,14 +96,14 @@ func (p *parser) value(path string, depth int) (*value, error) {
 	case c == '[':
 		return p.array(path, depth+1)
 	case c == '"':
-		s, err := p.string(path)
+		s, err := p.string()
 		if err != nil {
 			return nil, err
 		}
 		return &value{kind: kindString, raw: p.data[start:p.pos], s: s}, nil
 	case c == '-' || '0' <= c && c <= '9':
 		if !p.number() {
-			return nil, p.syntax(path)
+			return nil, p.syntax()
 		}
 		return &value{kind: kindNumber, raw: p.data[start:p.pos]}, nil
 	case p.literal("true"):
@@ -111,7 +113,7 @@ func (p *parser) value(path string, depth int) (*value, error) {
 	case p.literal("null"):
 		return &value{kind: kindNull, raw: p.data[start:p.pos]}, nil
 	}
-	return nil, p.syntax(path)
+	return nil, p.syntax()
 }
 
 func (p *parser) literal(word string) bool {
@@ -138,9 +140,9 @@ func (p *parser) object(path string, depth int) (*value, error) {
 	var seen map[string]struct{}
 	for {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.syntax(path)
+			return nil, p.syntax()
 		}
-		key, err := p.string(path)
+		key, err := p.string()
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +155,7 @@ func (p *parser) object(path string, depth int) (*value, error) {
 		seen[key] = struct{}{}
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return nil, p.syntax(path)
+			return nil, p.syntax()
 		}
 		p.pos++
 		p.space()
@@ -164,7 +166,7 @@ func (p *parser) object(path string, depth int) (*value, error) {
 		v.members = append(v.members, keyed{key, val})
 		p.space()
 		if p.pos >= len(p.data) {
-			return nil, p.syntax(path)
+			return nil, p.syntax()
 		}
 		switch p.data[p.pos] {
 		case ',':
@@ -175,7 +177,7 @@ func (p *parser) object(path string, depth int) (*value, error) {
 			v.raw = p.data[start:p.pos]
 			return v, nil
 		default:
-			return nil, p.syntax(path)
+			return nil, p.syntax()
 		}
 	}
 }
@@ -201,7 +203,7 @@ func (p *parser) array(path string, depth int) (*value, error) {
 		v.elems = append(v.elems, el)
 		p.space()
 		if p.pos >= len(p.data) {
-			return nil, p.syntax(path)
+			return nil, p.syntax()
 		}
 		switch p.data[p.pos] {
 		case ',':
@@ -212,13 +214,13 @@ func (p *parser) array(path string, depth int) (*value, error) {
 			v.raw = p.data[start:p.pos]
 			return v, nil
 		default:
-			return nil, p.syntax(path)
+			return nil, p.syntax()
 		}
 	}
 }
 
 // string reads a string at p.pos and returns it unescaped.
-func (p *parser) string(path string) (string, error) {
+func (p *parser) string() (string, error) {
 	start := p.pos
 	p.pos++ // "
 	escaped := false
@@ -234,16 +236,16 @@ func (p *parser) string(path string) (string, error) {
 			// same way it would for its own decoding.
 			var s string
 			if err := json.Unmarshal(p.data[start:p.pos], &s); err != nil {
-				return "", refuse(path, "invalid string at byte "+strconv.Itoa(start))
+				return "", refuse("", "invalid string at byte "+strconv.Itoa(start))
 			}
 			return s, nil
 		case c < 0x20:
-			return "", refuse(path, "control character in a string at byte "+strconv.Itoa(p.pos))
+			return "", refuse("", "control character in a string at byte "+strconv.Itoa(p.pos))
 		case c == '\\':
 			escaped = true
 			p.pos++
 			if p.pos >= len(p.data) {
-				return "", p.syntax(path)
+				return "", p.syntax()
 			}
 			switch p.data[p.pos] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -252,18 +254,18 @@ func (p *parser) string(path string) (string, error) {
 				p.pos++
 				for i := 0; i < 4; i++ {
 					if p.pos >= len(p.data) || !isHex(p.data[p.pos]) {
-						return "", p.syntax(path)
+						return "", p.syntax()
 					}
 					p.pos++
 				}
 			default:
-				return "", p.syntax(path)
+				return "", p.syntax()
 			}
 		default:
 			p.pos++
 		}
 	}
-	return "", p.syntax(path)
+	return "", p.syntax()
 }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
