@@ -8,7 +8,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 )
 
 // MaxMetadataSize is the largest manifest.json or SHA256SUMS accepted, in
@@ -73,60 +74,43 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > MaxMetadataSize {
 		return nil, fmt.Errorf("manifest.json: %w (%d bytes)", ErrTooLarge, len(data))
 	}
-	if !utf8.Valid(data) {
-		return nil, manifestErr("manifest.json", "not valid UTF-8")
+	var doc manifestFile
+	if err := manifestFormat.Decode(data, &doc); err != nil {
+		return nil, fromStrict(err, ErrInvalidManifest, "manifest.json")
 	}
-	top, err := object(data)
-	if err != nil {
-		return nil, manifestErr("manifest.json", "%v", err)
+	m := &Manifest{
+		ArtifactBaseURL: doc.ArtifactBaseURL, ImageManifestDigests: doc.ImageManifestDigests, Images: doc.Images,
+		Microsandbox: doc.Microsandbox, Platform: doc.Platform, RuntimeRef: doc.RuntimeRef,
+		SourceCommit: doc.SourceCommit, SourceTree: doc.SourceTree, Raw: bytes.Clone(data),
 	}
-	m := &Manifest{Raw: bytes.Clone(data)}
-	field := func(name string) (json.RawMessage, error) {
-		raw, ok := top[name]
-		if !ok {
-			return nil, manifestErr(name, "missing")
+	for _, f := range []struct {
+		name, value string
+		check       func(string) bool
+		rule        string
+	}{
+		{"source_commit", m.SourceCommit, IsCommit, "40 lowercase hex digits"},
+		{"source_tree", m.SourceTree, IsCommit, "40 lowercase hex digits"},
+		{"platform", m.Platform, func(s string) bool { return s == Platform }, Platform},
+		{"runtime_ref", m.RuntimeRef, IsRuntimeRef, "oac-runtime@sha256:<64 lowercase hex>"},
+	} {
+		if !f.check(f.value) {
+			return nil, manifestErr(f.name, "must be %s", f.rule)
 		}
-		return raw, nil
-	}
-	strField := func(name string, check func(string) bool, rule string) (string, error) {
-		raw, err := field(name)
-		if err != nil {
-			return "", err
-		}
-		s, err := str(raw)
-		if err != nil {
-			return "", manifestErr(name, "%v", err)
-		}
-		if check != nil && !check(s) {
-			return "", manifestErr(name, "must be %s", rule)
-		}
-		return s, nil
-	}
-	if m.SourceCommit, err = strField("source_commit", IsCommit, "40 lowercase hex digits"); err != nil {
-		return nil, err
-	}
-	if m.SourceTree, err = strField("source_tree", IsCommit, "40 lowercase hex digits"); err != nil {
-		return nil, err
-	}
-	if m.Platform, err = strField("platform", func(s string) bool { return s == Platform }, Platform); err != nil {
-		return nil, err
-	}
-	if m.ArtifactBaseURL, err = strField("artifact_base_url", nil, ""); err != nil {
-		return nil, err
 	}
 	if m.ArtifactBaseURL != "" {
 		if err := CheckArtifactBaseURL(m.ArtifactBaseURL); err != nil {
 			return nil, manifestErr("artifact_base_url", "%v", err)
 		}
 	}
-	if m.RuntimeRef, err = strField("runtime_ref", IsRuntimeRef, "oac-runtime@sha256:<64 lowercase hex>"); err != nil {
-		return nil, err
-	}
-	if m.Images, err = parseDigestMap(top, "images"); err != nil {
-		return nil, err
-	}
-	if m.ImageManifestDigests, err = parseDigestMap(top, "image_manifest_digests"); err != nil {
-		return nil, err
+	for _, dm := range []struct {
+		name string
+		m    map[string]string
+	}{{"images", m.Images}, {"image_manifest_digests", m.ImageManifestDigests}} {
+		for _, k := range sortedKeys(dm.m) {
+			if !IsDigest(dm.m[k]) {
+				return nil, manifestErr(dm.name+"."+k, "must be sha256:<64 lowercase hex>")
+			}
+		}
 	}
 	for name := range m.Images {
 		if _, ok := m.ImageManifestDigests[name]; !ok {
@@ -141,91 +125,61 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if _, ok := m.Images[ImageRuntime]; !ok {
 		return nil, manifestErr("images."+ImageRuntime, "missing")
 	}
-	if m.Microsandbox, err = parseMicrosandbox(top); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		key, value string
+		hex        bool
+		rule       string
+	}{
+		{"version", m.Microsandbox.Version, false, "a non-empty string"},
+		{"runtime_sha256", m.Microsandbox.RuntimeSHA256, true, "64 lowercase hex digits"},
+		{"firmware_sha256", m.Microsandbox.FirmwareSHA256, true, "64 lowercase hex digits"},
+	} {
+		if f.hex && !IsSHA256(f.value) || !f.hex && (f.value == "" || !printable(f.value)) {
+			return nil, manifestErr("microsandbox."+f.key, "must be %s", f.rule)
+		}
 	}
-	if m.Artifacts, err = parseArtifacts(top, m.SourceCommit); err != nil {
+	var err error
+	if m.Artifacts, err = checkArtifacts(doc.Artifacts, m.SourceCommit); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func parseDigestMap(top map[string]json.RawMessage, name string) (map[string]string, error) {
-	raw, ok := top[name]
-	if !ok {
-		return nil, manifestErr(name, "missing")
-	}
-	members, err := object(raw)
-	if err != nil {
-		return nil, manifestErr(name, "%v", err)
-	}
-	out := make(map[string]string, len(members))
-	for _, k := range sortedKeys(members) {
-		s, err := str(members[k])
-		if err != nil {
-			return nil, manifestErr(name+"."+k, "%v", err)
-		}
-		if !IsDigest(s) {
-			return nil, manifestErr(name+"."+k, "must be sha256:<64 lowercase hex>")
-		}
-		out[k] = s
-	}
-	return out, nil
+// manifestFile is manifest.json as written. The platform's build may add
+// keys, so unknown keys are skipped (the old installer ignored them too);
+// duplicates and case variants of known keys are refused.
+type manifestFile struct {
+	ArtifactBaseURL      string                 `json:"artifact_base_url"`
+	Artifacts            map[string]artifactDoc `json:"artifacts"`
+	ImageManifestDigests map[string]string      `json:"image_manifest_digests"`
+	Images               map[string]string      `json:"images"`
+	Microsandbox         Microsandbox           `json:"microsandbox"`
+	Platform             string                 `json:"platform"`
+	RuntimeRef           string                 `json:"runtime_ref"`
+	SourceCommit         string                 `json:"source_commit"`
+	SourceTree           string                 `json:"source_tree"`
 }
 
-func parseMicrosandbox(top map[string]json.RawMessage) (Microsandbox, error) {
-	var ms Microsandbox
-	raw, ok := top["microsandbox"]
-	if !ok {
-		return ms, manifestErr("microsandbox", "missing")
-	}
-	members, err := object(raw)
-	if err != nil {
-		return ms, manifestErr("microsandbox", "%v", err)
-	}
-	for _, f := range []struct {
-		key  string
-		dst  *string
-		hex  bool
-		rule string
-	}{
-		{"version", &ms.Version, false, "a non-empty string"},
-		{"runtime_sha256", &ms.RuntimeSHA256, true, "64 lowercase hex digits"},
-		{"firmware_sha256", &ms.FirmwareSHA256, true, "64 lowercase hex digits"},
-	} {
-		r, ok := members[f.key]
-		if !ok {
-			return ms, manifestErr("microsandbox."+f.key, "missing")
-		}
-		s, err := str(r)
-		if err != nil {
-			return ms, manifestErr("microsandbox."+f.key, "%v", err)
-		}
-		if f.hex && !IsSHA256(s) || !f.hex && (s == "" || !printable(s)) {
-			return ms, manifestErr("microsandbox."+f.key, "must be %s", f.rule)
-		}
-		*f.dst = s
-	}
-	return ms, nil
+// artifactDoc tells an absent unpacked key from a present zero one.
+type artifactDoc struct {
+	Filename       string  `json:"filename"`
+	SHA256         string  `json:"sha256"`
+	Size           int64   `json:"size"`
+	UnpackedSHA256 *string `json:"unpacked_sha256,omitempty"`
+	UnpackedSize   *int64  `json:"unpacked_size,omitempty"`
 }
 
-func parseArtifacts(top map[string]json.RawMessage, commit string) (map[string]Artifact, error) {
-	raw, ok := top["artifacts"]
-	if !ok {
-		return nil, manifestErr("artifacts", "missing")
-	}
-	members, err := object(raw)
-	if err != nil {
-		return nil, manifestErr("artifacts", "%v", err)
-	}
-	out := make(map[string]Artifact, len(members))
-	byName := make(map[string]string, len(members))
-	for _, path := range sortedKeys(members) {
+var manifestFormat = strictjson.Format{MaxSize: MaxMetadataSize, AllowUnknownKeys: true}
+
+func checkArtifacts(docs map[string]artifactDoc, commit string) (map[string]Artifact, error) {
+	out := make(map[string]Artifact, len(docs))
+	byName := make(map[string]string, len(docs))
+	for _, path := range sortedKeys(docs) {
 		f := "artifacts." + path
 		if err := CheckRelativePath(path); err != nil {
 			return nil, manifestErr(f, "logical path %v", err)
 		}
-		a, err := parseArtifact(f, members[path], commit, path == PathRuntimeImage)
+		a, err := checkArtifact(f, docs[path], commit, path == PathRuntimeImage)
 		if err != nil {
 			return nil, err
 		}
@@ -248,66 +202,34 @@ func parseArtifacts(top map[string]json.RawMessage, commit string) (map[string]A
 	return out, nil
 }
 
-func parseArtifact(f string, raw json.RawMessage, commit string, unpacked bool) (Artifact, error) {
-	var a Artifact
-	members, err := object(raw)
-	if err != nil {
-		return a, manifestErr(f, "%v", err)
-	}
-	get := func(k string) (json.RawMessage, error) {
-		r, ok := members[k]
-		if !ok {
-			return nil, manifestErr(f+"."+k, "missing")
-		}
-		return r, nil
-	}
-	r, err := get("filename")
-	if err != nil {
-		return a, err
-	}
-	if a.Filename, err = str(r); err != nil {
-		return a, manifestErr(f+".filename", "%v", err)
-	}
+func checkArtifact(f string, d artifactDoc, commit string, unpacked bool) (Artifact, error) {
+	a := Artifact{Filename: d.Filename, SHA256: d.SHA256, Size: d.Size}
 	if err := CheckFileName(a.Filename); err != nil {
 		return a, manifestErr(f+".filename", "%v", err)
 	}
 	if !strings.Contains(a.Filename, commit) {
 		return a, manifestErr(f+".filename", "%q does not contain the source commit", a.Filename)
 	}
-	if r, err = get("sha256"); err != nil {
-		return a, err
-	}
-	if a.SHA256, err = str(r); err != nil {
-		return a, manifestErr(f+".sha256", "%v", err)
-	}
 	if !IsSHA256(a.SHA256) {
 		return a, manifestErr(f+".sha256", "must be 64 lowercase hex digits")
 	}
-	if r, err = get("size"); err != nil {
-		return a, err
+	if a.Size < 1 {
+		return a, manifestErr(f+".size", "%d is outside [1, %d]", a.Size, int64(math.MaxInt64))
 	}
-	if a.Size, err = integer(r, 1, math.MaxInt64); err != nil {
-		return a, manifestErr(f+".size", "%v", err)
-	}
-	_, hasSHA := members["unpacked_sha256"]
-	_, hasSize := members["unpacked_size"]
-	if !unpacked && !hasSHA && !hasSize {
+	if !unpacked && d.UnpackedSHA256 == nil && d.UnpackedSize == nil {
 		return a, nil
 	}
-	if r, err = get("unpacked_sha256"); err != nil {
-		return a, err
+	if d.UnpackedSHA256 == nil {
+		return a, manifestErr(f+".unpacked_sha256", "missing")
 	}
-	if a.UnpackedSHA256, err = str(r); err != nil {
-		return a, manifestErr(f+".unpacked_sha256", "%v", err)
-	}
-	if !IsSHA256(a.UnpackedSHA256) {
+	if a.UnpackedSHA256 = *d.UnpackedSHA256; !IsSHA256(a.UnpackedSHA256) {
 		return a, manifestErr(f+".unpacked_sha256", "must be 64 lowercase hex digits")
 	}
-	if r, err = get("unpacked_size"); err != nil {
-		return a, err
+	if d.UnpackedSize == nil {
+		return a, manifestErr(f+".unpacked_size", "missing")
 	}
-	if a.UnpackedSize, err = integer(r, 1, math.MaxInt64); err != nil {
-		return a, manifestErr(f+".unpacked_size", "%v", err)
+	if a.UnpackedSize = *d.UnpackedSize; a.UnpackedSize < 1 {
+		return a, manifestErr(f+".unpacked_size", "%d is outside [1, %d]", a.UnpackedSize, int64(math.MaxInt64))
 	}
 	return a, nil
 }

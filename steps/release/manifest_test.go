@@ -40,7 +40,10 @@ func TestParseManifest(t *testing.T) {
 		{name: "source_commit key in other case", mutate: func(d map[string]any) {
 			d["Source_Commit"] = d["source_commit"]
 			delete(d, "source_commit")
-		}, field: "source_commit"},
+		}, field: "Source_Commit"},
+		{name: "source_commit and a case variant", mutate: func(d map[string]any) {
+			d["SOURCE_COMMIT"] = strings.Repeat("0", 40)
+		}, field: "SOURCE_COMMIT"},
 		{name: "source_commit uppercase", mutate: func(d map[string]any) { d["source_commit"] = strings.ToUpper(testCommit) }, field: "source_commit"},
 		{name: "source_commit short", mutate: func(d map[string]any) { d["source_commit"] = testCommit[:39] }, field: "source_commit"},
 		{name: "source_commit number", mutate: func(d map[string]any) { d["source_commit"] = 12 }, field: "source_commit"},

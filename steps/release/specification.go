@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 )
 
 // ProviderE2B is the remote provider; it has neither a Runtime nor disks.
@@ -42,20 +43,20 @@ type Specification struct {
 // Resources of one sandbox. Disks are zero for providers without disks
 // and, being zero, are omitted from the canonical form.
 type Resources struct {
-	CPUs               int64
-	MemoryMiB          int64
-	RootDiskMiB        int64
-	EnvironmentDiskMiB int64
+	CPUs               int64 `json:"cpus"`
+	MemoryMiB          int64 `json:"memory_mib"`
+	RootDiskMiB        int64 `json:"root_disk_mib,omitempty"`
+	EnvironmentDiskMiB int64 `json:"environment_disk_mib,omitempty"`
 }
 
 // Runtime pins the Runtime release and its identities.
 type Runtime struct {
-	SourceCommit        string
-	ImageID             string // Docker config digest
-	ImageManifestDigest string // OCI manifest or index digest
-	MicrosandboxRef     string // oac-runtime@sha256:<64hex>
-	RuntimeSHA256       string // msb
-	FirmwareSHA256      string // libkrunfw
+	SourceCommit        string `json:"source_commit"`
+	ImageID             string `json:"image_id"`              // Docker config digest
+	ImageManifestDigest string `json:"image_manifest_digest"` // OCI manifest or index digest
+	MicrosandboxRef     string `json:"microsandbox_ref"`      // oac-runtime@sha256:<64hex>
+	RuntimeSHA256       string `json:"runtime_sha256"`        // msb
+	FirmwareSHA256      string `json:"firmware_sha256"`       // libkrunfw
 }
 
 // ParseSpecification validates the specification object Core sends
@@ -69,83 +70,54 @@ func ParseSpecification(provider string, raw json.RawMessage) (*Specification, e
 	if !ok {
 		return nil, fmt.Errorf("specification: %w %q", ErrUnknownProvider, provider)
 	}
-	if !utf8.Valid(raw) {
-		return nil, specErr("specification", "not valid UTF-8")
+	var doc specificationDoc
+	if err := specificationFormat.Decode(raw, &doc); err != nil {
+		return nil, fromStrict(err, ErrInvalidSpecification, "specification")
 	}
-	top, err := object(raw)
-	if err != nil {
-		return nil, specErr("specification", "%v", err)
-	}
-	if err := onlyKeys("", top, "resources", "runtime"); err != nil {
+	s := &Specification{Provider: provider, Resources: doc.Resources}
+	if err := checkResources(s.Resources, kind.disk); err != nil {
 		return nil, err
 	}
-	s := &Specification{Provider: provider}
-	rawRes, ok := top["resources"]
-	if !ok {
-		return nil, specErr("resources", "missing")
-	}
-	if s.Resources, err = parseResources(rawRes, kind.disk); err != nil {
-		return nil, err
-	}
-	rawRT, hasRT := top["runtime"]
 	switch {
-	case kind.runtime && !hasRT:
+	case kind.runtime && doc.Runtime == nil:
 		return nil, specErr("runtime", "missing (provider %s runs a Runtime)", provider)
-	case !kind.runtime && hasRT:
+	case !kind.runtime && doc.Runtime != nil:
 		return nil, specErr("runtime", "not allowed for provider %s", provider)
-	case hasRT:
-		if s.Runtime, err = parseRuntime(rawRT); err != nil {
-			return nil, err
+	case doc.Runtime != nil:
+		for _, f := range runtimeFields {
+			if !f.check(*f.get(doc.Runtime)) {
+				return nil, specErr("runtime."+f.key, "must be %s", f.rule)
+			}
 		}
+		s.Runtime = doc.Runtime
 	}
 	return s, nil
 }
 
-func onlyKeys(prefix string, m map[string]json.RawMessage, allowed ...string) error {
-	for _, k := range sortedKeys(m) {
-		known := false
-		for _, a := range allowed {
-			known = known || k == a
-		}
-		if !known {
-			return specErr(prefix+k, "unknown key")
-		}
-	}
-	return nil
+// specificationDoc is the specification object as Core sends it.
+type specificationDoc struct {
+	Resources Resources `json:"resources"`
+	Runtime   *Runtime  `json:"runtime,omitempty"`
 }
 
-func parseResources(raw json.RawMessage, disk bool) (Resources, error) {
-	var r Resources
-	m, err := object(raw)
-	if err != nil {
-		return r, specErr("resources", "%v", err)
-	}
-	if err := onlyKeys("resources.", m, "cpus", "memory_mib", "root_disk_mib", "environment_disk_mib"); err != nil {
-		return r, err
-	}
+// The specification is strict: its digest covers exactly these keys. It
+// travels inside a configuration, so the configuration's bound applies.
+var specificationFormat = strictjson.Format{MaxSize: MaxMetadataSize}
+
+func checkResources(r Resources, disk bool) error {
 	for _, f := range []struct {
 		key      string
-		dst      *int64
+		v        int64
 		min, max int64
-		required bool
 	}{
-		{"cpus", &r.CPUs, MinCPUs, MaxCPUs, true},
-		{"memory_mib", &r.MemoryMiB, MinMemoryMiB, MaxMemoryMiB, true},
-		{"root_disk_mib", &r.RootDiskMiB, 0, MaxDiskMiB, false},
-		{"environment_disk_mib", &r.EnvironmentDiskMiB, 0, MaxDiskMiB, false},
+		{"cpus", r.CPUs, MinCPUs, MaxCPUs},
+		{"memory_mib", r.MemoryMiB, MinMemoryMiB, MaxMemoryMiB},
+		{"root_disk_mib", r.RootDiskMiB, 0, MaxDiskMiB},
+		{"environment_disk_mib", r.EnvironmentDiskMiB, 0, MaxDiskMiB},
 	} {
-		v, ok := m[f.key]
-		if !ok {
-			if f.required {
-				return r, specErr("resources."+f.key, "missing")
-			}
-			continue
+		if f.v < f.min || f.v > f.max {
+			return specErr("resources."+f.key, "%d is outside [%d, %d]", f.v, f.min, f.max)
 		}
-		n, err := integer(v, f.min, f.max)
-		if err != nil {
-			return r, specErr("resources."+f.key, "%v", err)
-		}
-		*f.dst = n
 	}
 	for _, d := range []struct {
 		key string
@@ -153,12 +125,12 @@ func parseResources(raw json.RawMessage, disk bool) (Resources, error) {
 	}{{"root_disk_mib", r.RootDiskMiB}, {"environment_disk_mib", r.EnvironmentDiskMiB}} {
 		switch {
 		case d.v != 0 && !disk:
-			return r, specErr("resources."+d.key, "must be 0 or absent: this provider has no disks")
+			return specErr("resources."+d.key, "must be 0 or absent: this provider has no disks")
 		case d.v != 0 && d.v < MinDiskMiB:
-			return r, specErr("resources."+d.key, "%d is below %d", d.v, MinDiskMiB)
+			return specErr("resources."+d.key, "%d is below %d", d.v, MinDiskMiB)
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // runtimeFields lists the runtime keys in canonical order with their rules.
@@ -174,36 +146,6 @@ var runtimeFields = []struct {
 	{"microsandbox_ref", func(r *Runtime) *string { return &r.MicrosandboxRef }, IsRuntimeRef, "oac-runtime@sha256:<64 lowercase hex>"},
 	{"runtime_sha256", func(r *Runtime) *string { return &r.RuntimeSHA256 }, IsSHA256, "64 lowercase hex digits"},
 	{"firmware_sha256", func(r *Runtime) *string { return &r.FirmwareSHA256 }, IsSHA256, "64 lowercase hex digits"},
-}
-
-func parseRuntime(raw json.RawMessage) (*Runtime, error) {
-	m, err := object(raw)
-	if err != nil {
-		return nil, specErr("runtime", "%v", err)
-	}
-	keys := make([]string, len(runtimeFields))
-	for i, f := range runtimeFields {
-		keys[i] = f.key
-	}
-	if err := onlyKeys("runtime.", m, keys...); err != nil {
-		return nil, err
-	}
-	rt := &Runtime{}
-	for _, f := range runtimeFields {
-		v, ok := m[f.key]
-		if !ok {
-			return nil, specErr("runtime."+f.key, "missing")
-		}
-		s, err := str(v)
-		if err != nil {
-			return nil, specErr("runtime."+f.key, "%v", err)
-		}
-		if !f.check(s) {
-			return nil, specErr("runtime."+f.key, "must be %s", f.rule)
-		}
-		*f.get(rt) = s
-	}
-	return rt, nil
 }
 
 // Canonical returns the canonical serialisation the specification digest is
