@@ -1,71 +1,117 @@
 package provider
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
+
+// The document shapes of CONTRACT §3.1, for the strict decoder: every key
+// required unless tagged omitempty, no other key.
+type configDoc struct {
+	InstallationID string           `json:"installation_id"`
+	Provider       string           `json:"provider"`
+	CoreURL        string           `json:"core_url"`
+	Generation     int64            `json:"generation"`
+	Specification  json.RawMessage  `json:"specification"`
+	Docker         *dockerDoc       `json:"docker,omitempty"`
+	Microsandbox   *microsandboxDoc `json:"microsandbox,omitempty"`
+}
+
+type dockerDoc struct {
+	Host          string `json:"host"`
+	Image         string `json:"image"`
+	Network       string `json:"network"`
+	SeccompFile   string `json:"seccomp_file"`
+	NestedSandbox bool   `json:"nested_sandbox"`
+}
+
+type microsandboxDoc struct {
+	HelperPath         string     `json:"helper_path"`
+	RuntimePath        string     `json:"runtime_path"`
+	FirmwarePath       string     `json:"firmware_path"`
+	RuntimeSHA256      string     `json:"runtime_sha256"`
+	FirmwareSHA256     string     `json:"firmware_sha256"`
+	RuntimeHome        string     `json:"runtime_home"`
+	Image              string     `json:"image"`
+	CPUs               int64      `json:"cpus"`
+	MemoryMiB          int64      `json:"memory_mib"`
+	RootDiskMiB        int64      `json:"root_disk_mib"`
+	EnvironmentDiskMiB int64      `json:"environment_disk_mib"`
+	Network            networkDoc `json:"network"`
+}
+
+type networkDoc struct {
+	DefaultEgress  string    `json:"default_egress"`
+	DefaultIngress string    `json:"default_ingress"`
+	Rules          []ruleDoc `json:"rules"`
+}
+
+// ruleDoc's optional keys are pointers: present but empty is refused.
+type ruleDoc struct {
+	Action      string  `json:"action"`
+	Direction   string  `json:"direction"`
+	Destination string  `json:"destination"`
+	Protocol    *string `json:"protocol,omitempty"`
+	Port        *string `json:"port,omitempty"`
+}
+
+var configFormat = strictjson.Format{MaxSize: MaxSize}
 
 // Parse reads a provider configuration with the format's exact key sets
 // and value types, then validates it (see Validate). Failures wrap
 // ErrMalformed (and the release package's specification errors for a bad
 // specification).
 func Parse(data []byte) (*Config, error) {
-	if len(data) > MaxSize {
-		return nil, fieldErr("", "%d bytes, at most %d", len(data), MaxSize)
+	var doc configDoc
+	if err := configFormat.Decode(data, &doc); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			return nil, fieldErr(se.Path, "%s", se.Reason)
+		}
+		return nil, fieldErr("", "%v", err)
 	}
-	top, err := decodeObject("", data)
-	if err != nil {
-		return nil, err
+	c := &Config{
+		InstallationID: doc.InstallationID,
+		Provider:       doc.Provider,
+		CoreURL:        doc.CoreURL,
+		Generation:     doc.Generation,
 	}
-	c := &Config{}
-	if c.InstallationID, err = top.str("installation_id"); err != nil {
-		return nil, err
-	}
-	if c.Provider, err = top.str("provider"); err != nil {
-		return nil, err
-	}
-	if c.CoreURL, err = top.str("core_url"); err != nil {
-		return nil, err
-	}
-	if c.Generation, err = top.integer("generation", 1, math.MaxInt64); err != nil {
-		return nil, err
-	}
-	rawSpec, err := top.raw("specification")
-	if err != nil {
-		return nil, err
+	if c.Generation < 1 {
+		return nil, fieldErr("generation", "%d is outside [1, %d]", c.Generation, int64(math.MaxInt64))
 	}
 	switch c.Provider {
 	case release.ProviderDocker, release.ProviderMicrosandbox:
 	default:
 		return nil, fieldErr("provider", "must be %q or %q", release.ProviderDocker, release.ProviderMicrosandbox)
 	}
-	if c.Specification, err = release.ParseSpecification(c.Provider, rawSpec); err != nil {
+	var err error
+	if c.Specification, err = release.ParseSpecification(c.Provider, doc.Specification); err != nil {
 		return nil, fmt.Errorf("%w: specification: %w", ErrMalformed, err)
 	}
-	switch c.Provider {
-	case release.ProviderDocker:
-		o, err := top.object("docker")
-		if err != nil {
-			return nil, err
-		}
-		if c.Docker, err = parseDocker(o); err != nil {
-			return nil, err
-		}
-	case release.ProviderMicrosandbox:
-		o, err := top.object("microsandbox")
-		if err != nil {
-			return nil, err
-		}
-		if c.Microsandbox, err = parseMicrosandbox(o); err != nil {
-			return nil, err
-		}
+	// Exactly the adapter object the provider names.
+	switch {
+	case c.Provider == release.ProviderDocker && doc.Docker == nil:
+		return nil, fieldErr("docker", "missing")
+	case c.Provider == release.ProviderDocker && doc.Microsandbox != nil:
+		return nil, fieldErr("microsandbox", "unknown key")
+	case c.Provider == release.ProviderMicrosandbox && doc.Microsandbox == nil:
+		return nil, fieldErr("microsandbox", "missing")
+	case c.Provider == release.ProviderMicrosandbox && doc.Docker != nil:
+		return nil, fieldErr("docker", "unknown key")
 	}
-	if err := top.done(); err != nil {
-		return nil, err
+	if d := doc.Docker; d != nil {
+		c.Docker = &DockerConfig{Host: d.Host, Image: d.Image, Network: d.Network, SeccompFile: d.SeccompFile, NestedSandbox: d.NestedSandbox}
+	}
+	if m := doc.Microsandbox; m != nil {
+		if c.Microsandbox, err = m.config(); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -73,104 +119,41 @@ func Parse(data []byte) (*Config, error) {
 	return c, nil
 }
 
-func parseDocker(o *members) (*DockerConfig, error) {
-	d := &DockerConfig{}
-	var err error
-	for _, f := range []struct {
+func (m *microsandboxDoc) config() (*MicrosandboxConfig, error) {
+	for _, r := range []struct {
 		key string
-		dst *string
-	}{{"host", &d.Host}, {"image", &d.Image}, {"network", &d.Network}, {"seccomp_file", &d.SeccompFile}} {
-		if *f.dst, err = o.str(f.key); err != nil {
-			return nil, err
+		n   int64
+	}{{"cpus", m.CPUs}, {"memory_mib", m.MemoryMiB}, {"root_disk_mib", m.RootDiskMiB}, {"environment_disk_mib", m.EnvironmentDiskMiB}} {
+		if r.n < 0 || r.n > release.MaxDiskMiB {
+			return nil, fieldErr("microsandbox."+r.key, "%d is outside [0, %d]", r.n, int64(release.MaxDiskMiB))
 		}
 	}
-	if d.NestedSandbox, err = o.boolean("nested_sandbox"); err != nil {
-		return nil, err
+	out := &MicrosandboxConfig{
+		HelperPath: m.HelperPath, RuntimePath: m.RuntimePath, FirmwarePath: m.FirmwarePath,
+		RuntimeSHA256: m.RuntimeSHA256, FirmwareSHA256: m.FirmwareSHA256,
+		RuntimeHome: m.RuntimeHome, Image: m.Image,
+		CPUs: m.CPUs, MemoryMiB: m.MemoryMiB, RootDiskMiB: m.RootDiskMiB, EnvironmentDiskMiB: m.EnvironmentDiskMiB,
+		Network: Network{DefaultEgress: m.Network.DefaultEgress, DefaultIngress: m.Network.DefaultIngress},
 	}
-	return d, o.done()
-}
-
-func parseMicrosandbox(o *members) (*MicrosandboxConfig, error) {
-	m := &MicrosandboxConfig{}
-	var err error
-	for _, f := range []struct {
-		key string
-		dst *string
-	}{
-		{"helper_path", &m.HelperPath}, {"runtime_path", &m.RuntimePath}, {"firmware_path", &m.FirmwarePath},
-		{"runtime_sha256", &m.RuntimeSHA256}, {"firmware_sha256", &m.FirmwareSHA256},
-		{"runtime_home", &m.RuntimeHome}, {"image", &m.Image},
-	} {
-		if *f.dst, err = o.str(f.key); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range []struct {
-		key string
-		dst *int64
-	}{{"cpus", &m.CPUs}, {"memory_mib", &m.MemoryMiB}, {"root_disk_mib", &m.RootDiskMiB}, {"environment_disk_mib", &m.EnvironmentDiskMiB}} {
-		if *f.dst, err = o.integer(f.key, 0, release.MaxDiskMiB); err != nil {
-			return nil, err
-		}
-	}
-	no, err := o.object("network")
-	if err != nil {
-		return nil, err
-	}
-	if m.Network, err = parseNetwork(no); err != nil {
-		return nil, err
-	}
-	return m, o.done()
-}
-
-func parseNetwork(o *members) (Network, error) {
-	var n Network
-	var err error
-	if n.DefaultEgress, err = o.str("default_egress"); err != nil {
-		return n, err
-	}
-	if n.DefaultIngress, err = o.str("default_ingress"); err != nil {
-		return n, err
-	}
-	rules, err := o.array("rules")
-	if err != nil {
-		return n, err
-	}
-	for i, raw := range rules {
-		path := o.path + ".rules[" + strconv.Itoa(i) + "]"
-		ro, err := decodeObject(path, raw)
-		if err != nil {
-			return n, err
-		}
-		var r Rule
-		if r.Action, err = ro.str("action"); err != nil {
-			return n, err
-		}
-		if r.Direction, err = ro.str("direction"); err != nil {
-			return n, err
-		}
-		if r.Destination, err = ro.str("destination"); err != nil {
-			return n, err
-		}
+	for i, rd := range m.Network.Rules {
+		path := "microsandbox.network.rules[" + strconv.Itoa(i) + "]"
+		r := Rule{Action: rd.Action, Direction: rd.Direction, Destination: rd.Destination}
 		for _, opt := range []struct {
 			key string
+			src *string
 			dst *string
-		}{{"protocol", &r.Protocol}, {"port", &r.Port}} {
-			if ro.has(opt.key) {
-				if *opt.dst, err = ro.str(opt.key); err != nil {
-					return n, err
-				}
-				if *opt.dst == "" {
-					return n, fieldErr(path+"."+opt.key, "is empty (omit the key instead)")
-				}
+		}{{"protocol", rd.Protocol, &r.Protocol}, {"port", rd.Port, &r.Port}} {
+			if opt.src == nil {
+				continue
 			}
+			if *opt.src == "" {
+				return nil, fieldErr(path+"."+opt.key, "is empty (omit the key instead)")
+			}
+			*opt.dst = *opt.src
 		}
-		if err := ro.done(); err != nil {
-			return n, err
-		}
-		n.Rules = append(n.Rules, r)
+		out.Network.Rules = append(out.Network.Rules, r)
 	}
-	return n, o.done()
+	return out, nil
 }
 
 // IsMalformed reports whether err says a configuration could not be read
