@@ -19,12 +19,14 @@
 //	fail    the step's error class and message
 //	end     the run reached a final state
 //
-// fsm keeps no state on disk. On start the engine replays the journal,
-// validates the replayed state name against the definition (fsm would accept
-// any name), calls SetState, and continues. A begin without a matching done
-// or fail is an interrupted step, resolved by the step's policy. Fallible work
-// runs in the engine loop, never in fsm callbacks, and Event is always given a
-// context that cannot be cancelled: a cancelled Event wedges the machine.
+// fsm keeps no state on disk. The run's state is the replayed journal's:
+// every state a record names is checked against the definition (fsm would
+// accept any name), and each done record's event is checked by a fresh fsm
+// in the current state, which must lead where the record says. A begin
+// without a matching done or fail is an interrupted step, resolved by the
+// step's policy. Fallible work runs in the engine loop, never in fsm
+// callbacks, and Event is never given a context that can be cancelled: a
+// cancelled Event wedges the machine.
 //
 //	        replay journal
 //	             │
@@ -37,6 +39,19 @@
 //	└────────────┬────────────┘
 //	             ▼
 //	 begin ─► step.Run ─► done(event, facts) ─► fsm.Event ─► next state
+//
+// One function, replay.apply, says what each record means and which record
+// may follow which. Replay applies every record it reads; the engine applies
+// every record it is about to write to a copy of its state and writes only a
+// record that applies, so a journal the engine wrote always replays.
+//
+// A run decides before it writes: it compares the header's binding first
+// (another definition, version or instance is a *BindingError, its records
+// are not replayed), replays, and resolves an interrupted step (an Inspect
+// refusal, a Verify that cannot tell) before its first record; only then is
+// a torn tail cut (journal.Journal.Repair) and the cut reported. Before every
+// record it writes, the engine checks that the instance lock file is still
+// the one it locked, and stops writing when it was replaced.
 //
 // InspectJournal reads a journal without changing it and reports the current state,
 // the completed steps, attempts, the last error and one of complete,
