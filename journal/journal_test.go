@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile/safefiletest"
 )
 
 // testRecords returns n records of different sizes.
@@ -427,14 +427,10 @@ func TestJournalNobodyChild(t *testing.T) {
 
 // Creating a journal in a directory the process may not write fails with a
 // permission error and leaves nothing behind. Root ignores directory
-// permissions, so as root the attempt runs in a copy of the test binary
-// started as nobody (uid and gid 65534) instead of being skipped.
+// permissions, so as root the attempt runs in an unprivileged process
+// (safefiletest.RunAsNobody) instead of being skipped.
 func TestJournalCreateInUnwritableDirectory(t *testing.T) {
-	base, err := os.MkdirTemp("", "journal-unwritable-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(base) })
-	must(t, os.Chmod(base, 0o755))
-	dir := filepath.Join(base, "ro")
+	dir := filepath.Join(safefiletest.SharedDir(t), "ro")
 	must(t, os.Mkdir(dir, 0o755))
 	path := filepath.Join(dir, "install.journal")
 	if os.Geteuid() != 0 {
@@ -443,19 +439,8 @@ func TestJournalCreateInUnwritableDirectory(t *testing.T) {
 		if _, err := Create(path, 0o600); !errors.Is(err, os.ErrPermission) {
 			t.Fatalf("want a permission error, got %v", err)
 		}
-	} else {
-		// The test binary's own directory is root's alone: run a copy.
-		exe := filepath.Join(base, "journal.test")
-		data, err := os.ReadFile(os.Args[0])
-		must(t, err)
-		must(t, os.WriteFile(exe, data, 0o755))
-		cmd := exec.Command(exe, "-test.run=^TestJournalNobodyChild$", "-test.count=1")
-		cmd.Dir = base
-		cmd.Env = []string{"OAC_JOURNAL_NOBODY_PATH=" + path, "PATH=/usr/bin:/bin"}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("as nobody: %v\n%s", err, out)
-		}
+	} else if out, err := safefiletest.RunAsNobody(t, "TestJournalNobodyChild", "OAC_JOURNAL_NOBODY_PATH="+path); err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 	if names, _ := os.ReadDir(dir); len(names) != 0 {
 		t.Fatalf("left behind: %v", names)

@@ -2,12 +2,15 @@ package safefile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile/safefiletest"
 )
 
 func TestAtomicWrite(t *testing.T) {
@@ -54,15 +57,6 @@ func TestAtomicWriteFailureLeavesNoTemp(t *testing.T) {
 		{"missing directory", func(t *testing.T, dir string) string {
 			return filepath.Join(dir, "missing", "target")
 		}},
-		{"unwritable directory", func(t *testing.T, dir string) string {
-			if os.Geteuid() == 0 {
-				t.Skip("root ignores directory permissions")
-			}
-			sub := filepath.Join(dir, "ro")
-			must(t, os.Mkdir(sub, 0o500))
-			t.Cleanup(func() { os.Chmod(sub, 0o700) })
-			return filepath.Join(sub, "target")
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,6 +72,42 @@ func TestAtomicWriteFailureLeavesNoTemp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAtomicWriteNobodyChild is the unprivileged process of
+// TestAtomicWriteUnwritableDirectory; it runs only when started by it, and
+// exits 0 when the write fails.
+func TestAtomicWriteNobodyChild(t *testing.T) {
+	path := os.Getenv("OAC_SAFEFILE_NOBODY_PATH")
+	if path == "" {
+		t.Skip("runs only as the unprivileged process of TestAtomicWriteUnwritableDirectory")
+	}
+	if err := AtomicWrite(path, []byte("x"), 0o600); err == nil {
+		fmt.Fprintln(os.Stderr, "write into an unwritable directory succeeded")
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// A write into a directory the process may not write fails and leaves no
+// temporary file. Root ignores directory permissions, so as root the write
+// runs in an unprivileged process instead of being skipped.
+func TestAtomicWriteUnwritableDirectory(t *testing.T) {
+	dir := filepath.Join(safefiletest.SharedDir(t), "ro")
+	must(t, os.Mkdir(dir, 0o755))
+	path := filepath.Join(dir, "target")
+	if os.Geteuid() != 0 {
+		must(t, os.Chmod(dir, 0o555))
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		if err := AtomicWrite(path, []byte("x"), 0o600); err == nil {
+			t.Fatal("write succeeded")
+		}
+	} else if out, err := safefiletest.RunAsNobody(t, "TestAtomicWriteNobodyChild", "OAC_SAFEFILE_NOBODY_PATH="+path); err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Fatalf("left behind: %v", names)
 	}
 }
 
