@@ -1,0 +1,187 @@
+//go:build e2e
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/testhost"
+)
+
+// The end-to-end test: the real binary as root, under a real systemd as
+// PID 1 of a private namespace with private /etc, /var/lib and /run and the
+// machine's Docker Engine, against oac-devcore over TLS. It runs with
+// `make e2e` (-tags e2e).
+
+type devcore struct {
+	url, ca, data, bin, installationID string
+	cmd                                *exec.Cmd
+}
+
+func buildAll(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	cmd := exec.Command("go", "build", "-tags", "testhost", "-trimpath", "-o", bin+"/",
+		"./cmd/oac-node-install", "./cmd/oac-devcore", "./cmd/oac-node-dev")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func startDevcore(t *testing.T, bin string) *devcore {
+	t.Helper()
+	data := t.TempDir()
+	cmd := exec.Command(filepath.Join(bin, "oac-devcore"), "--data", data, "--listen", "127.0.0.1:0")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case line <- sc.Text():
+			default:
+			}
+		}
+	}()
+	var l string
+	select {
+	case l = <-line:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("oac-devcore did not start:\n%s", stderr.String())
+	}
+	m := regexp.MustCompile(`serving (https://\S+) \(CA (\S+)\)`).FindStringSubmatch(l)
+	if m == nil {
+		t.Fatalf("oac-devcore said %q", l)
+	}
+	d := &devcore{url: m[1], ca: m[2], data: data, bin: bin, cmd: cmd}
+	id := regexp.MustCompile(`installation ([0-9a-f-]{36})`).FindStringSubmatch(stderr.String())
+	if id == nil {
+		t.Fatalf("no installation id in:\n%s", stderr.String())
+	}
+	d.installationID = id[1]
+	return d
+}
+
+func (d *devcore) admin(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(d.bin, "oac-devcore"), append([]string{"admin", "--data", d.data}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("oac-devcore admin %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func sha256File(t *testing.T, p string) string {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// bootstrap is the command Web would generate for a new token.
+func (d *devcore) bootstrap(t *testing.T, token string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(d.bin, "oac-node-install"), "command", "--console", d.url, "--core-url", d.url,
+		"--installation-id", d.installationID, "--provider", "docker", "--sha256", sha256File(t, filepath.Join(d.bin, "oac-node-install")),
+		"--core-ca", d.ca, "--token-stdin")
+	cmd.Stdin = strings.NewReader(token + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("command: %v", err)
+	}
+	return string(out)
+}
+
+func TestEndToEndInstall(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end: needs root (a private systemd, accounts and units)")
+	}
+	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+		t.Skip("end-to-end: needs the machine's Docker Engine")
+	}
+	bin := buildAll(t)
+	core := startDevcore(t, bin)
+	h := testhost.Start(t)
+	t.Cleanup(func() { cleanupEngine(t, core.installationID) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	token := core.admin(t, "token")
+	script := core.bootstrap(t, token)
+	if strings.Contains(script, "--enrollment-token ") {
+		t.Fatal("the generated command passes the token as an argument")
+	}
+	home := t.TempDir() // the operator's HOME: the bootstrap cache lives there
+	run := func(script string) testhost.Result {
+		t.Helper()
+		res, err := h.Exec(ctx, "env", "HOME="+home, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "bash", "-c", script)
+		if err != nil {
+			t.Fatalf("exec: %v", err)
+		}
+		return res
+	}
+	res := run(script)
+	t.Logf("install:\n%s\n%s", res.Stdout, res.Stderr)
+	if res.Status != 0 {
+		t.Fatalf("the generated command exited %d", res.Status)
+	}
+	for _, want := range []string{"Node installation complete.", "Core connection: connected", "Sandbox Provider: Docker (ready)"} {
+		if !strings.Contains(string(res.Stdout), want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+	if strings.Contains(string(res.Stdout)+string(res.Stderr), token) {
+		t.Error("the token was printed")
+	}
+
+	// A rerun of the registered node: no token, nothing changes.
+	rerun := fmt.Sprintf("%s --source-url %s --core-url %s --provider docker --installation-id %s --core-ca %s",
+		filepath.Join(home, ".oac/node-bootstrap", sha256File(t, filepath.Join(bin, "oac-node-install"))), core.url, core.url, core.installationID, core.ca)
+	res = run(rerun)
+	t.Logf("rerun:\n%s\n%s", res.Stdout, res.Stderr)
+	if res.Status != 0 {
+		t.Fatalf("the rerun exited %d", res.Status)
+	}
+	res = run(filepath.Join(bin, "oac-node-install") + " status")
+	t.Logf("status (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
+	var nodes []map[string]any
+	json.Unmarshal([]byte(core.admin(t, "nodes")), &nodes)
+	t.Logf("Core's nodes: %v", nodes)
+}
+
+// cleanupEngine removes what the installation left in the machine's
+// engine: its network and the fixture image.
+func cleanupEngine(t *testing.T, id string) {
+	exec.Command("docker", "network", "rm", "oac-node-"+id).Run()
+	out, _ := exec.Command("docker", "images", "--filter", "label=io.oac.fixture", "-q").Output()
+	for _, img := range strings.Fields(string(out)) {
+		exec.Command("docker", "image", "rm", "-f", img).Run()
+	}
+	io.Discard.Write(nil)
+}
