@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/openagentcore/oac-node-install/diagrams"
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 func main() {
@@ -18,7 +18,7 @@ func main() {
 		os.Exit(1)
 	}
 	for name, text := range files {
-		if err := journal.AtomicWrite(name, []byte(text), 0o644); err != nil {
+		if err := safefile.AtomicWrite(name, []byte(text), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/workflow/crashharness"
 )
 
@@ -43,7 +43,7 @@ func (s appendOnce) Run(context.Context, Facts) (Result, error) {
 	if _, err := f.WriteString("counted\n"); err != nil {
 		return Result{}, err
 	}
-	journal.Failpoint("count-before-sync")
+	safefile.Failpoint("count-before-sync")
 	return Result{Facts: map[string]string{"count": "1"}}, f.Sync()
 }
 
@@ -63,7 +63,7 @@ func (s appendOnce) Verify(context.Context, Facts) (Outcome, Result, error) {
 func crashSteps(dir string) map[string]Step {
 	return map[string]Step{
 		"write": StepFunc(func(context.Context, Facts) (Result, error) {
-			return Result{}, journal.AtomicWrite(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644)
+			return Result{}, safefile.AtomicWrite(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644)
 		}),
 		"count": appendOnce{filepath.Join(dir, "b.log")},
 		"lease": StepFunc(func(context.Context, Facts) (Result, error) {
@@ -75,11 +75,11 @@ func crashSteps(dir string) map[string]Step {
 			if err := f.Sync(); err != nil {
 				return Result{}, err
 			}
-			journal.Failpoint("lease-created")
-			return Result{}, journal.AtomicWrite(filepath.Join(dir, "c.lease-identity"), []byte(`{"generation":1}`), 0o600)
+			safefile.Failpoint("lease-created")
+			return Result{}, safefile.AtomicWrite(filepath.Join(dir, "c.lease-identity"), []byte(`{"generation":1}`), 0o600)
 		}),
 		"final": StepFunc(func(_ context.Context, f Facts) (Result, error) {
-			return Result{}, journal.AtomicWrite(filepath.Join(dir, "d.txt"), []byte("count="+f["count"]+"\n"), 0o640)
+			return Result{}, safefile.AtomicWrite(filepath.Join(dir, "d.txt"), []byte("count="+f["count"]+"\n"), 0o640)
 		}),
 	}
 }

@@ -82,6 +82,16 @@ func (p *Pending) Discard() error {
 // caller decides whether what is there is acceptable, and makes it durable
 // (Durable) before relying on it.
 func (p *Pending) Commit(target string, mode os.FileMode) error {
+	return p.commit(target, mode, false)
+}
+
+// CommitReplace is Commit replacing whatever target names (rename(2)), for
+// files that are rewritten whole rather than published once.
+func (p *Pending) CommitReplace(target string, mode os.FileMode) error {
+	return p.commit(target, mode, true)
+}
+
+func (p *Pending) commit(target string, mode os.FileMode, replace bool) error {
 	tfull := p.root.Join(target)
 	if p.f == nil {
 		return fmt.Errorf("commit %s: %s is closed", tfull, p.full)
@@ -107,7 +117,11 @@ func (p *Pending) Commit(target string, mode os.FileMode) error {
 		return fmt.Errorf("commit %s: %s is in another directory", tfull, p.full)
 	}
 	Failpoint(p.point + "-before-rename")
-	if err := renameNoReplace(dirfd, pbase, base); err != nil {
+	rename := renameNoReplace
+	if replace {
+		rename = func(dirfd int, from, to string) error { return unix.Renameat(dirfd, from, dirfd, to) }
+	}
+	if err := rename(dirfd, pbase, base); err != nil {
 		return &os.PathError{Op: "commit", Path: tfull, Err: err}
 	}
 	// After a link(2) fallback the pending name is still there.

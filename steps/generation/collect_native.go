@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -45,7 +45,7 @@ func (s nativeStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Res
 	if err != nil {
 		return workflow.Result{}, kept(err)
 	}
-	journal.Failpoint("native-after-remove")
+	safefile.Failpoint("native-after-remove")
 	if removed {
 		s.d.Logf("removed %s from %s", n.ref, n.store)
 	}
@@ -151,7 +151,7 @@ func (n *nativeTarget) removable(ctx context.Context) error {
 		if err != nil || strings.HasPrefix(rel, "..") {
 			return kept(fmt.Errorf("%s is outside the node root", p))
 		}
-		f, err := d.Root().OpenFile(rel, journal.Expect{UID: d.UID()})
+		f, err := d.Root().OpenFile(rel, safefile.Expect{UID: d.UID()})
 		if err != nil {
 			return kept(fmt.Errorf("the native runtime file %s: %w; the generation stays retained", p, err))
 		}

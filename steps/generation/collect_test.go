@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/provider"
@@ -169,7 +169,7 @@ func TestCollectRefusals(t *testing.T) {
 			return 6, spec
 		}, lease.ErrLeaseMissing},
 		{"helper holds the lease", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
-			l, err := journal.TryLockShared(n.gen("2.lease"), 0o600)
+			l, err := safefile.TryLockShared(n.gen("2.lease"), 0o600)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +177,7 @@ func TestCollectRefusals(t *testing.T) {
 			return 2, spec
 		}, lease.ErrHelperActive},
 		{"installation lock busy", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
-			l, err := journal.TryLock(n.node.InstallLock(), 0o600)
+			l, err := safefile.TryLock(n.node.InstallLock(), 0o600)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 )
@@ -32,7 +32,7 @@ func finalRel(g int64) string { return path.Join(generationsRel, recordName(g, "
 
 // readFinal reads the published <g>.json; found is false when absent.
 func readFinal(d Data, g int64) (*provider.Config, bool, error) {
-	data, err := d.Root().ReadFile(finalRel(g), journal.Expect{UID: d.UID(), Mode: 0o600, MaxSize: provider.MaxSize})
+	data, err := d.Root().ReadFile(finalRel(g), safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: provider.MaxSize})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}

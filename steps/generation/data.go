@@ -3,7 +3,7 @@ package generation
 import (
 	"context"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
@@ -21,7 +21,7 @@ type Data interface {
 	Node() layout.Node
 	// Root is the node root, opened so that nothing below it is reached
 	// through a symbolic link.
-	Root() *journal.Root
+	Root() *safefile.Root
 	// Home is the service account's home, where microsandbox stores are.
 	Home() string
 	// UID is the node account, owner of every file of the node.

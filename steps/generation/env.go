@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
@@ -62,9 +62,9 @@ type Options struct {
 type Env struct {
 	opts Options
 	node layout.Node
-	root *journal.Root
+	root *safefile.Root
 
-	installLock *journal.FileLock
+	installLock *safefile.FileLock
 	lease       *lease.Lease
 
 	base     *provider.Config
@@ -95,11 +95,11 @@ func NewEnv(opts Options) (*Env, error) {
 		opts.Log = io.Discard
 	}
 	node := layout.Node{Root: layout.NodeRootIn(opts.Home, opts.Identity.InstallationID)}
-	root, err := journal.OpenRoot(node.Root)
+	root, err := safefile.OpenRoot(node.Root)
 	if err != nil {
 		return nil, refusal("Check that this is the node account and the installation id is right", fmt.Errorf("node root: %w", err))
 	}
-	if d, err := root.OpenDir(".", journal.Expect{UID: opts.UID, Mode: 0o700}); err != nil {
+	if d, err := root.OpenDir(".", safefile.Expect{UID: opts.UID, Mode: 0o700}); err != nil {
 		root.Close()
 		return nil, refusal("", fmt.Errorf("node root: %w", err))
 	} else {
@@ -135,7 +135,7 @@ func (e *Env) Identity() lease.Identity { return e.opts.Identity }
 func (e *Env) Node() layout.Node { return e.node }
 
 // Root implements Data.
-func (e *Env) Root() *journal.Root { return e.root }
+func (e *Env) Root() *safefile.Root { return e.root }
 
 // Home implements Data.
 func (e *Env) Home() string { return e.opts.Home }
@@ -179,10 +179,10 @@ func (e *Env) LeaseExists() (bool, error) {
 // repair. A refusal changed nothing. Run calls it before the engine runs.
 func (e *Env) Acquire() error {
 	id := e.opts.Identity
-	l, err := e.root.TryLock("install.lock", journal.LockOptions{
-		Create: journal.CreateIfMissing, Perm: 0o600, Expect: journal.Expect{UID: e.opts.UID, Mode: 0o600}})
+	l, err := e.root.TryLock("install.lock", safefile.LockOptions{
+		Create: safefile.CreateIfMissing, Perm: 0o600, Expect: safefile.Expect{UID: e.opts.UID, Mode: 0o600}})
 	if err != nil {
-		if errors.Is(err, journal.ErrLocked) {
+		if errors.Is(err, safefile.ErrLocked) {
 			return refusal("The node program retries later", fmt.Errorf("%w (%s)", ErrInstallLocked, e.node.InstallLock()))
 		}
 		return refusal("", fmt.Errorf("lock %s: %w", e.node.InstallLock(), err))
@@ -258,7 +258,7 @@ func (e *Env) InitializeLease() error {
 // readPrivate reads a node file (relative to the root) with the node's
 // file rules: no link, one link, the node account's, mode 0600, bounded.
 func (e *Env) readPrivate(rel string, max int64) ([]byte, error) {
-	return e.root.ReadFile(rel, journal.Expect{UID: e.opts.UID, Mode: 0o600, MaxSize: max})
+	return e.root.ReadFile(rel, safefile.Expect{UID: e.opts.UID, Mode: 0o600, MaxSize: max})
 }
 
 // Base implements Data.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/image"
@@ -76,7 +76,7 @@ func (f *fakeDocker) state() (fakeDockerState, error) {
 
 func (f *fakeDocker) save(st fakeDockerState) error {
 	data, _ := json.Marshal(st)
-	return journal.AtomicWrite(f.path, data, 0o600)
+	return safefile.AtomicWrite(f.path, data, 0o600)
 }
 
 func (f *fakeDocker) ImageInspect(ctx context.Context, ref string) (string, string, string, error) {
@@ -111,7 +111,7 @@ func (f *fakeDocker) ImageLoad(ctx context.Context, path string) error {
 	if err := f.save(st); err != nil {
 		return err
 	}
-	journal.Failpoint("fake-docker-after-load")
+	safefile.Failpoint("fake-docker-after-load")
 	return nil
 }
 

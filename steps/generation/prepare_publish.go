@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -43,7 +43,7 @@ func (s publishStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 		return workflow.Result{}, err
 	}
 	if err := d.Root().PublishOnce(finalRel(g), data, 0o600); err != nil {
-		if errors.Is(err, journal.ErrConflict) {
+		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, workflow.Unchanged(refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
 		}
 		return workflow.Result{}, err

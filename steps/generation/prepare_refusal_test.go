@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/provider"
@@ -167,7 +167,7 @@ func TestPrepareRefusals(t *testing.T) {
 		{
 			name: "installation lock busy",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
-				l, err := journal.TryLock(n.node.InstallLock(), 0o600)
+				l, err := safefile.TryLock(n.node.InstallLock(), 0o600)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -179,7 +179,7 @@ func TestPrepareRefusals(t *testing.T) {
 			name: "helper holds the lease",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
 				initLease(t, n, 2, spec)
-				l, err := journal.TryLockShared(n.gen("2.lease"), 0o600)
+				l, err := safefile.TryLockShared(n.gen("2.lease"), 0o600)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 )
 
@@ -23,7 +23,7 @@ type retained struct {
 // generation g's. A configuration that cannot be read proves nothing about
 // what it references, so it refuses (ErrReferenced).
 func retainedConfigs(d Data, g int64) ([]retained, error) {
-	dir, err := d.Root().OpenDir(generationsRel, journal.Expect{UID: d.UID()})
+	dir, err := d.Root().OpenDir(generationsRel, safefile.Expect{UID: d.UID()})
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -103,7 +103,7 @@ func provenRuntimeFiles(d Data, gc *generationConfig, dir string) ([]runtimeFile
 		}
 		return provenFiles(c.Provider, ra), nil
 	}
-	exp := journal.Expect{UID: d.UID(), Mode: 0o600, MaxSize: release.MaxMetadataSize}
+	exp := safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: release.MaxMetadataSize}
 	m, merr := d.Root().ReadFile(path.Join(dir, release.ManifestName), exp)
 	s, serr := d.Root().ReadFile(path.Join(dir, release.SumsName), exp)
 	if errors.Is(merr, os.ErrNotExist) || errors.Is(serr, os.ErrNotExist) {
@@ -160,7 +160,7 @@ func (r *removal) execute(d Data) error {
 		if err := d.Root().Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		journal.Failpoint("collect-after-remove")
+		safefile.Failpoint("collect-after-remove")
 		d.Logf("removed %s", rel)
 	}
 	for _, rel := range r.dirs {
@@ -172,7 +172,7 @@ func (r *removal) execute(d Data) error {
 		if err := os.Remove(p); err != nil {
 			continue // not empty: something not ours stays, and so does its directory
 		}
-		if err := journal.SyncDir(filepath.Dir(p)); err != nil {
+		if err := safefile.SyncDir(filepath.Dir(p)); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -153,7 +153,7 @@ func TestRepairRefusals(t *testing.T) {
 			return other // generation 9 below has no lease
 		}, lease.ErrLeaseMissing},
 		{"helper holds the lease", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
-			l, err := journal.TryLockShared(n.gen("2.lease"), 0o600)
+			l, err := safefile.TryLockShared(n.gen("2.lease"), 0o600)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestRepairRefusals(t *testing.T) {
 			return spec
 		}, lease.ErrHelperActive},
 		{"installation lock busy", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
-			l, err := journal.TryLock(n.node.InstallLock(), 0o600)
+			l, err := safefile.TryLock(n.node.InstallLock(), 0o600)
 			if err != nil {
 				t.Fatal(err)
 			}

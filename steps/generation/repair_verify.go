@@ -8,7 +8,7 @@ import (
 	"os"
 	"path"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -102,7 +102,7 @@ func checkKeptMetadata(d Data, t *repairTarget, md *Metadata) error {
 			want []byte
 		}{{release.ManifestName, md.Manifest}, {release.SumsName, md.Sums}} {
 			rel := path.Join(t.dir, f.name)
-			got, err := d.Root().ReadFile(rel, journal.Expect{UID: d.UID(), Mode: 0o600, MaxSize: release.MaxMetadataSize})
+			got, err := d.Root().ReadFile(rel, safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: release.MaxMetadataSize})
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
@@ -132,7 +132,7 @@ func checkKeptMetadata(d Data, t *repairTarget, md *Metadata) error {
 
 // readRuntimeArtifacts reads runtime-artifacts.json; nil when absent.
 func readRuntimeArtifacts(d Data) (*RuntimeArtifacts, error) {
-	data, err := d.Root().ReadFile("runtime-artifacts.json", journal.Expect{UID: d.UID(), Mode: 0o600, MaxSize: MaxRuntimeArtifactsSize})
+	data, err := d.Root().ReadFile("runtime-artifacts.json", safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: MaxRuntimeArtifactsSize})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

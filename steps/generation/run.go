@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -146,6 +146,6 @@ func keepCompleted(path string) error {
 		if err != nil {
 			return fmt.Errorf("keep the completed journal %s: %w", path, err)
 		}
-		return journal.SyncDir(filepath.Dir(path))
+		return safefile.SyncDir(filepath.Dir(path))
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // FixtureOptions describe a fixture Runtime image. Equal options give
@@ -370,7 +370,7 @@ func WriteFixture(dir string, opts FixtureOptions) (Fixture, error) {
 			return Fixture{}, fmt.Errorf("write fixture: %w", err)
 		}
 	}
-	if err := journal.SyncDir(dir); err != nil {
+	if err := safefile.SyncDir(dir); err != nil {
 		return Fixture{}, fmt.Errorf("write fixture: %w", err)
 	}
 	return fx, nil

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 const (
@@ -142,8 +142,8 @@ func unpack(gzPath, tarPath string, wantSize int64, wantSHA256 string, identify 
 	}
 	published = true
 	tmp.Close()
-	journal.Failpoint("unpack-after-rename")
-	if err := journal.SyncDir(dir); err != nil {
+	safefile.Failpoint("unpack-after-rename")
+	if err := safefile.SyncDir(dir); err != nil {
 		return Identity{}, fmt.Errorf("unpack %s to %s: %w", gzPath, tarPath, err)
 	}
 	return id, nil

@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // MaxStorePath is the longest store path, in bytes: microsandbox places
@@ -75,12 +75,12 @@ func markerBytes(installationID string) []byte {
 func ClaimStore(store, installationID string, uid int) error {
 	parent := filepath.Dir(store) // <home>/.oac/m
 	oac := filepath.Dir(parent)   // <home>/.oac
-	home, err := journal.OpenRoot(filepath.Dir(oac))
+	home, err := safefile.OpenRoot(filepath.Dir(oac))
 	if err != nil {
 		return fmt.Errorf("claim microsandbox store %s: %w", store, err)
 	}
 	defer home.Close()
-	dirExp := journal.Expect{UID: uid}
+	dirExp := safefile.Expect{UID: uid}
 	rels := []string{".oac", ".oac/m", ".oac/m/" + filepath.Base(store)}
 	for _, rel := range rels {
 		if err := home.Mkdir(rel, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -92,7 +92,7 @@ func ClaimStore(store, installationID string, uid int) error {
 		}
 		d.Close()
 	}
-	root, err := home.OpenDir(rels[2], journal.Expect{UID: uid, Mode: 0o700})
+	root, err := home.OpenDir(rels[2], safefile.Expect{UID: uid, Mode: 0o700})
 	if err != nil {
 		return fmt.Errorf("claim microsandbox store %s: %w", store, err)
 	}
@@ -121,7 +121,7 @@ func ClaimStore(store, installationID string, uid int) error {
 // it before touching the store; any failure keeps the bytes. A missing
 // marker is ErrStoreNotOwned too.
 func CheckStoreOwner(store, installationID string, uid int) error {
-	root, err := journal.OpenRoot(store)
+	root, err := safefile.OpenRoot(store)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrStoreNotOwned, err)
 	}
@@ -136,8 +136,8 @@ func CheckStoreOwner(store, installationID string, uid int) error {
 }
 
 // checkMarker reads the marker; a missing marker matches os.ErrNotExist.
-func checkMarker(root *journal.Root, installationID string, uid int) error {
-	data, err := root.ReadFile(MarkerName, journal.Expect{UID: uid, Mode: 0o600, MaxSize: 4096})
+func checkMarker(root *safefile.Root, installationID string, uid int) error {
+	data, err := root.ReadFile(MarkerName, safefile.Expect{UID: uid, Mode: 0o600, MaxSize: 4096})
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return err

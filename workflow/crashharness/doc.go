@@ -1,7 +1,7 @@
 // Package crashharness kills a workflow process at every journal point and
 // checks that rerunning it converges on the state an uninterrupted run
 // leaves. It exists only in test builds (-tags crashtest), which also compile
-// the failpoints of package journal; the shipped binary has neither.
+// the failpoints of package journal/safefile; the shipped binary has neither.
 //
 // The process under test is any command (usually the test binary re-executed
 // into a helper test, or the installer binary) that runs a workflow in a

@@ -248,31 +248,31 @@ func writePlaceholder(path, head string, size int64) error {
 			return nil
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	root, err := safefile.OpenRootTrusted(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer root.Close()
+	tmp, err := root.OpenPending("."+filepath.Base(path)+".tmp", "devcore")
+	if err != nil {
+		return err
+	}
 	var seed [32]byte
 	copy(seed[:], head)
 	pad := io.LimitReader(rand.NewChaCha8(seed), size-int64(len(head)))
-	_, err = io.CopyBuffer(tmp, io.MultiReader(strings.NewReader(head), pad), make([]byte, 1<<20))
-	if err == nil {
-		err = tmp.Chmod(0o700)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
+	if err := tmp.File().Truncate(0); err != nil {
+		tmp.Discard()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return safefile.SyncDir(filepath.Dir(path))
+	_, err = io.CopyBuffer(tmp.File(), io.MultiReader(strings.NewReader(head), pad), make([]byte, 1<<20))
+	if err == nil {
+		err = tmp.CommitReplace(filepath.Base(path), 0o700)
+	}
+	if err != nil {
+		tmp.Discard()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 func hashFile(path string) (int64, string, error) {

@@ -267,25 +267,27 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	root, err := safefile.OpenRootTrusted(filepath.Dir(dst))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	_, err = io.CopyBuffer(tmp, in, make([]byte, 1<<20))
-	if err == nil {
-		err = tmp.Sync()
+	defer root.Close()
+	tmp, err := root.OpenPending("."+filepath.Base(dst)+".tmp", "devcore")
+	if err != nil {
+		return err
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	err = tmp.File().Truncate(0)
+	if err == nil {
+		_, err = io.CopyBuffer(tmp.File(), in, make([]byte, 1<<20))
 	}
 	if err == nil {
-		err = os.Link(tmp.Name(), dst)
+		err = tmp.Commit(filepath.Base(dst), 0o600)
 	}
 	if err != nil {
+		tmp.Discard()
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
-	return safefile.SyncDir(filepath.Dir(dst))
+	return nil
 }
 
 // Handle serves requests whose path starts with prefix through h; the
