@@ -410,39 +410,22 @@ func TestLastCutWithoutCopy(t *testing.T) {
 }
 
 // TestJournalNobodyChild is the unprivileged process of
-// TestJournalCreateInUnwritableDirectory; it runs only when started by it.
-// It exits 0 when Create is refused with a permission error.
+// TestJournalCreateInUnwritableDirectory.
 func TestJournalNobodyChild(t *testing.T) {
-	path := os.Getenv("OAC_JOURNAL_NOBODY_PATH")
-	if path == "" {
-		t.Skip("runs only as the unprivileged process of TestJournalCreateInUnwritableDirectory")
-	}
-	j, err := Create(path, 0o600)
-	if errors.Is(err, os.ErrPermission) {
-		os.Exit(0)
-	}
-	fmt.Fprintf(os.Stderr, "create in an unwritable directory: journal %v, error %v\n", j, err)
-	os.Exit(1)
+	safefiletest.UnwritableChild(t, "OAC_JOURNAL_NOBODY_PATH", createJournal)
 }
 
 // Creating a journal in a directory the process may not write fails with a
-// permission error and leaves nothing behind. Root ignores directory
-// permissions, so as root the attempt runs in an unprivileged process
-// (safefiletest.RunAsNobody) instead of being skipped.
+// permission error and leaves nothing behind, as root too (the attempt
+// then runs as nobody).
 func TestJournalCreateInUnwritableDirectory(t *testing.T) {
-	dir := filepath.Join(safefiletest.SharedDir(t), "ro")
-	must(t, os.Mkdir(dir, 0o755))
-	path := filepath.Join(dir, "install.journal")
-	if os.Geteuid() != 0 {
-		must(t, os.Chmod(dir, 0o555))
-		t.Cleanup(func() { os.Chmod(dir, 0o755) })
-		if _, err := Create(path, 0o600); !errors.Is(err, os.ErrPermission) {
-			t.Fatalf("want a permission error, got %v", err)
-		}
-	} else if out, err := safefiletest.RunAsNobody(t, "TestJournalNobodyChild", "OAC_JOURNAL_NOBODY_PATH="+path); err != nil {
-		t.Fatalf("as nobody: %v\n%s", err, out)
+	safefiletest.Unwritable(t, "TestJournalNobodyChild", "OAC_JOURNAL_NOBODY_PATH", createJournal)
+}
+
+func createJournal(path string) error {
+	j, err := Create(path, 0o600)
+	if err == nil {
+		j.Close()
 	}
-	if names, _ := os.ReadDir(dir); len(names) != 0 {
-		t.Fatalf("left behind: %v", names)
-	}
+	return err
 }

@@ -2,7 +2,6 @@ package safefile
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -76,40 +75,18 @@ func TestAtomicWriteFailureLeavesNoTemp(t *testing.T) {
 }
 
 // TestAtomicWriteNobodyChild is the unprivileged process of
-// TestAtomicWriteUnwritableDirectory; it runs only when started by it, and
-// exits 0 when the write fails.
+// TestAtomicWriteUnwritableDirectory.
 func TestAtomicWriteNobodyChild(t *testing.T) {
-	path := os.Getenv("OAC_SAFEFILE_NOBODY_PATH")
-	if path == "" {
-		t.Skip("runs only as the unprivileged process of TestAtomicWriteUnwritableDirectory")
-	}
-	if err := AtomicWrite(path, []byte("x"), 0o600); err == nil {
-		fmt.Fprintln(os.Stderr, "write into an unwritable directory succeeded")
-		os.Exit(1)
-	}
-	os.Exit(0)
+	safefiletest.UnwritableChild(t, "OAC_SAFEFILE_NOBODY_PATH", writeX)
 }
 
 // A write into a directory the process may not write fails and leaves no
-// temporary file. Root ignores directory permissions, so as root the write
-// runs in an unprivileged process instead of being skipped.
+// temporary file, as root too (the write then runs as nobody).
 func TestAtomicWriteUnwritableDirectory(t *testing.T) {
-	dir := filepath.Join(safefiletest.SharedDir(t), "ro")
-	must(t, os.Mkdir(dir, 0o755))
-	path := filepath.Join(dir, "target")
-	if os.Geteuid() != 0 {
-		must(t, os.Chmod(dir, 0o555))
-		t.Cleanup(func() { os.Chmod(dir, 0o755) })
-		if err := AtomicWrite(path, []byte("x"), 0o600); err == nil {
-			t.Fatal("write succeeded")
-		}
-	} else if out, err := safefiletest.RunAsNobody(t, "TestAtomicWriteNobodyChild", "OAC_SAFEFILE_NOBODY_PATH="+path); err != nil {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
-	if names, _ := os.ReadDir(dir); len(names) != 0 {
-		t.Fatalf("left behind: %v", names)
-	}
+	safefiletest.Unwritable(t, "TestAtomicWriteNobodyChild", "OAC_SAFEFILE_NOBODY_PATH", writeX)
 }
+
+func writeX(path string) error { return AtomicWrite(path, []byte("x"), 0o600) }
 
 func TestPublishOnce(t *testing.T) {
 	old := unix.Umask(0o077)

@@ -1,6 +1,8 @@
 package safefiletest
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,4 +53,48 @@ func RunAsNobody(t testing.TB, child string, env ...string) ([]byte, error) {
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody}}
 	return cmd.CombinedOutput()
+}
+
+// Unwritable checks that attempt, given a path in a directory the process
+// may not write, fails with a permission error and leaves the directory
+// empty. Root ignores directory permissions, so as root the attempt runs
+// as Nobody in the child test named child, which calls UnwritableChild
+// with the same env and attempt; env names the variable that carries the
+// path.
+func Unwritable(t testing.TB, child, env string, attempt func(path string) error) {
+	t.Helper()
+	dir := filepath.Join(SharedDir(t), "ro")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "target")
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		if err := attempt(path); !errors.Is(err, os.ErrPermission) {
+			t.Fatalf("in an unwritable directory: want a permission error, got %v", err)
+		}
+	} else if out, err := RunAsNobody(t, child, env+"="+path); err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Fatalf("left behind: %v", names)
+	}
+}
+
+// UnwritableChild is the child side of Unwritable: without env it skips
+// (it runs only when started by Unwritable); with it, it exits 0 when
+// attempt fails with a permission error and 1 otherwise.
+func UnwritableChild(t testing.TB, env string, attempt func(path string) error) {
+	path := os.Getenv(env)
+	if path == "" {
+		t.Skip("runs only as the unprivileged process of its parent test")
+	}
+	if err := attempt(path); !errors.Is(err, os.ErrPermission) {
+		fmt.Fprintf(os.Stderr, "in an unwritable directory: want a permission error, got %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
