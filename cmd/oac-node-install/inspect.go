@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -85,7 +87,7 @@ func inspectNodes(req inspectRequest) ([]nodeInspection, error) {
 			continue
 		}
 		if req.Leases {
-			gens, err := lease.InspectFor(n.Generations(), os.Getuid(), id)
+			gens, err := lease.InspectNode(n.Generations(), os.Getuid(), id, baseGeneration(n))
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				ni.Error = err.Error()
 			}
@@ -187,4 +189,23 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// baseGeneration is the generation the node's provider.json configures, or
+// 0 when it cannot be read (a node not installed that far).
+func baseGeneration(n layout.Node) int64 {
+	root, err := safefile.OpenRoot(n.Root)
+	if err != nil {
+		return 0
+	}
+	defer root.Close()
+	data, err := root.ReadFile("provider.json", safefile.Expect{UID: os.Getuid(), Mode: 0o600, MaxSize: provider.MaxSize})
+	if err != nil {
+		return 0
+	}
+	c, err := provider.Parse(data)
+	if err != nil {
+		return 0
+	}
+	return c.Generation
 }

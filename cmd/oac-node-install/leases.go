@@ -149,6 +149,9 @@ func recordsLine(r lease.RecordState) string {
 	if r.Prepared {
 		s = append(s, "prepared")
 	}
+	if r.Base {
+		s = append(s, "base generation (configured by provider.json)")
+	}
 	if r.Collecting {
 		s = append(s, fmt.Sprintf("collecting (native removal complete: %v)", r.NativeComplete))
 	}

@@ -92,7 +92,7 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 		add("An image import for generation %d may have started; the next preparation revalidates the same plan (`cat %s`), and plan, specification or path drift refuses; check `%s`.", g, filepath.Join(dir, preparingName(g)), logs)
 	case rs.Preparing:
 		add("Generation %d is planned but no import started (downloads may be pending); the node retries with backoff up to 30 minutes; check `%s`.", g, logs)
-	case !rs.Prepared && r.Lease.State == StateOK && len(r.Holders) == 0:
+	case !rs.Prepared && !rs.Base && r.Lease.State == StateOK && len(r.Holders) == 0:
 		add("Generation %d has a lease but no plan or configuration: preparation has not started or stopped before its plan; the node prepares it when Core asks; check `%s`.", g, logs)
 	}
 	return next

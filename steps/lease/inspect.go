@@ -55,9 +55,12 @@ type LeaseReport struct {
 
 // RecordState is the record part of a report.
 type RecordState struct {
-	Preparing      bool `json:"preparing"`
-	ImportStarted  bool `json:"import_started"`
-	Prepared       bool `json:"prepared"` // <g>.json present
+	Preparing     bool `json:"preparing"`
+	ImportStarted bool `json:"import_started"`
+	Prepared      bool `json:"prepared"` // <g>.json present
+	// Base is set for the node's base generation, whose configuration is
+	// provider.json rather than <g>.json.
+	Base           bool `json:"base,omitempty"`
 	Collecting     bool `json:"collecting"`
 	NativeComplete bool `json:"native_complete"`
 	Dropped        bool `json:"dropped"`
@@ -125,10 +128,16 @@ func Inspect(dir string, uid int) ([]GenerationReport, error) {
 // InspectFor is Inspect with the installation every identity must name
 // (empty: none required).
 func InspectFor(dir string, uid int, installationID string) ([]GenerationReport, error) {
-	return inspect(dir, uid, installationID, "/proc")
+	return inspect(dir, uid, installationID, 0, "/proc")
 }
 
-func inspect(dir string, uid int, installationID, proc string) ([]GenerationReport, error) {
+// InspectNode is InspectFor for a node whose base generation (the one
+// provider.json configures) is base; 0 when the node has none yet.
+func InspectNode(dir string, uid int, installationID string, base int64) ([]GenerationReport, error) {
+	return inspect(dir, uid, installationID, base, "/proc")
+}
+
+func inspect(dir string, uid int, installationID string, base int64, proc string) ([]GenerationReport, error) {
 	d, err := openDir(dir, uid)
 	if err != nil {
 		return nil, err
@@ -160,6 +169,7 @@ func inspect(dir string, uid int, installationID, proc string) ([]GenerationRepo
 	for i, g := range gens {
 		r := &reports[i]
 		r.Generation = g
+		r.Records.Base = g == base
 		ids := d.inspectRecords(r, present[g])
 		d.inspectLease(r, present[g], ids, installationID)
 		if r.Lease.LockKey != "" {

@@ -177,3 +177,24 @@ garbage
 		t.Errorf("lockKey = %s", k)
 	}
 }
+
+// The node's base generation is configured by provider.json: a lease
+// without <g>.json is not stuck there, but is for any other generation.
+func TestInspectNodeBaseGeneration(t *testing.T) {
+	dir := genDir(t)
+	initLease(t, dir, 1)
+	base, err := InspectNode(dir, uid, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !base[0].Records.Base || len(base[0].Next) != 0 {
+		t.Fatalf("base generation: %+v", base[0])
+	}
+	other, err := InspectNode(dir, uid, "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other[0].Records.Base || len(other[0].Next) == 0 {
+		t.Fatalf("a generation that is not the base: %+v", other[0])
+	}
+}
