@@ -206,6 +206,28 @@ func TestNodeStepsRunTheServiceAccountPhase(t *testing.T) {
 	}
 }
 
+// A load whose answer was cut fails the runtime step; the rerun verifies
+// from the engine that the image is there and goes on without loading or
+// enrolling again, and a third run finds the journal complete.
+func TestNodeStepsVerifyAfterAFailedImport(t *testing.T) {
+	f := newFixture(t)
+	f.engine.failLoad = true
+	if _, err := f.runner().Run(context.Background()); err == nil {
+		t.Fatal("the cut load did not fail the run")
+	}
+	rep, err := f.runner().Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Condition != workflow.Complete || f.engine.loads != 1 || f.reg.calls != 1 {
+		t.Fatalf("condition %s, loads %d, registrations %d", rep.Condition, f.engine.loads, f.reg.calls)
+	}
+	rep, err = workflow.InspectJournal(f.journal, workflow.Lookup)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("inspection after the verified rerun: %v %v", rep, err)
+	}
+}
+
 // rootStub stands in for a root step: done at once, and verified done.
 type rootStub struct{}
 
