@@ -2,10 +2,11 @@ package microsandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 )
 
 // Reference is an image reference name@sha256:<64 hex>, such as the
@@ -88,6 +89,10 @@ func (c *CLI) InspectImage(ctx context.Context, ref Reference) (Image, error) {
 	return img, nil
 }
 
+// inspectFormat reads msb's inspection: any keys (msb versions differ, and
+// parseInspect matches their spellings itself), but one value per key.
+var inspectFormat = strictjson.Format{MaxSize: maxQueryOutput}
+
 // parseInspect accepts one JSON object (or an array holding exactly one)
 // that names the image digest, architecture and OS, at its top level or in
 // a "config" or "platform" object. Key names are matched as msb versions
@@ -95,9 +100,8 @@ func (c *CLI) InspectImage(ctx context.Context, ref Reference) (Image, error) {
 // one value per field must be found.
 func parseInspect(out []byte) (Image, error) {
 	var v any
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return Image{}, fmt.Errorf("%w: not one JSON document", ErrMalformedOutput)
+	if err := inspectFormat.Decode(out, &v); err != nil {
+		return Image{}, fmt.Errorf("%w: not one JSON document: %v", ErrMalformedOutput, err)
 	}
 	if arr, ok := v.([]any); ok {
 		if len(arr) != 1 {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 )
 
 // Inventory is a complete list of the images in the store, as `msb image
@@ -100,15 +102,17 @@ func (c *CLI) RemoveImage(ctx context.Context, inv *Inventory, ref Reference) (r
 // Sandboxes runs `msb sandbox list --format json` and returns how many
 // sandboxes the store has; `[]` means none. A failed query or output that
 // is not a JSON array is an *InventoryError.
+// inventoryFormat reads msb's sandbox list: one array, its entries opaque.
+var inventoryFormat = strictjson.Format{MaxSize: maxInventoryOutput}
+
 func (c *CLI) Sandboxes(ctx context.Context) (int, error) {
 	out, err := c.run(ctx, orDefault(c.QueryTimeout, DefaultQueryTimeout), maxInventoryOutput, "sandbox", "list", "--format", "json")
 	if err != nil {
 		return 0, &InventoryError{Query: "sandbox list", Err: err}
 	}
 	var list []json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(out))
-	if err := dec.Decode(&list); err != nil || list == nil || dec.More() {
-		return 0, &InventoryError{Query: "sandbox list", Err: fmt.Errorf("%w: not one JSON array", ErrMalformedOutput)}
+	if err := inventoryFormat.Decode(out, &list); err != nil {
+		return 0, &InventoryError{Query: "sandbox list", Err: fmt.Errorf("%w: not one JSON array: %v", ErrMalformedOutput, err)}
 	}
 	return len(list), nil
 }

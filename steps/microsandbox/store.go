@@ -1,17 +1,16 @@
 package microsandbox
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 )
 
 // MaxStorePath is the longest store path, in bytes: microsandbox places
@@ -60,6 +59,8 @@ func storeIn(home, key string) (string, error) {
 type marker struct {
 	InstallationID string `json:"installation_id"`
 }
+
+var markerFormat = strictjson.Format{MaxSize: 4096}
 
 func markerBytes(installationID string) []byte {
 	data, _ := json.MarshalIndent(marker{installationID}, "", "  ")
@@ -137,7 +138,7 @@ func CheckStoreOwner(store, installationID string, uid int) error {
 
 // checkMarker reads the marker; a missing marker matches os.ErrNotExist.
 func checkMarker(root *safefile.Root, installationID string, uid int) error {
-	data, err := root.ReadFile(MarkerName, safefile.Expect{UID: uid, Mode: 0o600, MaxSize: 4096})
+	data, err := root.ReadFile(MarkerName, safefile.Expect{UID: uid, Mode: 0o600, MaxSize: int64(markerFormat.MaxSize)})
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return err
@@ -145,12 +146,7 @@ func checkMarker(root *safefile.Root, installationID string, uid int) error {
 		return fmt.Errorf("%w: %v", ErrStoreNotOwned, err)
 	}
 	var m marker
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil || m.InstallationID == "" {
-		return fmt.Errorf("%w: %s is not an ownership marker", ErrStoreNotOwned, filepath.Join(root.Path(), MarkerName))
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if err := markerFormat.Decode(data, &m); err != nil || m.InstallationID == "" {
 		return fmt.Errorf("%w: %s is not an ownership marker", ErrStoreNotOwned, filepath.Join(root.Path(), MarkerName))
 	}
 	if m.InstallationID != installationID {
