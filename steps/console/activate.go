@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -21,6 +22,8 @@ type activePointer struct {
 
 // maxActive bounds active.json; it holds one source commit.
 const maxActive = 4096
+
+var activeFormat = strictjson.Format{MaxSize: maxActive}
 
 // ReadActive returns the source commit active.json names, or "" when there
 // is no active.json (the payload is then served flat). It is read through
@@ -42,7 +45,7 @@ func ReadActive(payloadDir string) (string, error) {
 		return "", fmt.Errorf("read active release: %w", err)
 	}
 	var p activePointer
-	if err := json.Unmarshal(data, &p); err != nil || !release.IsCommit(p.SourceCommit) {
+	if err := activeFormat.Decode(data, &p); err != nil || !release.IsCommit(p.SourceCommit) {
 		return "", fmt.Errorf("read active release: %s does not name a source commit", filepath.Join(payloadDir, ActiveName))
 	}
 	return p.SourceCommit, nil
