@@ -1,0 +1,116 @@
+package generation
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// UninstallRole is the privsep role that runs one of the uninstallation's
+// service-account steps (ask_core, network, node_state,
+// microsandbox_store).
+const UninstallRole = "uninstall-node"
+
+// UninstallStepRequest is what root sends the service-account child for one
+// uninstall step. The Core address, its insecure-origin policy and the CA's
+// sha256 come from root's records (the host record and the bookkeeping),
+// never from files the service account can write.
+type UninstallStepRequest struct {
+	Step  string            `json:"step"`
+	Facts map[string]string `json:"facts"`
+
+	InstallationID      string `json:"installation_id"`
+	Provider            string `json:"provider"`
+	CoreURL             string `json:"core_url"`
+	AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
+	CoreCASHA256        string `json:"core_ca_sha256,omitempty"`
+	Force               bool   `json:"force"`
+}
+
+// UninstallStepResult is the child's answer for one step.
+type UninstallStepResult struct {
+	Event workflow.Event    `json:"event,omitempty"`
+	Facts map[string]string `json:"facts,omitempty"`
+}
+
+// UninstallNetworks is the part of the Docker Engine the uninstall's
+// network step uses. The real docker.Client implements it.
+type UninstallNetworks interface {
+	NetworkInspect(ctx context.Context, name string) (docker.Network, error)
+	NetworkRemove(ctx context.Context, name string) error
+	ContainersByLabel(ctx context.Context, key, value string) ([]docker.Container, error)
+}
+
+// UninstallAdapters are the host adapters the uninstall child uses.
+type UninstallAdapters struct {
+	// Docker connects to the Docker Engine at host.
+	Docker func(ctx context.Context, host string) (UninstallNetworks, error)
+}
+
+// UninstallOptions describe the service-account side of one uninstall
+// step.
+type UninstallOptions struct {
+	// Home is the node account's home; UID the node account.
+	Home   string
+	UID    int
+	Docker func(ctx context.Context, host string) (UninstallNetworks, error)
+	// Proxy is the proxy snapshot for the request to Core.
+	Proxy download.ProxyEnv
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+func (o UninstallOptions) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
+
+func (o UninstallOptions) nodeRoot(id string) string { return layout.NodeRootIn(o.Home, id) }
+
+// ServeUninstallStep returns the UninstallRole handler.
+func ServeUninstallStep(a UninstallAdapters) privsep.Handler {
+	return func(ctx context.Context, c *privsep.Child) (any, error) {
+		var req UninstallStepRequest
+		if err := c.Decode(&req); err != nil {
+			return nil, err
+		}
+		in := UninstallOptions{Home: os.Getenv("HOME"), UID: os.Getuid(), Docker: a.Docker,
+			Proxy: download.ProxyEnvFromEnviron(os.Environ()), Log: progressWriter{c}}
+		res, err := RunUninstallStep(ctx, in, req)
+		return res, classify(err)
+	}
+}
+
+// RunUninstallStep runs one service-account step of an uninstallation.
+func RunUninstallStep(ctx context.Context, in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+	if id := req.InstallationID; id == "" || strings.HasPrefix(id, ".") || filepath.Base(id) != id {
+		return UninstallStepResult{}, fmt.Errorf("uninstallation: %q is not an installation id", id)
+	}
+	var (
+		res UninstallStepResult
+		err error
+	)
+	switch workflow.State(req.Step) {
+	case workflow.UninstallAskCore:
+		res, err = askCore(ctx, in, req)
+	case workflow.UninstallNetwork:
+		res, err = removeNetwork(ctx, in, req)
+	case workflow.UninstallNodeState:
+		res, err = removeNodeState(in, req)
+	case workflow.UninstallMicrosandboxStore:
+		res, err = removeStores(in, req)
+	default:
+		return UninstallStepResult{}, fmt.Errorf("uninstallation: %q is not a service-account step", req.Step)
+	}
+	return res, err
+}

@@ -1,0 +1,135 @@
+package generation
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// Facts of the uninstall workflow's Core check.
+const (
+	// FactCore is how the Core check ended: CoreConfirmed (Core rejected
+	// the credential), CoreNeverRegistered or CoreForced (skipped).
+	FactCore            = "core"
+	CoreConfirmed       = "confirmed"
+	CoreNeverRegistered = "never_registered"
+	CoreForced          = "forced"
+)
+
+// UninstallCoreTimeout bounds the uninstall's request to Core (CONTRACT
+// §2.4).
+var UninstallCoreTimeout = 15 * time.Second
+
+// ErrCoreListsNode: Core still accepts the node's credential.
+var ErrCoreListsNode = errors.New("Core still lists this node")
+
+// ErrCoreUnconfirmed: Core gave no answer that confirms the removal.
+var ErrCoreUnconfirmed = errors.New("cannot confirm with Core that the node was removed")
+
+// askCore asks Core, at the address of root's records and with the node
+// credential, whether it still lists the node: HTTP 401 confirms the
+// removal; a 2xx refuses; any other answer or none refuses and names
+// --force for a Core that no longer exists. --force, and a node that never
+// registered, skip the question.
+func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+	if req.Force {
+		in.logf("skip the Core check (--force)")
+		return coreResult(CoreForced), nil
+	}
+	root, err := safefile.OpenRoot(in.nodeRoot(req.InstallationID))
+	if errors.Is(err, os.ErrNotExist) {
+		return coreResult(CoreNeverRegistered), nil
+	}
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	defer root.Close()
+	registered := false
+	for _, rel := range []string{"registered.json", "state/node/identity.json"} {
+		if _, err := root.Lstat(rel); err == nil {
+			registered = true
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return UninstallStepResult{}, fmt.Errorf("read %s: %w", root.Join(rel), err)
+		}
+	}
+	if !registered {
+		in.logf("the node never registered with Core; skip the Core check")
+		return coreResult(CoreNeverRegistered), nil
+	}
+	data, err := root.ReadFile("state/node/identity.json", safefile.Expect{UID: in.UID, MaxSize: MaxIdentitySize})
+	if err != nil {
+		return UninstallStepResult{}, fmt.Errorf("%w: %w", ErrIdentity, err)
+	}
+	nid, err := ParseNodeIdentity(data)
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	if nid.Identity.InstallationID != req.InstallationID {
+		return UninstallStepResult{}, fmt.Errorf("%w: it names installation %s", ErrIdentity, nid.Identity.InstallationID)
+	}
+	// Core's address and policy are root's, not the identity's.
+	nid.CoreURL, nid.AllowInsecureOrigin = trimOrigin(req.CoreURL), req.AllowInsecureOrigin
+	pool, err := uninstallPool(root, in.UID, req.CoreCASHA256)
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	c, err := NewCoreClient(nid, pool, in.Proxy)
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, UninstallCoreTimeout)
+	defer cancel()
+	_, status, err := c.identity(rctx, nid.CoreURL+"/api/v1/sandbox-node/identity?node_id="+url.QueryEscape(nid.Identity.NodeID))
+	switch {
+	case ctx.Err() != nil:
+		return UninstallStepResult{}, ctx.Err()
+	case err != nil:
+		return UninstallStepResult{}, refusal("If that Core no longer exists, rerun with --force", fmt.Errorf("%w at %s (Core unreachable: %v)", ErrCoreUnconfirmed, nid.CoreURL, err))
+	case status == http.StatusUnauthorized:
+		in.logf("Core confirmed that the node was removed")
+		return coreResult(CoreConfirmed), nil
+	case status >= 200 && status < 300:
+		return UninstallStepResult{}, refusal("Remove it on the Nodes page first, then rerun this command", fmt.Errorf("%w (node %s)", ErrCoreListsNode, nid.Identity.NodeID))
+	}
+	return UninstallStepResult{}, refusal("If that Core no longer exists, rerun with --force", fmt.Errorf("%w at %s (HTTP %d)", ErrCoreUnconfirmed, nid.CoreURL, status))
+}
+
+func coreResult(how string) UninstallStepResult {
+	ev := workflow.EventCoreCheckSkipped
+	if how == CoreConfirmed {
+		ev = workflow.EventCoreConfirmed
+	}
+	return UninstallStepResult{Event: ev, Facts: map[string]string{FactCore: how}}
+}
+
+// uninstallPool is the system roots plus the node's CA copy, which must
+// have the sha256 root recorded.
+func uninstallPool(root *safefile.Root, uid int, sha string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if sha == "" {
+		return pool, nil
+	}
+	pem, err := root.ReadFile(CoreCAName, safefile.Expect{UID: uid, MaxSize: 1 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("Core CA: %w", err)
+	}
+	if release.SHA256Hex(pem) != sha {
+		return nil, fmt.Errorf("%w: %s does not have the recorded core_ca_sha256", ErrIdentity, root.Join(CoreCAName))
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%w: %s holds no certificate", ErrIdentity, root.Join(CoreCAName))
+	}
+	return pool, nil
+}

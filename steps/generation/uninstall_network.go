@@ -1,0 +1,102 @@
+package generation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// Facts of the uninstall's network step.
+const (
+	// FactRuntimeImage is the Runtime image the node used, which
+	// uninstall keeps (provider.json's image).
+	FactRuntimeImage = "runtime_image"
+	// FactNetworkKept is "true" when labelled containers kept the network.
+	FactNetworkKept = "network_kept"
+)
+
+// removeNetwork removes the installation's Docker network as the service
+// account, only when no container labelled io.oac.installation=<id>
+// remains; otherwise it keeps the network and prints the command that
+// removes it. It also reports the Runtime image the node used, which
+// uninstall never removes. A microsandbox node has no network.
+func removeNetwork(ctx context.Context, in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+	res := UninstallStepResult{Event: workflow.EventNetworkHandled, Facts: map[string]string{}}
+	if req.Provider != release.ProviderDocker {
+		return res, nil
+	}
+	host, name := docker.DefaultHost, docker.NetworkName(req.InstallationID)
+	if c, err := readProviderConfig(in, req.InstallationID); err != nil {
+		return UninstallStepResult{}, err
+	} else if c != nil && c.Docker != nil {
+		host, res.Facts[FactRuntimeImage] = c.Docker.Host, c.Docker.Image
+		if c.Docker.Network != "" {
+			name = c.Docker.Network
+		}
+	}
+	if in.Docker == nil {
+		return UninstallStepResult{}, errors.New("uninstallation: no Docker adapter")
+	}
+	dk, err := in.Docker(ctx, host)
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	got, err := dk.NetworkInspect(ctx, name)
+	if errors.Is(err, docker.ErrNotFound) {
+		return res, nil
+	}
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	if got.Labels[InstallationLabel] != req.InstallationID {
+		in.logf("keep the Docker network %s: it is not labelled %s=%s", name, InstallationLabel, req.InstallationID)
+		return res, nil
+	}
+	left, err := dk.ContainersByLabel(ctx, InstallationLabel, req.InstallationID)
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	if len(left) > 0 {
+		in.logf("keep the Docker network %s: %d containers labelled %s=%s remain; remove it later with `sudo docker network rm %s`",
+			name, len(left), InstallationLabel, req.InstallationID, name)
+		res.Facts[FactNetworkKept] = "true"
+		return res, nil
+	}
+	in.logf("remove the Docker network %s", name)
+	if err := dk.NetworkRemove(ctx, name); err != nil && !errors.Is(err, docker.ErrNotFound) {
+		return UninstallStepResult{}, fmt.Errorf("remove the Docker network %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// readProviderConfig reads the node's provider.json without following a
+// link; nil when the node root or the file is gone.
+func readProviderConfig(in UninstallOptions, id string) (*provider.Config, error) {
+	root, err := safefile.OpenRoot(in.nodeRoot(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	data, err := root.ReadFile("provider.json", safefile.Expect{UID: in.UID, MaxSize: MaxConfigurationSize})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := provider.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", root.Join("provider.json"), err)
+	}
+	return c, nil
+}

@@ -1,0 +1,99 @@
+package generation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/microsandbox"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// FactStoresKept is the space-separated list of microsandbox stores kept
+// because Core did not confirm the removal (--force).
+const FactStoresKept = "stores_kept"
+
+// removeNodeState removes the node root as the service account, never
+// following a link.
+func removeNodeState(in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+	root := in.nodeRoot(req.InstallationID)
+	in.logf("remove the node state %s", root)
+	if err := RemoveTree(root); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return UninstallStepResult{}, fmt.Errorf("remove the node state: %w", err)
+	}
+	return UninstallStepResult{Event: workflow.EventStateRemoved}, nil
+}
+
+// removeStores deletes every microsandbox store under <home>/.oac/m whose
+// oac-installation.json names the installation, once Core confirmed the
+// removal (or the node never registered); with --force it keeps them and
+// prints the command that removes each. Then .oac/nodes, .oac/m and .oac
+// go when empty.
+func removeStores(in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+	res := UninstallStepResult{Event: workflow.EventStoreHandled}
+	stores, err := installationStores(in, req.InstallationID)
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	var kept []string
+	for _, st := range stores {
+		if req.Facts[FactCore] == CoreForced || req.Force {
+			in.logf("keep the microsandbox store %s (Core did not confirm the removal); remove it with `sudo -u %s rm -rf %s`", st, layout.Account, st)
+			kept = append(kept, st)
+			continue
+		}
+		in.logf("remove the microsandbox store %s", st)
+		if err := RemoveTree(st); err != nil {
+			return UninstallStepResult{}, fmt.Errorf("remove the microsandbox store: %w", err)
+		}
+	}
+	if len(kept) > 0 {
+		res.Facts = map[string]string{FactStoresKept: strings.Join(kept, " ")}
+	}
+	oac := filepath.Join(in.Home, ".oac")
+	for _, dir := range []string{filepath.Join(oac, "nodes"), filepath.Join(oac, "m"), oac} {
+		if err := removeEmptyDir(dir); err != nil {
+			return UninstallStepResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// installationStores lists the stores under <home>/.oac/m whose marker
+// names id (a link, or a store without a readable marker, is not one).
+func installationStores(in UninstallOptions, id string) ([]string, error) {
+	m := filepath.Join(in.Home, ".oac", "m")
+	root, err := safefile.OpenRoot(m)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	names, err := root.ReadDir()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		data, err := root.ReadFile(filepath.Join(n, microsandbox.MarkerName), safefile.Expect{UID: in.UID, MaxSize: 4096})
+		if err != nil {
+			continue
+		}
+		var mk struct {
+			InstallationID string `json:"installation_id"`
+		}
+		if json.Unmarshal(data, &mk) == nil && mk.InstallationID == id {
+			out = append(out, filepath.Join(m, n))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,45 @@
+package uninstall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// childStep runs the service-account step Name in a child. Without the
+// account nothing of the node can exist as the account's, so the step has
+// nothing to do.
+type childStep struct {
+	Name  workflow.State
+	Event workflow.Event
+	e     *Env
+}
+
+func (s childStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
+	if _, err := s.e.DBs.LookupUser(layout.Account); errors.Is(err, accounts.ErrNotFound) {
+		return workflow.Result{Event: s.Event}, nil
+	} else if err != nil {
+		return workflow.Result{}, fmt.Errorf("the service account: %w", err)
+	}
+	res, err := s.e.Runner(ctx, s.e.request(string(s.Name), facts))
+	if err != nil {
+		return workflow.Result{}, childErr(err)
+	}
+	return workflow.Result{Event: res.Event, Facts: res.Facts}, nil
+}
+
+// childErr marks a child's refusal as a failure that changed nothing.
+func childErr(err error) error {
+	var ce *privsep.ChildError
+	var ref *generation.RefusalError
+	if (errors.As(err, &ce) && ce.Class() == privsep.ClassRefused) || errors.As(err, &ref) {
+		return workflow.Unchanged(err)
+	}
+	return err
+}

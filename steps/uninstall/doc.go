@@ -1,0 +1,16 @@
+// Package uninstall is root's side of `oac-node-install --uninstall`: the
+// uninstall workflow's steps (workflow.UninstallDefinition) and Run, which
+// refuses before any change (a missing host record without --force, then
+// Core's answer), takes the host lock and runs the workflow against root's
+// journal /var/lib/oac-node-install/<id>/uninstall.journal, rerunnable
+// until complete.
+//
+// Root stops, disables and removes the unit and the env file, handles the
+// account by the bookkeeping (deleted only when the installer created it
+// and no node remains; otherwise the groups it added are removed and the
+// home mode it changed is restored) and removes the records. The Core
+// check, the Docker network, the node root and the microsandbox stores are
+// the service account's (generation.UninstallRole), one privilege-separated
+// child per step. Sandboxes, volumes and images are never touched: the
+// Runtime image's removal command is printed instead.
+package uninstall

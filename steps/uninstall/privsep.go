@@ -1,0 +1,66 @@
+package uninstall
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"golang.org/x/sys/unix"
+)
+
+// PrivsepChild is the real ChildRunner: each request runs in a new child
+// as the service account (generation.UninstallRole), from the binary
+// captured at start.
+func PrivsepChild(base privsep.Options, dbs accounts.Databases) ChildRunner {
+	return func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
+		o := base
+		u, err := dbs.LookupUser(layout.Account)
+		if err != nil {
+			return generation.UninstallStepResult{}, fmt.Errorf("the service account: %w", err)
+		}
+		groups, err := dbs.SupplementaryGroups(layout.Account)
+		if err != nil {
+			return generation.UninstallStepResult{}, fmt.Errorf("the service account's groups: %w", err)
+		}
+		o.UID, o.GID, o.Groups = u.UID, u.GID, groups
+		o.Role, o.Request = generation.UninstallRole, req
+		r, err := privsep.Run(ctx, o)
+		if err != nil {
+			return generation.UninstallStepResult{}, err
+		}
+		var res generation.UninstallStepResult
+		if err := r.Decode(&res); err != nil {
+			return generation.UninstallStepResult{}, err
+		}
+		return res, nil
+	}
+}
+
+// ProcRunning reports whether a process under procfs (normally /proc)
+// runs with the real uid uid.
+func ProcRunning(procfs string) Processes {
+	return func(uid int) (bool, error) {
+		entries, err := os.ReadDir(procfs)
+		if err != nil {
+			return false, fmt.Errorf("list processes: %w", err)
+		}
+		for _, ent := range entries {
+			if _, err := strconv.Atoi(ent.Name()); err != nil {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Stat(procfs+"/"+ent.Name(), &st) != nil {
+				continue // ended meanwhile
+			}
+			if int(st.Uid) == uid {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}

@@ -1,0 +1,214 @@
+package uninstall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/workflow"
+	"golang.org/x/sys/unix"
+)
+
+// HostLockWait bounds the wait for another installation or uninstallation
+// on this host (CONTRACT §3.4).
+var HostLockWait = 600 * time.Second
+
+// Command is what the uninstall command wires.
+type Command struct {
+	Options  Options
+	Host     layout.Host
+	Accounts accounts.Adapter
+	Systemd  systemd.Manager
+	// Child runs a service-account step (PrivsepChild in production).
+	Child ChildRunner
+	// Running reports processes of a uid (ProcRunning in production).
+	Running Processes
+	// Version is the binary's version, bound into the journal.
+	Version string
+	Out     io.Writer
+}
+
+// JournalPath is root's uninstall journal of an installation.
+func JournalPath(h layout.Host, id string) string {
+	return filepath.Join(h.JournalDir(id), workflow.UninstallDefinition().Name+".journal")
+}
+
+// Run uninstalls the node or resumes an interrupted uninstallation. Every
+// refusal comes before the first change: a host without a record of the
+// installation needs --force, then Core must confirm the removal (unless
+// --force or the node never registered). A complete journal is a no-op,
+// unless its run kept the account for a rerun.
+func Run(ctx context.Context, c Command) (*workflow.Report, error) {
+	id := c.Options.InstallationID
+	e := &Env{Opts: c.Options, HostPaths: c.Host, Adapter: c.Accounts, DBs: accounts.Under(c.Host.Root),
+		Manager: c.Systemd, Runner: c.Child, Running: c.Running, Out: c.Out}
+	path := JournalPath(c.Host, id)
+	prev, err := workflow.InspectJournal(path, workflow.Lookup)
+	resuming := err == nil && prev.Condition != workflow.Complete
+	if err == nil && prev.Condition == workflow.Complete {
+		if !accountKept(c.Host) {
+			e.Printf("The node %s is already uninstalled from this host.", id)
+			return prev, nil
+		}
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read the uninstall journal %s: %w", path, err)
+	}
+	inst, found, err := readRecords(c.Host, id)
+	if err != nil {
+		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+	}
+	if !found && !resuming && !c.Options.Force {
+		return nil, fmt.Errorf("this host has no record of the installation %s (%s is missing); if the node's files remain, rerun with --force. Nothing was changed.", id, c.Host.Record(id))
+	}
+	inst.ID = id
+	e.Inst = inst
+	if !resuming {
+		if _, err := e.DBs.LookupUser(layout.Account); err == nil {
+			res, err := c.Child(ctx, e.request(string(workflow.UninstallAskCore), nil))
+			if err != nil {
+				return nil, nothingChanged(err)
+			}
+			e.precheck = &res
+		} else if !errors.Is(err, accounts.ErrNotFound) {
+			return nil, fmt.Errorf("the service account: %w. Nothing was changed.", err)
+		}
+	}
+	lock, err := hostLock(ctx, c.Host)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	if err := os.MkdirAll(c.Host.JournalDir(id), 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", c.Host.JournalDir(id), err)
+	}
+	if prev != nil && prev.Condition == workflow.Complete {
+		if err := keepAside(path); err != nil {
+			return nil, err
+		}
+	}
+	r := &workflow.Runner{
+		Def: workflow.UninstallDefinition(), Steps: Steps(e), Journal: path,
+		Binding: workflow.Binding{Version: c.Version, InstallationID: id},
+	}
+	rep, err := r.Run(ctx)
+	if err != nil {
+		return rep, err
+	}
+	summary(e, e.final)
+	return rep, nil
+}
+
+// summary prints what stays and the commands that remove it.
+func summary(e *Env, facts workflow.Facts) {
+	id := e.Opts.InstallationID
+	if img := facts[generation.FactRuntimeImage]; img != "" {
+		e.Printf("The Runtime image stays; remove it when no other node uses it: sudo docker image rm %s", img)
+	}
+	if facts[FactAccountKept] != "" {
+		e.Printf("The node %s is uninstalled from this host except the account %s; rerun the command as shown above.", id, layout.Account)
+		return
+	}
+	e.Printf("The node %s is uninstalled from this host.", id)
+}
+
+// nothingChanged ends a refusal's message with "Nothing was changed.".
+func nothingChanged(err error) error {
+	if strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		return err
+	}
+	return fmt.Errorf("%w. Nothing was changed.", err)
+}
+
+// readRecords reads the installation from root's records, without
+// creating any: the bookkeeping when it exists, else the host record.
+func readRecords(h layout.Host, id string) (bookkeeping.Installation, bool, error) {
+	if _, err := os.Lstat(h.Bookkeeping()); err == nil {
+		db, err := bookkeeping.Open(h.Bookkeeping())
+		if err != nil {
+			return bookkeeping.Installation{}, false, err
+		}
+		inst, err := db.GetInstallation(id)
+		db.Close()
+		if err == nil {
+			return inst, true, nil
+		}
+		if !errors.Is(err, bookkeeping.ErrNotFound) {
+			return bookkeeping.Installation{}, false, err
+		}
+	}
+	data, err := os.ReadFile(h.Record(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return bookkeeping.Installation{}, false, nil
+	}
+	if err != nil {
+		return bookkeeping.Installation{}, false, err
+	}
+	var rec struct {
+		Provider            string `json:"provider"`
+		CoreURL             string `json:"core_url"`
+		AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
+		CoreCASHA256        string `json:"core_ca_sha256"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return bookkeeping.Installation{}, false, fmt.Errorf("the host record %s: %w", h.Record(id), err)
+	}
+	return bookkeeping.Installation{ID: id, Provider: rec.Provider, CoreURL: rec.CoreURL,
+		AllowInsecureOrigin: rec.AllowInsecureOrigin, CoreCA: rec.CoreCASHA256}, true, nil
+}
+
+// accountKept reports whether an earlier run kept the account for a
+// rerun: the bookkeeping still records the account and no installation.
+func accountKept(h layout.Host) bool {
+	if _, err := os.Lstat(h.Bookkeeping()); err != nil {
+		return false
+	}
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	_, ok, err := db.Account()
+	insts, lerr := db.ListInstallations()
+	return err == nil && lerr == nil && ok && len(insts) == 0
+}
+
+// hostLock takes /run/oac-node.lock, waiting at most HostLockWait.
+func hostLock(ctx context.Context, h layout.Host) (*safefile.FileLock, error) {
+	if err := os.MkdirAll(filepath.Dir(h.HostLock()), 0o755); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, HostLockWait)
+	defer cancel()
+	l, err := safefile.LockContext(wctx, h.HostLock(), 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("another node installation or uninstallation on this host holds %s: %w. Nothing was changed.", h.HostLock(), err)
+	}
+	return l, nil
+}
+
+// keepAside renames a finished journal to the first free <path>.<n>.
+func keepAside(path string) error {
+	for n := 1; ; n++ {
+		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, path+"."+strconv.Itoa(n), unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("keep the journal %s: %w", path, err)
+		}
+		return safefile.SyncDir(filepath.Dir(path))
+	}
+}
