@@ -15,7 +15,8 @@ import (
 
 // PrivsepChild is the real ChildRunner: each request runs in a new child
 // as the service account (generation.UninstallRole), from the binary
-// captured at start.
+// captured at start. Without base.Progress, the child's progress lines
+// go to base.Output.
 func PrivsepChild(base privsep.Options, dbs accounts.Databases) ChildRunner {
 	return func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
 		o := base
@@ -29,6 +30,11 @@ func PrivsepChild(base privsep.Options, dbs accounts.Databases) ChildRunner {
 		}
 		o.UID, o.GID, o.Groups = u.UID, u.GID, groups
 		o.Role, o.Request = generation.UninstallRole, req
+		if o.Progress == nil && o.Output != nil {
+			// The child's progress lines (kept networks and stores, with
+			// their removal commands) are the operator's.
+			o.Progress = func(ev privsep.Event) { fmt.Fprintln(o.Output, ev.Text) }
+		}
 		r, err := privsep.Run(ctx, o)
 		if err != nil {
 			return generation.UninstallStepResult{}, err

@@ -133,40 +133,39 @@ func nothingChanged(err error) error {
 }
 
 // readRecords reads the installation from root's records, without
-// creating any: the bookkeeping when it exists, else the host record.
+// creating or changing any: the host record /etc/oac-node/<id>.json
+// (CONTRACT §2.4), else the bookkeeping when it exists.
 func readRecords(h layout.Host, id string) (bookkeeping.Installation, bool, error) {
-	if _, err := os.Lstat(h.Bookkeeping()); err == nil {
-		db, err := bookkeeping.Open(h.Bookkeeping())
-		if err != nil {
-			return bookkeeping.Installation{}, false, err
-		}
-		inst, err := db.GetInstallation(id)
-		db.Close()
-		if err == nil {
-			return inst, true, nil
-		}
-		if !errors.Is(err, bookkeeping.ErrNotFound) {
-			return bookkeeping.Installation{}, false, err
-		}
-	}
 	data, err := os.ReadFile(h.Record(id))
-	if errors.Is(err, os.ErrNotExist) {
+	if err == nil {
+		var rec struct {
+			Provider            string `json:"provider"`
+			CoreURL             string `json:"core_url"`
+			AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
+			CoreCASHA256        string `json:"core_ca_sha256"`
+		}
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return bookkeeping.Installation{}, false, fmt.Errorf("the host record %s: %w", h.Record(id), err)
+		}
+		return bookkeeping.Installation{ID: id, Provider: rec.Provider, CoreURL: rec.CoreURL,
+			AllowInsecureOrigin: rec.AllowInsecureOrigin, CoreCA: rec.CoreCASHA256}, true, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return bookkeeping.Installation{}, false, err
+	}
+	if _, err := os.Lstat(h.Bookkeeping()); err != nil {
 		return bookkeeping.Installation{}, false, nil
 	}
+	db, err := bookkeeping.Open(h.Bookkeeping())
 	if err != nil {
 		return bookkeeping.Installation{}, false, err
 	}
-	var rec struct {
-		Provider            string `json:"provider"`
-		CoreURL             string `json:"core_url"`
-		AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
-		CoreCASHA256        string `json:"core_ca_sha256"`
+	defer db.Close()
+	inst, err := db.GetInstallation(id)
+	if errors.Is(err, bookkeeping.ErrNotFound) {
+		return bookkeeping.Installation{}, false, nil
 	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return bookkeeping.Installation{}, false, fmt.Errorf("the host record %s: %w", h.Record(id), err)
-	}
-	return bookkeeping.Installation{ID: id, Provider: rec.Provider, CoreURL: rec.CoreURL,
-		AllowInsecureOrigin: rec.AllowInsecureOrigin, CoreCA: rec.CoreCASHA256}, true, nil
+	return inst, err == nil, err
 }
 
 // accountKept reports whether an earlier run kept the account for a

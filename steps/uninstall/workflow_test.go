@@ -1,0 +1,414 @@
+package uninstall
+
+import (
+	"bytes"
+	"context"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+const id = generationtest.InstallationID
+
+// hostFixture is a host root with an installed node (the files, records,
+// account, unit and network an installation leaves), the fakes for the
+// host adapters, a real privsep child as the account and a Core whose
+// answer to the identity route the test sets.
+type hostFixture struct {
+	base     string
+	host     layout.Host
+	systemd  *systemdtest.Fake
+	accts    *accountstest.Fake
+	dbs      accounts.Databases
+	core     *httptest.Server
+	status   atomic.Int32
+	running  bool
+	children atomic.Int32
+	out      bytes.Buffer
+	bin      *privsep.Binary
+	// before is the host root before the installation.
+	before map[string]string
+	store  string
+}
+
+func newHostFixture(t *testing.T) *hostFixture {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the service-account child runs as another user")
+	}
+	base, err := os.MkdirTemp("", "oac-uninstall-host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	f := &hostFixture{base: base, host: layout.Host{Root: filepath.Join(base, "host")}}
+	for _, d := range []string{"etc/systemd/system", "var/lib", "run"} {
+		if err := os.MkdirAll(filepath.Join(f.host.Root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(base, "engine"), 0o777)
+	os.Chmod(filepath.Join(base, "engine"), 0o777)
+	if f.accts, err = accountstest.New(f.host.Root); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(f.host.Root, "etc/group"), []byte("root:x:0:\ndocker:x:4242:\n"), 0o644)
+	f.dbs = accounts.Under(f.host.Root)
+	f.systemd = systemdtest.New(filepath.Join(f.host.Root, "etc/systemd/system"))
+	f.core = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/sandbox-node/identity" || r.Header.Get("Authorization") != "Bearer "+generationtest.Credential {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(int(f.status.Load()))
+		w.Write([]byte("{}"))
+	}))
+	t.Cleanup(f.core.Close)
+	f.status.Store(http.StatusUnauthorized)
+	if f.bin, err = privsep.Capture(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.bin.Close() })
+	return f
+}
+
+// adoptable makes an account before the installation, whose home has
+// mode 0755: the installation adopts it.
+func (f *hostFixture) adoptable(t *testing.T) {
+	if err := f.accts.CreateServiceAccount(context.Background(), "/usr/sbin/nologin"); err != nil {
+		t.Fatal(err)
+	}
+	u := f.user(t)
+	home := f.host.Home()
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(home, 0o755)
+	os.Lchown(home, u.UID, u.GID)
+}
+
+func (f *hostFixture) user(t *testing.T) accounts.User {
+	u, err := f.dbs.LookupUser(layout.Account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// install leaves what an installation of a docker node leaves, with a
+// microsandbox store of the installation too, recording what it made in
+// the bookkeeping as the install steps do. It snapshots the host first.
+func (f *hostFixture) install(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	f.before = generationtest.Snapshot(t, f.host.Root)
+	_, lerr := f.dbs.LookupUser(layout.Account)
+	created := errors.Is(lerr, accounts.ErrNotFound)
+	var homeMode *os.FileMode
+	if created {
+		if err := f.accts.CreateServiceAccount(ctx, "/usr/sbin/nologin"); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		fi, err := os.Lstat(f.host.Home())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := fi.Mode().Perm()
+		homeMode = &m
+	}
+	u := f.user(t)
+	if err := f.accts.AddToGroup(ctx, "docker"); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(f.host.EtcDir(), 0o755)
+	os.Chmod(f.host.EtcDir(), 0o755)
+	coreCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.core.Certificate().Raw})
+	db, err := bookkeeping.Open(f.host.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: created, UID: u.UID, HomeMode: homeMode}))
+	must(t, db.AddGroup("docker"))
+	must(t, db.PutInstallation(bookkeeping.Installation{ID: id, Provider: "docker", CoreURL: f.core.URL,
+		NodeRoot: f.host.NodeRoot(id), Unit: f.host.Unit(id), EnvFile: f.host.EnvFile(id), CoreCA: release.SHA256Hex(coreCA)}))
+	for p, kind := range map[string]string{f.host.Unit(id): bookkeeping.FileUnit, f.host.EnvFile(id): bookkeeping.FileEnv, f.host.Record(id): bookkeeping.FileRecord} {
+		must(t, db.AddFile(bookkeeping.File{Path: p, InstallationID: id, Kind: kind}))
+	}
+	db.Close()
+	writeFile(t, f.host.Unit(id), "[Unit]\nDescription=node\n", 0o644)
+	writeFile(t, f.host.EnvFile(id), "HTTPS_PROXY=http://proxy.example:3128\n", 0o600)
+	writeFile(t, f.host.Record(id), `{"format": 1, "installation_id": "`+id+`", "provider": "docker", "core_url": "`+f.core.URL+`", "core_ca_sha256": "`+release.SHA256Hex(coreCA)+`"}`+"\n", 0o644)
+	must(t, os.Mkdir(f.host.DockerConfig(), 0o755))
+	unit := layout.UnitName(id)
+	must(t, f.systemd.Reload(ctx))
+	must(t, f.systemd.Enable(ctx, unit))
+	must(t, f.systemd.Start(ctx, unit))
+
+	rel := generationtest.BuildRelease(t, generationtest.CommitA)
+	srv := generationtest.NewServer(t, rel)
+	generationtest.SetupNode(t, f.host.Home(), srv, "docker", rel, docker.DefaultHost)
+	writeFile(t, filepath.Join(f.host.NodeRoot(id), "registered.json"), "{}\n", 0o600)
+	writeFile(t, filepath.Join(f.host.NodeRoot(id), generation.CoreCAName), string(coreCA), 0o600)
+	f.store = filepath.Join(f.host.Home(), ".oac", "m", "0123456789ab")
+	must(t, os.MkdirAll(f.store, 0o700))
+	writeFile(t, filepath.Join(f.store, "oac-installation.json"), `{"installation_id": "`+id+`"}`+"\n", 0o600)
+	writeFile(t, filepath.Join(f.store, "disk.img"), "sandbox disk", 0o600)
+	must(t, filepath.Walk(f.host.Home(), func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, u.UID, u.GID)
+	}))
+	must(t, fileEngineOf(f.host.Home()).save(engineState{Nets: map[string]map[string]string{
+		docker.NetworkName(id): {generation.InstallationLabel: id}}}))
+}
+
+func writeFile(t *testing.T, p, text string, mode os.FileMode) {
+	t.Helper()
+	must(t, os.WriteFile(p, []byte(text), mode))
+	must(t, os.Chmod(p, mode))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *hostFixture) command(force bool) Command {
+	child := PrivsepChild(privsep.Options{Binary: f.bin, Home: f.host.Home(), Output: &f.out}, f.dbs)
+	return Command{
+		Options: Options{InstallationID: id, Force: force}, Host: f.host, Accounts: f.accts, Systemd: f.systemd,
+		Child: func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
+			f.children.Add(1)
+			return child(ctx, req)
+		},
+		Running: func(int) (bool, error) { return f.running, nil },
+		Version: "test", Out: &f.out,
+	}
+}
+
+func (f *hostFixture) uninstall(t *testing.T, force bool) (*workflow.Report, error) {
+	t.Helper()
+	return Run(context.Background(), f.command(force))
+}
+
+// leftovers is what differs from the host before the installation, but
+// for what stays by design: the journals and the host lock.
+func (f *hostFixture) leftovers(t *testing.T) string {
+	after := generationtest.Snapshot(t, f.host.Root)
+	for k := range after {
+		if k == "run/oac-node.lock" || strings.HasPrefix(k, "var/lib/oac-node-install") {
+			delete(after, k)
+		}
+	}
+	return generationtest.Diff(f.before, after)
+}
+
+func (f *hostFixture) engine(t *testing.T) engineState {
+	st, err := fileEngineOf(f.host.Home()).state()
+	must(t, err)
+	return st
+}
+
+func TestUninstallLeavesTheHostAsBeforeTheInstallation(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	rep, err := f.uninstall(t, false)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, f.out.String())
+	}
+	if rep.Condition != workflow.Complete {
+		t.Fatalf("condition %s", rep.Condition)
+	}
+	if d := f.leftovers(t); d != "" {
+		t.Errorf("the host differs from before the installation:\n%s\noutput:\n%s", d, f.out.String())
+	}
+	if _, err := f.dbs.LookupUser(layout.Account); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("the account the installer created remains: %v", err)
+	}
+	if len(f.engine(t).Nets) != 0 {
+		t.Errorf("networks remain: %v", f.engine(t).Nets)
+	}
+	if f.systemd.Enabled(layout.UnitName(id)) {
+		t.Error("the unit is still enabled")
+	}
+	out := f.out.String()
+	for _, want := range []string{"sudo docker image rm sha256:", "uninstalled from this host"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+
+	t.Run("rerun after completion is a no-op", func(t *testing.T) {
+		before, n := generationtest.Snapshot(t, f.host.Root), f.children.Load()
+		f.out.Reset()
+		rep, err := f.uninstall(t, false)
+		if err != nil || rep.Condition != workflow.Complete {
+			t.Fatalf("%v %v", rep, err)
+		}
+		if d := generationtest.Diff(before, generationtest.Snapshot(t, f.host.Root)); d != "" || f.children.Load() != n {
+			t.Errorf("the rerun changed the host or ran a child:\n%s", d)
+		}
+		if !strings.Contains(f.out.String(), "already uninstalled") {
+			t.Errorf("output: %s", f.out.String())
+		}
+	})
+}
+
+func TestUninstallRefusalsChangeNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		want   []string
+		not    string
+	}{
+		{"Core still lists the node", http.StatusOK, []string{"Core still lists this node", "Nodes page", "Nothing was changed."}, "--force"},
+		{"Core answers another status", http.StatusServiceUnavailable, []string{"HTTP 503", "--force", "Nothing was changed."}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newHostFixture(t)
+			f.install(t)
+			f.status.Store(int32(tc.status))
+			installed := generationtest.Snapshot(t, f.host.Root)
+			_, err := f.uninstall(t, false)
+			if err == nil {
+				t.Fatal("uninstall went on")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the refusal lacks %q: %v", w, err)
+				}
+			}
+			if tc.not != "" && strings.Contains(err.Error(), tc.not) {
+				t.Errorf("the refusal names %q: %v", tc.not, err)
+			}
+			if d := generationtest.Diff(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
+				t.Errorf("the refusal changed the host:\n%s", d)
+			}
+			if len(f.engine(t).Nets) != 1 || f.systemd.Enabled(layout.UnitName(id)) == false {
+				t.Error("the refusal changed the engine or the unit")
+			}
+		})
+	}
+	t.Run("Core unreachable", func(t *testing.T) {
+		f := newHostFixture(t)
+		f.install(t)
+		f.core.Close()
+		installed := generationtest.Snapshot(t, f.host.Root)
+		_, err := f.uninstall(t, false)
+		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "Nothing was changed.") {
+			t.Fatalf("err %v", err)
+		}
+		if d := generationtest.Diff(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
+			t.Errorf("the refusal changed the host:\n%s", d)
+		}
+	})
+	t.Run("no record without --force", func(t *testing.T) {
+		f := newHostFixture(t)
+		before := generationtest.Snapshot(t, f.host.Root)
+		_, err := f.uninstall(t, false)
+		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "Nothing was changed.") {
+			t.Fatalf("err %v", err)
+		}
+		if d := generationtest.Diff(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
+			t.Errorf("the refusal changed the host:\n%s", d)
+		}
+	})
+}
+
+func TestUninstallForceKeepsTheStoreAndTheAccount(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	f.core.Close() // that Core is gone
+	rep, err := f.uninstall(t, true)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
+	}
+	out := f.out.String()
+	for _, want := range []string{"skip the Core check", "sudo -u oac-node rm -rf " + f.store, "--force"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.store, "disk.img")); err != nil {
+		t.Errorf("the store is gone: %v", err)
+	}
+	if _, err := os.Lstat(f.host.NodeRoot(id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the node root remains: %v", err)
+	}
+	f.user(t) // the account stays for the rerun
+
+	// The operator removes the store as printed and reruns.
+	must(t, os.RemoveAll(filepath.Join(f.host.Home(), ".oac")))
+	f.out.Reset()
+	if rep, err := f.uninstall(t, true); err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	if d := f.leftovers(t); d != "" {
+		t.Errorf("after the rerun the host differs from before the installation:\n%s", d)
+	}
+}
+
+func TestUninstallKeepsAnAdoptedAccount(t *testing.T) {
+	f := newHostFixture(t)
+	f.adoptable(t)
+	f.install(t)
+	if fi, _ := os.Lstat(f.host.Home()); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the installation left the home %v", fi.Mode())
+	}
+	if _, err := f.uninstall(t, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.out.String())
+	}
+	f.user(t)
+	groups, err := f.dbs.GroupNames(layout.Account)
+	must(t, err)
+	if slices.Contains(groups, "docker") {
+		t.Errorf("the adopted account is still in the group docker: %v", groups)
+	}
+	if d := f.leftovers(t); d != "" {
+		t.Errorf("the host differs from before the installation:\n%s", d)
+	}
+}
+
+func TestUninstallKeepsTheAccountWhileAProcessRuns(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	f.running = true
+	if _, err := f.uninstall(t, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.out.String())
+	}
+	if !strings.Contains(f.out.String(), "pgrep -u oac-node") {
+		t.Errorf("output: %s", f.out.String())
+	}
+	f.user(t)
+	f.running = false
+	f.out.Reset()
+	if _, err := f.uninstall(t, true); err != nil {
+		t.Fatalf("rerun: %v\n%s", err, f.out.String())
+	}
+	if d := f.leftovers(t); d != "" {
+		t.Errorf("after the rerun the host differs from before the installation:\n%s", d)
+	}
+}
