@@ -4,32 +4,46 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/steps/uninstall"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// runUninstall removes a node (root only). Its wiring is uninstallRunner.
+func init() {
+	childRoles[generation.UninstallRole] = generation.ServeUninstallStep(generation.UninstallAdapters{
+		Docker: func(_ context.Context, host string) (generation.UninstallNetworks, error) { return docker.New(host) },
+	})
+}
+
+// runUninstall removes a node (root only): steps/uninstall's Run with the
+// real adapters, its service-account steps in privsep children of this
+// binary, the journal /var/lib/oac-node-install/<id>/uninstall.journal.
 func (c *cli) runUninstall(ctx context.Context, f *installerFlags) error {
 	if os.Geteuid() != 0 {
 		return errors.New("uninstalling a node requires root; rerun the same command with sudo. Nothing was changed.")
 	}
-	r := c.uninstallRunner(f)
-	if len(r.Steps) == 0 {
-		return errors.New("uninstall: the uninstall workflow's steps are not in this build yet. Nothing was changed.")
+	bin, err := privsep.Capture()
+	if err != nil {
+		return err
 	}
-	_, err := r.Run(ctx)
+	defer bin.Close()
+	sd, err := systemd.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer sd.Close()
+	h := c.host()
+	dbs := accounts.Under(h.Root)
+	_, err = uninstall.Run(ctx, uninstall.Command{
+		Options: uninstall.Options{InstallationID: f.installationID, Force: f.force},
+		Host:    h, Accounts: accounts.Commands{}, Systemd: sd,
+		Child:   uninstall.PrivsepChild(privsep.Options{Binary: bin, Home: h.Home(), Output: c.stdout, Signals: childSignals}, dbs),
+		Running: uninstall.ProcRunning("/proc"), Version: workflow.Version, Out: c.stdout,
+	})
 	return err
-}
-
-// uninstallRunner is the uninstall's wiring, its one place: the definition,
-// the steps bound to it (--force among their options), and the journal
-// /var/lib/oac-node-install/<id>/uninstall.journal.
-func (c *cli) uninstallRunner(f *installerFlags) *workflow.Runner {
-	return &workflow.Runner{
-		Def:     workflow.UninstallDefinition(),
-		Steps:   nil, // the uninstall's steps are not built yet
-		Binding: workflow.Binding{Version: workflow.Version, InstallationID: f.installationID},
-		Journal: filepath.Join(c.host().JournalDir(f.installationID), workflow.UninstallDefinition().Name+".journal"),
-	}
 }

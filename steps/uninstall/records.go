@@ -99,4 +99,3 @@ func (s recordsStep) forget() (bool, error) {
 	}
 	return !acct, nil
 }
-
