@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,12 +161,18 @@ func TestLockWaitsForContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.AfterFunc(30*time.Millisecond, func() { first.Unlock() })
+	// The waiter must block until the holder lets go: it may only return
+	// after released is set, just before the unlock.
+	var released atomic.Bool
+	time.AfterFunc(100*time.Millisecond, func() { released.Store(true); first.Unlock() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	second, err := LockContext(ctx, path, 0o600)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !released.Load() {
+		t.Fatal("LockContext returned while the lock was still held")
 	}
 	second.Unlock()
 }

@@ -1,0 +1,54 @@
+package generation
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// The final configuration <g>.json is write-once: a publish step that finds
+// other bytes there (written after the plan was checked) refuses and leaves
+// them as they are. An overwriting write would pass every other test.
+func TestPublishNeverOverwritesFinalConfiguration(t *testing.T) {
+	base := buildRelease(t, commitA)
+	next := buildRelease(t, commitB)
+	srv := newTestServer(t, base, next)
+	n := setupNode(t, filepath.Join(t.TempDir(), "home"), srv, release.ProviderDocker, base)
+	spec := next.Spec(t, release.ProviderDocker, 2)
+	srv.SetSpec(2, spec)
+	plan, err := provider.Plan(n.baseCfg, spec, 2, n.node.Root, n.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := plan.Marshal()
+	initLease(t, n, 2, spec)
+	if err := lease.WritePreparing(n.node.Generations(), lease.Preparing{Identity: leaseID(2, spec), ImportStarted: true, Configuration: data}, os.Getuid()); err != nil {
+		t.Fatal(err)
+	}
+	other := plan.Clone()
+	other.Docker.Image = spec.Runtime.ImageManifestDigest
+	otherData, _ := other.Marshal()
+	if err := os.WriteFile(n.gen("2.json"), otherData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEnv(n.options(ActionPrepare, 2, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, err = publishStep{e}.Run(context.Background(), workflow.Facts{factImage: spec.Runtime.ImageID})
+	if !errors.Is(err, ErrPlanDrift) || !workflow.IsUnchanged(err) {
+		t.Fatalf("publish over other bytes: %v", err)
+	}
+	if got, _ := os.ReadFile(n.gen("2.json")); !bytes.Equal(got, otherData) {
+		t.Fatalf("the final configuration was overwritten:\n%s", got)
+	}
+}
