@@ -187,3 +187,23 @@ func TestHostRootOnlyInTestBuilds(t *testing.T) {
 		})
 	}
 }
+
+// TestNoColorAndInsecureWarning: --no-color sets NO_COLOR=1 for the run,
+// and an origin accepted only through --allow-insecure-origin is named in a
+// warning on stderr.
+func TestNoColorAndInsecureWarning(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	os.Unsetenv("NO_COLOR")
+	runOn(t, t.TempDir(), "--uninstall", "--no-color", "--installation-id", testID)
+	if v, ok := os.LookupEnv("NO_COLOR"); !ok || v != "1" {
+		t.Errorf("after --no-color NO_COLOR is %q (set: %v), want 1", v, ok)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: install checks for root before it warns")
+	}
+	_, _, errOut := runOn(t, t.TempDir(), "--source-url", "http://console.example.com", "--core-url", "http://127.0.0.1:9000",
+		"--allow-insecure-origin", "--installation-id", testID)
+	if !strings.Contains(errOut, "Warning: --source-url uses plain http to a host that is not loopback") || strings.Contains(errOut, "--core-url uses") {
+		t.Errorf("stderr %q: want a warning for --source-url only", errOut)
+	}
+}

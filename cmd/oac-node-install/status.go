@@ -308,6 +308,12 @@ func printReport(w io.Writer, r *workflow.Report) {
 	if r.Note != "" {
 		fmt.Fprintf(w, "    note:          %s\n", field(r.Note))
 	}
+	if t := r.TornTail; t != nil {
+		fmt.Fprintf(w, "    torn tail:     %s\n", field(t.String()))
+	}
+	if t := r.LastCut; t != nil {
+		fmt.Fprintf(w, "    last cut:      %s\n", field(t.String()))
+	}
 	fmt.Fprintf(w, "    journal:       %s\n", field(r.Journal))
 }
 

@@ -202,3 +202,38 @@ func TestStatusSanitizesNodeJournals(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsTheLastCut: a journal whose torn tail a rerun cut off shows
+// the cut and the copy kept; one with a torn tail not cut yet shows it.
+func TestStatusShowsTheLastCut(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	h := layout.Host{Root: root}
+	os.MkdirAll(h.JournalDir(testID), 0o700)
+	journal := filepath.Join(h.JournalDir(testID), "install.journal")
+	b := workflow.Binding{Version: workflow.Version, InstallationID: testID}
+	runWorkflow(t, workflow.InstallDefinition(), journal, b, "register")
+	tear := func() {
+		f, err := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte{0, 0, 0, 40, 1, 2, 3})
+		f.Close()
+	}
+	tear()
+	code, out, errOut := runOn(t, root, "status")
+	if code != exitAttention || !strings.Contains(out, "    torn tail:     torn final record at offset") || strings.Contains(out, "last cut:") {
+		t.Errorf("a torn tail not cut yet: exit %d\n%s%s", code, out, errOut)
+	}
+	runWorkflow(t, workflow.InstallDefinition(), journal, b, "")
+	code, out, errOut = runOn(t, root, "status")
+	if code != exitOK || !strings.Contains(out, "    last cut:      torn final record at offset") || !strings.Contains(out, "(7 bytes) cut off; original kept as "+journal) {
+		t.Errorf("the rerun's cut: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runOn(t, root, "status", "--json")
+	if code != exitOK || !strings.Contains(out, `"last_cut": {`) {
+		t.Errorf("status --json lacks the last cut: exit %d\n%s", code, out)
+	}
+}
