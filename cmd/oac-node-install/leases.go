@@ -21,25 +21,8 @@ const leasesExample = `  sudo oac-node-install leases
   sudo oac-node-install leases --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c --json`
 
 func (c *cli) leasesCommand() *cobra.Command {
-	var f inspectFlags
-	cmd := &cobra.Command{
-		Use:         "leases",
-		Short:       "Show the Runtime generations' leases, their holders, and what to run when one is stuck",
-		Long:        leasesLong,
-		Example:     leasesExample,
-		Args:        noArgs,
-		Annotations: map[string]string{annotationPrefix: prefixLeases},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			return c.runLeases(cmd.Context(), f)
-		},
-	}
-	cmd.Flags().SortFlags = false
-	f.bind(cmd.Flags())
-	c.bindHostRoot(cmd.Flags())
-	return cmd
+	return c.inspectCommand("leases", "Show the Runtime generations' leases, their holders, and what to run when one is stuck",
+		leasesLong, leasesExample, prefixLeases, c.runLeases)
 }
 
 // leasesDocument is `leases --json`.

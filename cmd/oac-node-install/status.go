@@ -11,29 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
-
-// inspectFlags are the flags of status and leases.
-type inspectFlags struct {
-	installationID string
-	json           bool
-}
-
-func (f *inspectFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.installationID, flagInstallationID, "", "only this installation (canonical UUID)")
-	fs.BoolVar(&f.json, "json", false, "print one JSON document (format 1) instead of text")
-}
-
-func (f *inspectFlags) validate() error {
-	if f.installationID == "" {
-		return nil
-	}
-	return validateInstallationID(f.installationID)
-}
 
 const statusLong = `Show, for every installation on this host (or the one named), the state of
 its workflow journals — root's install and uninstall, and the node's prepare,
@@ -52,25 +33,8 @@ const statusExample = `  sudo oac-node-install status
   sudo oac-node-install status --json | jq '.installations[] | select(.condition != "ok")'`
 
 func (c *cli) statusCommand() *cobra.Command {
-	var f inspectFlags
-	cmd := &cobra.Command{
-		Use:         "status",
-		Short:       "Show every installation's workflows and leases, and what needs attention",
-		Long:        statusLong,
-		Example:     statusExample,
-		Args:        noArgs,
-		Annotations: map[string]string{annotationPrefix: prefixStatus},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			return c.runStatus(cmd.Context(), f)
-		},
-	}
-	cmd.Flags().SortFlags = false
-	f.bind(cmd.Flags())
-	c.bindHostRoot(cmd.Flags())
-	return cmd
+	return c.inspectCommand("status", "Show every installation's workflows and leases, and what needs attention",
+		statusLong, statusExample, prefixStatus, c.runStatus)
 }
 
 // statusDocument is `status --json` (CONTRACT §10).

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// inspectFlags are the flags of status and leases.
+type inspectFlags struct {
+	installationID string
+	json           bool
+}
+
+func (f *inspectFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.installationID, flagInstallationID, "", "only this installation (canonical UUID)")
+	fs.BoolVar(&f.json, "json", false, "print one JSON document (format 1) instead of text")
+}
+
+func (f *inspectFlags) validate() error {
+	if f.installationID == "" {
+		return nil
+	}
+	return validateInstallationID(f.installationID)
+}
+
+// inspectCommand is a read-only command over the host's installations
+// (status, leases): its flags, their validation, and its failure prefix.
+func (c *cli) inspectCommand(use, short, long, example, prefix string, run func(context.Context, inspectFlags) error) *cobra.Command {
+	var f inspectFlags
+	cmd := &cobra.Command{
+		Use:         use,
+		Short:       short,
+		Long:        long,
+		Example:     example,
+		Args:        noArgs,
+		Annotations: map[string]string{annotationPrefix: prefix},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), f)
+		},
+	}
+	cmd.Flags().SortFlags = false
+	f.bind(cmd.Flags())
+	c.bindHostRoot(cmd.Flags())
+	return cmd
+}
