@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
@@ -47,12 +48,21 @@ type nodeInspection struct {
 	Journals []*workflow.Report `json:"journals"`
 }
 
+// inspectionFormat is the child's answer as root decodes it: strict (one
+// reading only), bounded by what the privsep protocol carries.
+var inspectionFormat = strictjson.Format{MaxSize: 8 << 20}
+
 func serveInspect(ctx context.Context, c *privsep.Child) (any, error) {
 	var req inspectRequest
 	if err := c.Decode(&req); err != nil {
 		return nil, err
 	}
-	return inspectNodes(req)
+	nodes, err := inspectNodes(req)
+	if err != nil {
+		return nil, err
+	}
+	// Lists go out as [], never null, which the strict decoder refuses.
+	return normalizeNodes(nodes), nil
 }
 
 // inspectNodes reads every node root under req.Home (or the one named),
@@ -150,7 +160,7 @@ func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr
 	if err != nil {
 		return nil, err
 	}
-	if err := decodeJSON(res.Value, &nodes); err != nil {
+	if err := inspectionFormat.Decode(res.Value, &nodes); err != nil {
 		return nil, fmt.Errorf("decode the node inspection of %s: %w", layout.Account, err)
 	}
 	return normalizeNodes(nodes), nil

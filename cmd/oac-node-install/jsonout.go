@@ -55,17 +55,3 @@ func escapeControls(b []byte) []byte {
 	}
 	return out
 }
-
-// decodeJSON decodes exactly one JSON value from data into v, refusing
-// fields v does not document.
-func decodeJSON(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("data after the JSON value")
-	}
-	return nil
-}

@@ -81,7 +81,7 @@ func TestLeasesShowsHoldersAndStuckLeases(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var got leasesJSON
-	if err := decodeJSON([]byte(out), &got); err != nil {
+	if err := inspectionFormat.Decode([]byte(out), &got); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if got.Format != 1 || len(got.Nodes) != 1 || len(got.Nodes[0].Generations) != 2 {
@@ -205,7 +205,7 @@ func TestLeasesSanitizeWhatTheServiceAccountWrote(t *testing.T) {
 		t.Errorf("leases --json does not escape C1 and DEL:\n%s", out)
 	}
 	var got leasesJSON
-	if err := decodeJSON([]byte(out), &got); err != nil {
+	if err := inspectionFormat.Decode([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
 	found := false

@@ -56,9 +56,9 @@ type statusJSON struct {
 	Installations []struct {
 		InstallationID string             `json:"installation_id"`
 		Condition      string             `json:"condition"`
-		Next           string             `json:"next"`
+		Next           string             `json:"next,omitempty"`
 		Workflows      []*workflow.Report `json:"workflows"`
-		Node           *nodeLeases        `json:"node"`
+		Node           *nodeLeases        `json:"node,omitempty"`
 	} `json:"installations"`
 }
 
@@ -91,7 +91,7 @@ func TestStatusShowsRootAndNodeWorkflows(t *testing.T) {
 		t.Fatalf("exit %d, want %d (the install failed): %s", code, exitAttention, errOut)
 	}
 	var got statusJSON
-	if err := decodeJSON([]byte(out), &got); err != nil {
+	if err := inspectionFormat.Decode([]byte(out), &got); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if got.Format != 1 || len(got.Installations) != 1 {
