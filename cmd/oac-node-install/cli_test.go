@@ -201,9 +201,11 @@ func TestNoColorAndInsecureWarning(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: install checks for root before it warns")
 	}
-	_, _, errOut := runOn(t, t.TempDir(), "--source-url", "http://console.example.com", "--core-url", "http://127.0.0.1:9000",
+	// --bundle is refused right after the warning, before anything is read
+	// or contacted.
+	code, _, errOut := runOn(t, t.TempDir(), "--bundle", "/nonexistent/oac-bundle", "--core-url", "http://10.0.0.5:9000",
 		"--allow-insecure-origin", "--installation-id", testID)
-	if !strings.Contains(errOut, "Warning: --source-url uses plain http to a host that is not loopback") || strings.Contains(errOut, "--core-url uses") {
-		t.Errorf("stderr %q: want a warning for --source-url only", errOut)
+	if code != exitFailure || !strings.Contains(errOut, "Warning: --core-url uses plain http to a host that is not loopback") || !strings.Contains(errOut, "Nothing was changed.") {
+		t.Errorf("exit %d, stderr %q: want the warning for --core-url, then the refusal", code, errOut)
 	}
 }
