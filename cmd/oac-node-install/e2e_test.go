@@ -170,9 +170,38 @@ func TestEndToEndInstall(t *testing.T) {
 	}
 	res = run(filepath.Join(bin, "oac-node-install") + " status")
 	t.Logf("status (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
-	var nodes []map[string]any
-	json.Unmarshal([]byte(core.admin(t, "nodes")), &nodes)
-	t.Logf("Core's nodes: %v", nodes)
+	if res.Status != 0 {
+		t.Errorf("status exited %d after a healthy installation", res.Status)
+	}
+	t.Logf("Core's nodes: %s", core.admin(t, "nodes"))
+
+	// Uninstall refuses while Core still lists the node, changing nothing.
+	uninstall := filepath.Join(bin, "oac-node-install") + " --uninstall --installation-id " + core.installationID
+	res = run(uninstall)
+	t.Logf("uninstall while listed (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
+	if res.Status == 0 || !strings.Contains(string(res.Stderr), "Core still lists this node") {
+		t.Errorf("uninstall while Core lists the node: exit %d", res.Status)
+	}
+	// Removed in Core (the Nodes page), the node uninstalls.
+	var listed struct {
+		Nodes []struct {
+			NodeID string `json:"node_id"`
+		} `json:"nodes"`
+	}
+	json.Unmarshal([]byte(core.admin(t, "nodes")), &listed)
+	if len(listed.Nodes) != 1 {
+		t.Fatalf("Core lists %d nodes", len(listed.Nodes))
+	}
+	core.admin(t, "remove-node", listed.Nodes[0].NodeID)
+	res = run(uninstall)
+	t.Logf("uninstall (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
+	if res.Status != 0 {
+		t.Fatalf("uninstall exited %d", res.Status)
+	}
+	res = run("id oac-node; ls /etc/oac-node /var/lib/oac-node /etc/systemd/system/" + "oac-node-" + core.installationID + ".service")
+	if res.Status == 0 {
+		t.Errorf("after uninstall the account, records or unit remain:\n%s", res.Stdout)
+	}
 }
 
 // cleanupEngine removes what the installation left in the machine's
