@@ -86,9 +86,10 @@ func sanitize(dst, src []byte, final bool) (out []byte, rest int) {
 			var r rune
 			r, size = utf8.DecodeRune(src[i:])
 			if r == utf8.RuneError && size == 1 {
-				// A byte that is not part of valid UTF-8: replaced only
-				// when an 8-bit terminal would read it as a C1 control.
-				replace = c <= 0x9f
+				// A byte that is not part of valid UTF-8 is replaced
+				// (CONTRACT §10): an 8-bit terminal could read it as a
+				// C1 control, and no terminal shows it as text.
+				replace = true
 			} else {
 				replace = r >= 0x80 && r <= 0x9f
 			}

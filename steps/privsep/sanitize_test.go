@@ -22,14 +22,14 @@ var sanitizeCases = []struct {
 	{"C1 first and last", "\u0080\u009f", "??"},
 	{"raw C1 byte", "a\x9b31m", "a?31m"},
 	{"raw 0x80", "\x80", "?"},
-	{"raw high byte kept", "caf\xe9", "caf\xe9"},
+	{"invalid high byte replaced", "caf\xe9", "caf?"},
 	{"NBSP kept", "\u00a0", "\u00a0"},
 	{"multibyte kept", "héllo ✓ 🚀", "héllo ✓ 🚀"},
 	{"continuation 0x9b inside valid rune kept", "\u011b", "\u011b"},
-	{"lone lead byte kept", "\xc2", "\xc2"},
-	{"truncated rune then escape", "\xe2\x82\x1b[m", "\xe2??[m"},
-	{"overlong ESC", "\xc0\x9b", "\xc0?"},
-	{"surrogate", "\xed\xa0\x80", "\xed\xa0?"},
+	{"lone lead byte replaced", "\xc2", "?"},
+	{"truncated rune then escape", "\xe2\x82\x1b[m", "???[m"},
+	{"overlong ESC", "\xc0\x9b", "??"},
+	{"surrogate", "\xed\xa0\x80", "???"},
 	{"U+FFFD kept", "\ufffd", "\ufffd"},
 }
 
@@ -59,7 +59,7 @@ func TestWriterSplitWrites(t *testing.T) {
 		{"C1 split between writes", "ab\xc2\x9bcd", "ab?cd"},
 		{"emoji split", "x🚀y", "x🚀y"},
 		{"ESC sequence split", "\x1b]0;evil\x07tail", "?]0;evil?tail"},
-		{"incomplete at end", "ok\xf0\x9f", "ok\xf0?"},
+		{"incomplete at end", "ok\xf0\x9f", "ok??"},
 	}
 	cases := append(extra, sanitizeCases...)
 	for _, tc := range cases {
@@ -138,7 +138,7 @@ func naiveSanitize(in []byte) []byte {
 	for i := 0; i < len(in); {
 		r, size := utf8.DecodeRune(in[i:])
 		switch {
-		case r == utf8.RuneError && size == 1 && in[i] >= 0x80 && in[i] <= 0x9f:
+		case r == utf8.RuneError && size == 1: // each invalid byte (CONTRACT §10)
 			out = append(out, '?')
 		case r < 0x20 && r != '\t' && r != '\n', r == 0x7f, r >= 0x80 && r <= 0x9f:
 			out = append(out, '?')
