@@ -15,10 +15,10 @@ const replacement = '?'
 // Sanitize appends src to dst with every terminal control replaced by '?',
 // and returns the extended slice. Replaced are the C0 controls except tab
 // and newline (so also carriage return and ESC), DEL, the C1 controls
-// U+0080–U+009F written as UTF-8, and raw bytes 0x80–0x9F that are not part
-// of a valid UTF-8 sequence (a terminal in an 8-bit mode reads those as C1
-// controls: 0x9B is CSI). Everything else, including other bytes of invalid
-// UTF-8, is copied unchanged. The output is never longer than src.
+// U+0080–U+009F written as UTF-8, and every byte that is not part of a
+// valid UTF-8 sequence (a terminal in an 8-bit mode reads 0x80–0x9F as C1
+// controls: 0x9B is CSI; CONTRACT §10 replaces them all). Everything else is
+// copied unchanged. The output is never longer than src.
 //
 // Sanitize treats src as complete: an incomplete UTF-8 sequence at its end
 // is judged byte by byte. Use Writer for a stream that arrives in pieces.
