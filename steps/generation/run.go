@@ -3,14 +3,9 @@ package generation
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -138,14 +133,5 @@ func keepCompleted(path string) error {
 	if err != nil || rep.Condition != workflow.Complete {
 		return err
 	}
-	for n := 1; ; n++ {
-		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, path+"."+strconv.Itoa(n), unix.RENAME_NOREPLACE)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("keep the completed journal %s: %w", path, err)
-		}
-		return safefile.SyncDir(filepath.Dir(path))
-	}
+	return journal.KeepAside(path)
 }

@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
@@ -123,7 +123,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if err := FirstRefusal(pf.Run(ctx)); err != nil {
 		return nil, err
 	}
-	lock, err := hostLock(ctx, c.Host, phase)
+	lock, err := HostLock(ctx, c.Host, phase)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		// another specification): keep it as a receipt and start over.
 		// Unregistered state is disposable and registered state is checked
 		// by every step, so starting over guesses at nothing.
-		if kerr := keepAside(path); kerr != nil {
+		if kerr := journal.KeepAside(path); kerr != nil {
 			return nil, errors.Join(err, kerr)
 		}
 		return r.Run(ctx)
@@ -175,9 +175,10 @@ func knownNode(h layout.Host, id string) (bool, error) {
 	return false, err
 }
 
-// hostLock takes /run/oac-node.lock, saying once that it waits for
-// another installation.
-func hostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile.FileLock, error) {
+// HostLock takes /run/oac-node.lock, waiting at most HostLockWait and
+// saying once through phase (when set) that it waits for another
+// installation or uninstallation.
+func HostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile.FileLock, error) {
 	if err := os.MkdirAll(filepath.Dir(h.HostLock()), 0o755); err != nil {
 		return nil, err
 	}
@@ -185,7 +186,9 @@ func hostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile
 	if err == nil || !errors.Is(err, safefile.ErrLocked) {
 		return l, err
 	}
-	phase("Wait for another node installation or uninstallation on this host")
+	if phase != nil {
+		phase("Wait for another node installation or uninstallation on this host")
+	}
 	wctx, cancel := context.WithTimeout(ctx, HostLockWait)
 	defer cancel()
 	l, err = safefile.LockContext(wctx, h.HostLock(), 0o600)
@@ -205,21 +208,7 @@ func keepFinished(path string) error {
 	if err != nil || rep.Condition != workflow.Complete {
 		return nil // the engine decides about it
 	}
-	return keepAside(path)
-}
-
-// keepAside renames path to the first free <path>.<n>, never replacing.
-func keepAside(path string) error {
-	for n := 1; ; n++ {
-		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, path+"."+strconv.Itoa(n), unix.RENAME_NOREPLACE)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("keep the journal %s: %w", path, err)
-		}
-		return safefile.SyncDir(filepath.Dir(path))
-	}
+	return journal.KeepAside(path)
 }
 
 // hostCapacity is the host's CPUs and memory (MiB) from the kernel.

@@ -8,23 +8,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
+	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/systemd"
 	"github.com/openagentcore/oac-node-install/workflow"
-	"golang.org/x/sys/unix"
 )
-
-// HostLockWait bounds the wait for another installation or uninstallation
-// on this host (CONTRACT §3.4).
-var HostLockWait = 600 * time.Second
 
 // Command is what the uninstall command wires.
 type Command struct {
@@ -86,7 +80,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			return nil, fmt.Errorf("the service account: %w. Nothing was changed.", err)
 		}
 	}
-	lock, err := hostLock(ctx, c.Host)
+	lock, err := install.HostLock(ctx, c.Host, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +89,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, fmt.Errorf("create %s: %w", c.Host.JournalDir(id), err)
 	}
 	if prev != nil && prev.Condition == workflow.Complete {
-		if err := keepAside(path); err != nil {
+		if err := journal.KeepAside(path); err != nil {
 			return nil, err
 		}
 	}
@@ -182,32 +176,4 @@ func accountKept(h layout.Host) bool {
 	_, ok, err := db.Account()
 	insts, lerr := db.ListInstallations()
 	return err == nil && lerr == nil && ok && len(insts) == 0
-}
-
-// hostLock takes /run/oac-node.lock, waiting at most HostLockWait.
-func hostLock(ctx context.Context, h layout.Host) (*safefile.FileLock, error) {
-	if err := os.MkdirAll(filepath.Dir(h.HostLock()), 0o755); err != nil {
-		return nil, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, HostLockWait)
-	defer cancel()
-	l, err := safefile.LockContext(wctx, h.HostLock(), 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("another node installation or uninstallation on this host holds %s: %w. Nothing was changed.", h.HostLock(), err)
-	}
-	return l, nil
-}
-
-// keepAside renames a finished journal to the first free <path>.<n>.
-func keepAside(path string) error {
-	for n := 1; ; n++ {
-		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, path+"."+strconv.Itoa(n), unix.RENAME_NOREPLACE)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("keep the journal %s: %w", path, err)
-		}
-		return safefile.SyncDir(filepath.Dir(path))
-	}
 }
