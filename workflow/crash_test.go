@@ -44,7 +44,11 @@ func (s appendOnce) Run(context.Context, Facts) (Result, error) {
 		return Result{}, err
 	}
 	safefile.Failpoint("count-before-sync")
-	return Result{Facts: map[string]string{"count": "1"}}, f.Sync()
+	if err := f.Sync(); err != nil {
+		return Result{}, err
+	}
+	// The log's name is durable only once its directory is synced.
+	return Result{Facts: map[string]string{"count": "1"}}, safefile.SyncDir(filepath.Dir(s.path))
 }
 
 func (s appendOnce) Verify(context.Context, Facts) (Outcome, Result, error) {
@@ -100,19 +104,28 @@ func TestCrashChild(t *testing.T) {
 	}
 }
 
-func TestCrashAtEveryJournalPoint(t *testing.T) {
-	sum := crashharness.Run(t, crashharness.Target{
+// crashTarget is the test workflow under the crash harness; its one
+// Inspect state is lease.
+func crashTarget(mode crashharness.Mode) crashharness.Target {
+	inspect := func(dir string) (*Report, error) {
+		return InspectJournal(filepath.Join(dir, "crash.journal"), lookupCrash)
+	}
+	return crashharness.Target{
 		Command: func(dir string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "OAC_CRASH_CHILD_DIR="+dir)
 			return cmd
 		},
-		NeedsInspection: func(dir string) bool {
-			rep, err := InspectJournal(filepath.Join(dir, "crash.journal"), lookupCrash)
-			return err == nil && rep.Condition == NeedsInspection
+		InspectStates: []string{"lease"},
+		Interrupted: func(dir string) string {
+			rep, err := inspect(dir)
+			if err != nil || rep.Pending == nil {
+				return ""
+			}
+			return string(rep.Pending.State)
 		},
 		Outcome: func(dir string) (string, error) {
-			rep, err := InspectJournal(filepath.Join(dir, "crash.journal"), lookupCrash)
+			rep, err := inspect(dir)
 			if err != nil {
 				return "", err
 			}
@@ -123,18 +136,35 @@ func TestCrashAtEveryJournalPoint(t *testing.T) {
 			return fmt.Sprintf("%s %s %s", rep.Condition, rep.State, strings.Join(steps, ",")), nil
 		},
 		Ignore: func(rel string) bool { return strings.HasPrefix(rel, "crash.journal") },
-	})
-	if len(sum.Refused) == 0 {
-		t.Error("no crash point reached the Inspect step's refusal")
+		Mode:   mode,
 	}
+}
+
+func TestCrashAtEveryJournalPoint(t *testing.T) {
+	checkCrashSummary(t, crashharness.Run(t, crashTarget(crashharness.Kill)))
+}
+
+// TestPowerCutAtEveryJournalPoint cuts power at every point: whatever the
+// steps and the journal did not make durable is lost before the rerun. (The
+// second crash during recovery runs on prepare, in steps/generation; here
+// it would add two minutes for the same engine code.)
+func TestPowerCutAtEveryJournalPoint(t *testing.T) {
+	sum := crashharness.Run(t, crashTarget(crashharness.PowerCut))
+	checkCrashSummary(t, sum)
+	if sum.Lost == 0 {
+		t.Error("no power cut lost anything: the file system is not in the way")
+	}
+}
+
+func checkCrashSummary(t *testing.T, sum crashharness.Summary) {
+	t.Helper()
 	if len(sum.Resumed) == 0 {
 		t.Error("no crash point resumed")
 	}
-	// Every point inside the lease step (after its begin is durable and
-	// before its done is) refuses; no other does.
 	for _, n := range sum.Refused {
-		if p := sum.Points[n-1]; p != "lease-created" && !strings.HasPrefix(p, "atomic-") && !strings.HasPrefix(p, "journal-") && !strings.HasPrefix(p, "publish-") {
-			t.Errorf("unexpected refusal at %s", p)
+		if sum.Points[n-1] == "lease-created" {
+			return
 		}
 	}
+	t.Error("the crash inside the lease step did not refuse")
 }

@@ -12,28 +12,61 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/powercut"
 )
+
+// Mode is how the harness interrupts the process under test.
+type Mode int
+
+const (
+	// Kill: SIGKILL at the crash point. The page cache survives, so a
+	// missing fsync goes unseen.
+	Kill Mode = iota
+	// PowerCut: SIGKILL at the crash point, then a power cut of the
+	// sandbox, which lives on a power-cut file system: what was not made
+	// durable is lost before the rerun.
+	PowerCut
+)
+
+func (m Mode) String() string {
+	if m == PowerCut {
+		return "power cut"
+	}
+	return "SIGKILL"
+}
 
 // Target describes the process under test.
 type Target struct {
 	// Command returns the command that runs the workflow in sandbox dir.
 	// The harness adds the crash variables to its environment.
 	Command func(dir string) *exec.Cmd
-	// Setup prepares a fresh sandbox before the first run (optional).
+	// Setup prepares a fresh sandbox before the first run (optional). In
+	// PowerCut mode everything it leaves is durable.
 	Setup func(t *testing.T, dir string)
-	// NeedsInspection reports whether the state a crash left must make the
-	// rerun refuse (typically: the journal's condition is needs-inspection).
-	NeedsInspection func(dir string) bool
+	// InspectStates names the workflow's Inspect states: exactly where a
+	// crash leaves one of them interrupted must the rerun refuse, and
+	// change nothing; a refusal anywhere else fails the test.
+	InspectStates []string
+	// Interrupted returns the state whose step a crash interrupted (its
+	// begin record is in the journal, its outcome is not), or "".
+	Interrupted func(dir string) string
 	// Outcome summarises the journal's outcome (for example its condition,
 	// final state and completed steps); it must match the uninterrupted run.
 	Outcome func(dir string) (string, error)
 	// Ignore reports sandbox paths left out of the comparison (journals and
 	// their lock files are compared through Outcome).
 	Ignore func(rel string) bool
+	// Mode is how the process is interrupted.
+	Mode Mode
+	// Recrash also kills each rerun at each of its own points (a second
+	// crash during recovery), then reruns to completion.
+	Recrash bool
 }
 
 // Summary is what Run measured.
@@ -42,84 +75,265 @@ type Summary struct {
 	Refused  []int    // crash points whose rerun refused (needs inspection)
 	Resumed  []int    // crash points whose rerun completed
 	Finished []int    // crash points the process passed without dying
+	// Recrashes counts second crashes during recovery, all resumed or
+	// refused as the first ones.
+	Recrashes int
+	// RecrashFrom counts the distinct states the second crashes started
+	// from.
+	RecrashFrom int
+	// Lost counts crash points whose power cut lost at least one path.
+	Lost int
+}
+
+// harness is one Run.
+type harness struct {
+	t    *testing.T
+	tgt  Target
+	base string
+	want map[string]entry
+	// wantOutcome is the uninterrupted run's outcome.
+	wantOutcome string
+	sum         Summary
+	seen        map[string]bool // states second crashes started from
 }
 
 // Run executes the harness. It fails t on any divergence.
 func Run(t *testing.T, tgt Target) Summary {
 	t.Helper()
-	base := t.TempDir()
-	var sum Summary
+	if tgt.Mode == PowerCut {
+		if err := powercut.Available(); err != nil {
+			t.Skip(err)
+		}
+	}
+	h := &harness{t: t, tgt: tgt, base: t.TempDir(), seen: map[string]bool{}}
+	// Runs as another account need to reach the sandboxes.
+	os.Chmod(h.base, 0o755)
 
-	dir0 := filepath.Join(base, "uninterrupted")
-	countFile := filepath.Join(base, "points")
-	mkSandbox(t, tgt, dir0)
-	if out, err := run(tgt, dir0, "OAC_CRASH_COUNT="+countFile); err != nil {
+	sb := h.sandbox("uninterrupted")
+	countFile := filepath.Join(h.base, "points")
+	if out, err := h.run(sb, "OAC_CRASH_COUNT="+countFile); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
 	}
-	data, err := os.ReadFile(countFile)
-	if err != nil {
-		t.Fatalf("no failpoints recorded (is the target built with -tags crashtest?): %v", err)
-	}
-	sum.Points = strings.Fields(string(data))
-	want := snapshot(t, tgt, dir0)
-	wantOutcome, err := tgt.Outcome(dir0)
-	if err != nil {
+	h.sum.Points = readPoints(t, countFile)
+	h.want = h.snapshot(sb)
+	var err error
+	if h.wantOutcome, err = tgt.Outcome(sb.dir); err != nil {
 		t.Fatal(err)
 	}
+	// A completed run must survive a power cut as it is.
+	h.cut(sb, "after the uninterrupted run")
+	h.check(sb, "uninterrupted run, then a power cut")
+	sb.close(t)
 
-	for n := 1; n <= len(sum.Points); n++ {
-		point := sum.Points[n-1]
-		dir := filepath.Join(base, fmt.Sprintf("crash-%03d", n))
-		mkSandbox(t, tgt, dir)
-		out, err := run(tgt, dir, fmt.Sprintf("OAC_CRASH_AT=%d", n))
-		if err == nil {
-			sum.Finished = append(sum.Finished, n)
-		} else if !killed(err) {
-			t.Fatalf("point %d (%s): the crashing run failed instead of dying: %v\n%s", n, point, err, out)
+	for n := 1; n <= len(h.sum.Points); n++ {
+		h.point(n)
+	}
+	t.Logf("%s at %d failpoints: %d resumed to the same state, %d refused for inspection, %d passed; %d second crashes during recovery from %d distinct states; %d crashes lost data",
+		tgt.Mode, len(h.sum.Points), len(h.sum.Resumed), len(h.sum.Refused), len(h.sum.Finished), h.sum.Recrashes, h.sum.RecrashFrom, h.sum.Lost)
+	return h.sum
+}
+
+// point crashes a fresh sandbox at point n and checks the rerun (and, with
+// Recrash, every second crash of the rerun).
+func (h *harness) point(n int) {
+	t := h.t
+	name := fmt.Sprintf("point %d (%s)", n, h.sum.Points[n-1])
+	sb := h.sandbox(fmt.Sprintf("crash-%03d", n))
+	defer sb.close(t)
+	if h.crash(sb, name, n) {
+		h.sum.Finished = append(h.sum.Finished, n)
+	}
+	if h.refusal(sb, name) {
+		h.sum.Refused = append(h.sum.Refused, n)
+		return
+	}
+	// A second crash is tried from each distinct state a first crash
+	// leaves: points that leave the same files and the same journal
+	// progress (a power cut makes many of them alike, e.g. before and after
+	// the write of a record that was never synced) rerun alike.
+	recrash := h.tgt.Recrash && h.firstSeen(sb)
+	var env []string
+	countFile := filepath.Join(h.base, fmt.Sprintf("points-%03d", n))
+	if recrash {
+		env = append(env, "OAC_CRASH_COUNT="+countFile)
+	}
+	if out, err := h.run(sb, env...); err != nil {
+		t.Fatalf("%s: rerun after the %s failed: %v\n%s", name, h.tgt.Mode, err, out)
+	}
+	h.check(sb, name)
+	h.cut(sb, name+", after the rerun")
+	h.check(sb, name+", rerun, then a power cut")
+	h.sum.Resumed = append(h.sum.Resumed, n)
+	if !recrash {
+		return
+	}
+	// A rerun that passes no point leaves no count file.
+	data, _ := os.ReadFile(countFile)
+	for m := range strings.Fields(string(data)) {
+		h.recrash(n, m+1)
+	}
+}
+
+// firstSeen reports whether no earlier crash point left the state sb holds:
+// the same files (as compared) and the same journal outcome and interrupted
+// state.
+func (h *harness) firstSeen(sb *sandbox) bool {
+	snap := h.snapshot(sb)
+	keys := make([]string, 0, len(snap))
+	for k, v := range snap {
+		keys = append(keys, k+"="+string(v))
+	}
+	sort.Strings(keys)
+	outcome, _ := h.tgt.Outcome(sb.dir)
+	key := strings.Join(keys, "\n") + "\n" + outcome + "\n" + h.tgt.Interrupted(sb.dir)
+	if h.seen[key] {
+		return false
+	}
+	h.seen[key] = true
+	h.sum.RecrashFrom++
+	return true
+}
+
+// recrash crashes a fresh sandbox at point n, its rerun at the rerun's
+// point m, and checks the third run.
+func (h *harness) recrash(n, m int) {
+	t := h.t
+	name := fmt.Sprintf("point %d (%s), then rerun point %d", n, h.sum.Points[n-1], m)
+	sb := h.sandbox(fmt.Sprintf("crash-%03d-%03d", n, m))
+	defer sb.close(t)
+	h.crash(sb, name, n)
+	h.crash(sb, name, m)
+	h.sum.Recrashes++
+	if h.refusal(sb, name) {
+		return
+	}
+	if out, err := h.run(sb); err != nil {
+		t.Fatalf("%s: the run after two crashes failed: %v\n%s", name, err, out)
+	}
+	h.check(sb, name)
+	h.cut(sb, name+", after the last run")
+	h.check(sb, name+", last run, then a power cut")
+}
+
+// crash runs the process to its n-th point, where it dies, then cuts
+// power. It reports whether the process finished before reaching it.
+func (h *harness) crash(sb *sandbox, name string, n int) (finished bool) {
+	out, err := h.run(sb, fmt.Sprintf("OAC_CRASH_AT=%d", n))
+	if err != nil && !killed(err) {
+		h.t.Fatalf("%s: the crashing run failed instead of dying: %v\n%s", name, err, out)
+	}
+	if h.cut(sb, name) {
+		h.sum.Lost++
+	}
+	return err == nil
+}
+
+// refusal reports whether the crash left an Inspect state interrupted; if
+// so the rerun must refuse and change nothing.
+func (h *harness) refusal(sb *sandbox, name string) bool {
+	t := h.t
+	state := h.tgt.Interrupted(sb.dir)
+	if !slices.Contains(h.tgt.InspectStates, state) {
+		return false
+	}
+	before := h.snapshot(sb)
+	if out, err := h.run(sb); err == nil {
+		t.Fatalf("%s: the rerun resumed the interrupted Inspect state %q\n%s", name, state, out)
+	}
+	if after := h.snapshot(sb); !equal(before, after) {
+		t.Fatalf("%s: the refusing rerun changed the sandbox:\n%s", name, diff(before, after))
+	}
+	return true
+}
+
+// check compares the sandbox with the uninterrupted run.
+func (h *harness) check(sb *sandbox, name string) {
+	t := h.t
+	if got := h.snapshot(sb); !equal(h.want, got) {
+		t.Fatalf("%s: final state differs from the uninterrupted run:\n%s", name, diff(h.want, got))
+	}
+	got, err := h.tgt.Outcome(sb.dir)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if got != h.wantOutcome {
+		t.Fatalf("%s: outcome %q, uninterrupted %q", name, got, h.wantOutcome)
+	}
+}
+
+// sandbox is one directory the process runs in; in PowerCut mode it is the
+// mountpoint of a power-cut file system over name.disk.
+type sandbox struct {
+	dir string
+	pc  *powercut.FS
+}
+
+func (h *harness) sandbox(name string) *sandbox {
+	t := h.t
+	sb := &sandbox{dir: filepath.Join(h.base, name)}
+	if err := os.Mkdir(sb.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if h.tgt.Mode == PowerCut {
+		disk := sb.dir + ".disk"
+		if err := os.Mkdir(disk, 0o700); err != nil {
+			t.Fatal(err)
 		}
-		if tgt.NeedsInspection(dir) {
-			before := snapshot(t, tgt, dir)
-			out, err := run(tgt, dir)
-			if err == nil {
-				t.Fatalf("point %d (%s): the rerun resumed a state that needs inspection\n%s", n, point, out)
-			}
-			if after := snapshot(t, tgt, dir); !equal(before, after) {
-				t.Fatalf("point %d (%s): the refusing rerun changed the sandbox:\n%s", n, point, diff(before, after))
-			}
-			sum.Refused = append(sum.Refused, n)
-			continue
-		}
-		if out, err := run(tgt, dir); err != nil {
-			t.Fatalf("point %d (%s): rerun after the crash failed: %v\n%s", n, point, err, out)
-		}
-		if got := snapshot(t, tgt, dir); !equal(want, got) {
-			t.Fatalf("point %d (%s): final state differs from the uninterrupted run:\n%s", n, point, diff(want, got))
-		}
-		gotOutcome, err := tgt.Outcome(dir)
+		pc, err := powercut.Mount(disk, sb.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if gotOutcome != wantOutcome {
-			t.Fatalf("point %d (%s): outcome %q, uninterrupted %q", n, point, gotOutcome, wantOutcome)
+		sb.pc = pc
+		t.Cleanup(func() { sb.close(t) })
+	}
+	if h.tgt.Setup != nil {
+		h.tgt.Setup(t, sb.dir)
+	}
+	if sb.pc != nil {
+		if err := sb.pc.Sync(); err != nil {
+			t.Fatal(err)
 		}
-		sum.Resumed = append(sum.Resumed, n)
 	}
-	t.Logf("%d failpoints: %d resumed to the same state, %d refused for inspection, %d passed", len(sum.Points), len(sum.Resumed), len(sum.Refused), len(sum.Finished))
-	return sum
+	return sb
 }
 
-func mkSandbox(t *testing.T, tgt Target, dir string) {
+// close unmounts the sandbox's file system, if any, and removes its files.
+func (sb *sandbox) close(t *testing.T) {
+	if sb.pc == nil {
+		return
+	}
+	pc := sb.pc
+	sb.pc = nil
+	if err := pc.Unmount(); err != nil {
+		t.Error(err)
+	}
+	os.RemoveAll(pc.Backing())
+}
+
+// cut cuts the sandbox's power (PowerCut mode only) and reports whether
+// anything was lost.
+func (h *harness) cut(sb *sandbox, name string) bool {
+	if sb.pc == nil {
+		return false
+	}
+	lost, err := sb.pc.PowerCut()
+	if err != nil {
+		h.t.Fatalf("%s: %v", name, err)
+	}
+	return len(lost) > 0
+}
+
+func readPoints(t *testing.T, file string) []string {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no failpoints recorded (is the target built with -tags crashtest?): %v", err)
 	}
-	if tgt.Setup != nil {
-		tgt.Setup(t, dir)
-	}
+	return strings.Fields(string(data))
 }
 
-func run(tgt Target, dir string, env ...string) ([]byte, error) {
-	cmd := tgt.Command(dir)
+func (h *harness) run(sb *sandbox, env ...string) ([]byte, error) {
+	cmd := h.tgt.Command(sb.dir)
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
@@ -148,15 +362,17 @@ func killed(err error) bool {
 // entry is one sandbox path: type, mode and content hash.
 type entry string
 
-func snapshot(t *testing.T, tgt Target, dir string) map[string]entry {
+func (h *harness) snapshot(sb *sandbox) map[string]entry {
+	t := h.t
 	t.Helper()
+	dir := sb.dir
 	out := map[string]entry{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if rel == "." || (tgt.Ignore != nil && tgt.Ignore(rel)) {
+		if rel == "." || (h.tgt.Ignore != nil && h.tgt.Ignore(rel)) {
 			return nil
 		}
 		info, err := os.Lstat(p)
