@@ -3,9 +3,9 @@
 // leaves. It exists only in test builds (-tags crashtest), which also compile
 // the failpoints of package journal/safefile; the shipped binary has neither.
 //
-// The process under test is any command (usually the test binary re-executed
-// into a helper test, or the installer binary) that runs a workflow in a
-// sandbox directory. The harness:
+// The process under test is any command (the test binary re-executed into a
+// helper test, or the installer binary built with -tags crashtest) that runs
+// a workflow in a sandbox directory. The harness:
 //
 //  1. runs it once uninterrupted, with OAC_CRASH_COUNT naming a file that
 //     records every failpoint passed, and snapshots the sandbox;
@@ -13,9 +13,17 @@
 //     sandbox with OAC_CRASH_AT=N, so it SIGKILLs itself at the N-th point
 //     (before a write, between write and fsync, after the fsync of every
 //     journal record and atomic file write);
-//  3. reruns it without a crash point. Where the journal left by the crash
-//     needs inspection (an interrupted Inspect step), the rerun must refuse
-//     and change nothing; otherwise it must succeed and the sandbox must equal
-//     the uninterrupted run's, file by file, with contents and modes, and the
+//  3. reruns it without a crash point. Where the crash left one of the
+//     target's Inspect states interrupted, the rerun must refuse and change
+//     nothing; anywhere else it must succeed, the sandbox must equal the
+//     uninterrupted run's, file by file, with contents and modes, and the
 //     journal's outcome must be the same.
+//
+// In PowerCut mode every sandbox is a power-cut file system (package
+// journal/powercut): after each SIGKILL the harness cuts power, so what the
+// process did not make durable is gone before the rerun, and a missing fsync
+// fails the test. A completed run is cut once more and must lose nothing.
+// With Recrash, the rerun of each crash that left a step interrupted is
+// itself killed at each of its points until it has recovered that step,
+// and a third run must converge the same way.
 package crashharness
