@@ -118,8 +118,8 @@ func runCrash(t *testing.T, c crashCase) crashharness.Summary {
 		cli = newShippedCLI(t)
 		uid = nodeAccount
 		// The node account reaches the sandboxes through these.
-		os.Chmod(filepath.Dir(template), 0o755)
-		os.Chmod(filepath.Dir(fixed), 0o755)
+		reachable(template)
+		reachable(fixed)
 		gn := generationtest.SetupNode(t, fixed, srv, release.ProviderDocker, a, cli.host)
 		cli.images = []dockertest.Image{{ID: a.Image.ConfigDigest, OS: "linux", Architecture: "amd64"}}
 		cli.reset()

@@ -143,6 +143,14 @@ type cliError struct {
 
 func (e *cliError) Error() string { return e.err.Error() + "\n" + e.out }
 
+// reachable lets every account traverse the test's directories above p,
+// below the temporary directory.
+func reachable(p string) {
+	for d := filepath.Dir(p); len(d) > len(os.TempDir()); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+}
+
 // chownTree gives dir and everything below it to the node account.
 func chownTree(t *testing.T, dir string) {
 	t.Helper()

@@ -79,8 +79,8 @@ type Summary struct {
 	// Recrashes counts second crashes during recovery, all resumed or
 	// refused as the first ones.
 	Recrashes int
-	// RecrashFrom counts the distinct states the second crashes started
-	// from.
+	// RecrashFrom counts the interrupted states the second crashes
+	// started from.
 	RecrashFrom int
 	// Lost counts crash points whose power cut lost at least one path.
 	Lost int
@@ -131,7 +131,7 @@ func Run(t *testing.T, tgt Target) Summary {
 	for n := 1; n <= len(h.sum.Points); n++ {
 		h.point(n)
 	}
-	t.Logf("%s at %d failpoints: %d resumed to the same state, %d refused for inspection, %d passed; %d second crashes during recovery from %d distinct states; %d crashes lost data",
+	t.Logf("%s at %d failpoints: %d resumed to the same state, %d refused for inspection, %d passed; %d second crashes during recovery from %d interrupted states; %d crashes lost data",
 		tgt.Mode, len(h.sum.Points), len(h.sum.Resumed), len(h.sum.Refused), len(h.sum.Finished), h.sum.Recrashes, h.sum.RecrashFrom, h.sum.Lost)
 	return h.sum
 }
@@ -150,11 +150,11 @@ func (h *harness) point(n int) {
 		h.sum.Refused = append(h.sum.Refused, n)
 		return
 	}
-	// A second crash is tried once per distinct journal progress a first
-	// crash leaves with a step interrupted (the outcome and the interrupted
-	// state): a crash between steps leaves nothing to recover, and trying
-	// every first point of the same step again multiplies the runs (two
-	// hours for prepare instead of minutes) for the same recovery path.
+	// A second crash is tried once per interrupted state (the first point
+	// that leaves each step interrupted): a crash between steps leaves
+	// nothing to recover, and trying every first point of the same step
+	// again multiplies the runs (hours for prepare instead of minutes) for
+	// the same recovery path.
 	recrash := h.tgt.Recrash && h.tgt.Interrupted(sb.dir) != "" && h.firstSeen(sb)
 	firstOutcome, _ := h.tgt.Outcome(sb.dir)
 	var env []string
@@ -184,11 +184,10 @@ func (h *harness) point(n int) {
 	}
 }
 
-// firstSeen reports whether no earlier crash point left the journal
-// progress sb holds: the same outcome and interrupted state.
+// firstSeen reports whether no earlier crash point left the state
+// interrupted that sb has interrupted.
 func (h *harness) firstSeen(sb *sandbox) bool {
-	outcome, _ := h.tgt.Outcome(sb.dir)
-	key := outcome + "\n" + h.tgt.Interrupted(sb.dir)
+	key := h.tgt.Interrupted(sb.dir)
 	if h.seen[key] {
 		return false
 	}
