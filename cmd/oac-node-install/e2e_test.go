@@ -138,6 +138,23 @@ func TestEndToEndInstall(t *testing.T) {
 		t.Fatal("the generated command passes the token as an argument")
 	}
 	home := t.TempDir() // the operator's HOME: the bootstrap cache lives there
+	runStdin := func(script string) testhost.Result {
+		t.Helper()
+		cmd := h.Command(ctx, "env", "HOME="+home, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "bash")
+		cmd.Stdin = strings.NewReader(script)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		res := testhost.Result{}
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatalf("exec: %v", err)
+			}
+			res.Status = ee.ExitCode()
+		}
+		res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+		return res
+	}
 	run := func(script string) testhost.Result {
 		t.Helper()
 		res, err := h.Exec(ctx, "env", "HOME="+home, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "bash", "-c", script)
@@ -146,7 +163,16 @@ func TestEndToEndInstall(t *testing.T) {
 		}
 		return res
 	}
-	res := run(script)
+	// As an operator pastes it: the shell reads the command from its
+	// input, so the token is in no process's arguments.
+	stop := scanProcs(t, token)
+	res := runStdin(script)
+	if found := stop(); len(found) > 0 {
+		t.Errorf("the token was in a process's arguments or environment: %v", found)
+	}
+	if found := grepTree(t, token, h.Etc(), h.VarLib(), home); len(found) > 0 {
+		t.Errorf("the token is in files after the installation: %v", found)
+	}
 	t.Logf("install:\n%s\n%s", res.Stdout, res.Stderr)
 	if res.Status != 0 {
 		t.Fatalf("the generated command exited %d", res.Status)
@@ -213,4 +239,52 @@ func cleanupEngine(t *testing.T, id string) {
 		exec.Command("docker", "image", "rm", "-f", img).Run()
 	}
 	io.Discard.Write(nil)
+}
+
+// scanProcs watches every process's argv and environment for secret until
+// the returned function is called; it returns where it was seen.
+func scanProcs(t *testing.T, secret string) func() []string {
+	done := make(chan struct{})
+	result := make(chan []string, 1)
+	go func() {
+		var found []string
+		seen := map[string]bool{}
+		for {
+			pids, _ := filepath.Glob("/proc/[0-9]*")
+			for _, p := range pids {
+				for _, f := range []string{"cmdline", "environ"} {
+					data, err := os.ReadFile(filepath.Join(p, f))
+					if err == nil && bytes.Contains(data, []byte(secret)) && !seen[p+f] {
+						seen[p+f] = true
+						cmd, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+						found = append(found, fmt.Sprintf("%s/%s (%q)", p, f, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+					}
+				}
+			}
+			select {
+			case <-done:
+				result <- found
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []string { close(done); return <-result }
+}
+
+// grepTree lists the regular files below dirs that hold secret.
+func grepTree(t *testing.T, secret string, dirs ...string) []string {
+	var found []string
+	for _, d := range dirs {
+		filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || !fi.Mode().IsRegular() || fi.Size() > 64<<20 {
+				return nil
+			}
+			if data, err := os.ReadFile(p); err == nil && bytes.Contains(data, []byte(secret)) {
+				found = append(found, p)
+			}
+			return nil
+		})
+	}
+	return found
 }
