@@ -46,9 +46,13 @@ check:
 
 # The command measures run the installer against a host laid out in a
 # directory: a build with the test-only --host-root flag (-tags testhost).
+# The installation measures (a first install, a registered node's rerun)
+# run in the test host against oac-devcore, as the end-to-end tests do.
 bench: build
 	CGO_ENABLED=0 $(GO) build -tags testhost -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/testhost/oac-node-install ./cmd/oac-node-install
-	$(BIN)/oac-bench -installer $(BIN)/testhost/oac-node-install
+	@a=0; $(BIN)/oac-bench -installer $(BIN)/testhost/oac-node-install || a=$$?; \
+	$(GO) test -tags e2e -count=1 -run '^$$' -bench 'EndToEndInstall' -benchtime 1x ./cmd/oac-node-install/ || a=1; \
+	exit $$a
 
 diagrams:
 	$(GO) generate ./diagrams

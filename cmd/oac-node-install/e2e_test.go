@@ -32,7 +32,7 @@ type devcore struct {
 	cmd                                *exec.Cmd
 }
 
-func buildAll(t *testing.T) string {
+func buildAll(t testing.TB) string {
 	t.Helper()
 	bin := t.TempDir()
 	root, _ := filepath.Abs("../..")
@@ -46,7 +46,7 @@ func buildAll(t *testing.T) string {
 	return bin
 }
 
-func startDevcore(t *testing.T, bin string) *devcore {
+func startDevcore(t testing.TB, bin string) *devcore {
 	t.Helper()
 	data := t.TempDir()
 	cmd := exec.Command(filepath.Join(bin, "oac-devcore"), "--data", data, "--listen", "127.0.0.1:0")
@@ -86,7 +86,7 @@ func startDevcore(t *testing.T, bin string) *devcore {
 	return d
 }
 
-func (d *devcore) admin(t *testing.T, args ...string) string {
+func (d *devcore) admin(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(d.bin, "oac-devcore"), append([]string{"admin", "--data", d.data}, args...)...).Output()
 	if err != nil {
@@ -95,7 +95,7 @@ func (d *devcore) admin(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func sha256File(t *testing.T, p string) string {
+func sha256File(t testing.TB, p string) string {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func sha256File(t *testing.T, p string) string {
 }
 
 // bootstrap is the command Web would generate for a new token.
-func (d *devcore) bootstrap(t *testing.T, token string) string {
+func (d *devcore) bootstrap(t testing.TB, token string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(d.bin, "oac-node-install"), "command", "--console", d.url, "--core-url", d.url,
 		"--installation-id", d.installationID, "--provider", "docker", "--sha256", sha256File(t, filepath.Join(d.bin, "oac-node-install")),
@@ -232,7 +232,7 @@ func TestEndToEndInstall(t *testing.T) {
 
 // cleanupEngine removes what the installation left in the machine's
 // engine: its network and the fixture image.
-func cleanupEngine(t *testing.T, id string) {
+func cleanupEngine(t testing.TB, id string) {
 	exec.Command("docker", "network", "rm", "oac-node-"+id).Run()
 	out, _ := exec.Command("docker", "images", "--filter", "label=io.oac.fixture", "-q").Output()
 	for _, img := range strings.Fields(string(out)) {
