@@ -38,7 +38,9 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 		fmt.Fprintf(c.stderr, "Warning: %s uses plain http to a host that is not loopback (--allow-insecure-origin): the node's credentials cross the network unencrypted.\n", name)
 	}
 	if f.bundle != "" {
-		return errors.New("--bundle: offline installation from a local bundle is not supported by this build; install with --source-url. Nothing was changed.")
+		if err := install.CheckBundlePath(f.bundle); err != nil {
+			return err
+		}
 	}
 	if _, ok := os.LookupEnv("OAC_ENROLLMENT_TOKEN"); ok {
 		return errors.New("the environment holds OAC_ENROLLMENT_TOKEN: unset it; the token is read only from standard input. Nothing was changed.")
@@ -60,9 +62,11 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 			return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated. Nothing was changed.")
 		}
 	}
-	opts := install.Options{InstallationID: f.installationID, SourceURL: f.sourceURL, CoreURL: f.coreURL,
+	opts := install.Options{InstallationID: f.installationID, SourceURL: f.sourceURL, Bundle: f.bundle, CoreURL: f.coreURL,
 		Provider: f.provider, AllowInsecureOrigin: f.allowInsecureOrigin}
 	if f.sourceURL == "" {
+		// An offline install copies its files from the bundle; later
+		// generations come from the console at Core's public URL.
 		opts.SourceURL = f.coreURL
 	}
 	if f.coreCA != "" {

@@ -28,6 +28,7 @@ type InstallStepRequest struct {
 
 	InstallationID      string          `json:"installation_id"`
 	SourceURL           string          `json:"source_url"`
+	Bundle              string          `json:"bundle,omitempty"`
 	CoreOrigin          string          `json:"core_origin"`
 	AllowInsecureOrigin bool            `json:"allow_insecure_origin"`
 	CoreCA              []byte          `json:"core_ca,omitempty"`
@@ -77,7 +78,7 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 		home := os.Getenv("HOME")
 		uid := os.Getuid()
 		in := InstallOptions{
-			InstallationID: req.InstallationID, Home: home, UID: uid, SourceURL: req.SourceURL, CoreOrigin: req.CoreOrigin,
+			InstallationID: req.InstallationID, Home: home, UID: uid, SourceURL: req.SourceURL, Bundle: req.Bundle, CoreOrigin: req.CoreOrigin,
 			AllowInsecureOrigin: req.AllowInsecureOrigin, CoreCA: req.CoreCA, Configuration: conf,
 			Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
 			Helper: func() (io.Reader, error) {

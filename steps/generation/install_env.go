@@ -37,8 +37,12 @@ type InstallOptions struct {
 	// Home is the node account's home; UID the node account.
 	Home string
 	UID  int
-	// SourceURL is the console origin the node's files come from.
+	// SourceURL is the console origin the node's files come from, and
+	// that preparation.json names for later generations.
 	SourceURL string
+	// Bundle is the absolute directory of an offline bundle (--bundle) the
+	// installation's files are copied from instead; "" downloads them.
+	Bundle string
 	// CoreOrigin is Core's public URL as the command gave it.
 	CoreOrigin          string
 	AllowInsecureOrigin bool
@@ -139,6 +143,9 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 	}
 	if _, err := provider.CheckOrigin(in.SourceURL); err != nil {
 		return nil, fmt.Errorf("installation: source URL: %w", err)
+	}
+	if in.Bundle != "" && !filepath.IsAbs(in.Bundle) {
+		return nil, fmt.Errorf("installation: bundle %q is not an absolute path", in.Bundle)
 	}
 	if in.Log == nil {
 		in.Log = io.Discard
@@ -275,6 +282,9 @@ func (e *InstallEnv) Install() InstallOptions { return e.in }
 func (e *InstallEnv) CurrentRelease(ctx context.Context) (*Metadata, error) {
 	if e.current != nil {
 		return e.current, nil
+	}
+	if e.in.Bundle != "" {
+		return e.bundleCurrent()
 	}
 	m, err := e.client.FetchMetadata(ctx, e.source+"/node-install/"+release.ManifestName, release.MaxMetadataSize)
 	if err != nil {

@@ -17,7 +17,10 @@ import (
 type Options struct {
 	InstallationID string
 	SourceURL      string // console origin
-	CoreURL        string // Core origin
+	// Bundle is the offline bundle's absolute directory (--bundle), which
+	// the node's files are copied from instead of SourceURL; "" for none.
+	Bundle  string
+	CoreURL string // Core origin
 	// Provider is the --provider assertion ("" when not given).
 	Provider            string
 	AllowInsecureOrigin bool
@@ -88,7 +91,7 @@ func (e *Env) Bookkeeping() (*bookkeeping.DB, error) {
 // NodeRequest implements NodeData.
 func (e *Env) NodeRequest() generation.InstallStepRequest {
 	return generation.InstallStepRequest{
-		InstallationID: e.Opts.InstallationID, SourceURL: e.Opts.SourceURL, CoreOrigin: e.Opts.CoreURL,
+		InstallationID: e.Opts.InstallationID, SourceURL: e.Opts.SourceURL, Bundle: e.Opts.Bundle, CoreOrigin: e.Opts.CoreURL,
 		AllowInsecureOrigin: e.Opts.AllowInsecureOrigin, CoreCA: e.Opts.CoreCA, Configuration: e.ConfRaw,
 	}
 }

@@ -120,7 +120,12 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if conf.Provider == "microsandbox" {
 		pf.HostCPUs, pf.HostMemoryMiB = hostCapacity()
 	}
-	if err := FirstRefusal(pf.Run(ctx)); err != nil {
+	checks := pf.Run(ctx)
+	if o.Bundle != "" {
+		bc := &BundleCheck{Dir: o.Bundle, Provider: conf.Provider, Spec: conf.Specification, Host: c.Host}
+		checks = append(checks, bc.Run())
+	}
+	if err := FirstRefusal(checks); err != nil {
 		return nil, err
 	}
 	lock, err := HostLock(ctx, c.Host, phase)
