@@ -22,7 +22,8 @@ const adminUsage = `usage: oac-devcore admin --data DIR COMMAND
   remove-node NODE_ID                         remove a node; its credential gets 401 from then on
   deployment                                  show the generations (JSON)
   publish-generation                          publish a new Runtime release as the next generation (JSON)
-  drop-generation N                           grant the collection of generation N (JSON)`
+  drop-generation N                           grant the collection of generation N (JSON)
+  bundle OUT                                  write an offline bundle at the new directory OUT`
 
 // admin calls the admin routes of the console running on --data, with the
 // admin key and the CA found there.
@@ -35,6 +36,9 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	rest := fs.Args()
+	if rest[0] == "bundle" {
+		return adminBundle(ctx, *data, rest[1:], stdout, stderr)
+	}
 	var method, path, body string
 	switch rest[0] {
 	case "token":

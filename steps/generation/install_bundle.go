@@ -59,7 +59,7 @@ var ErrBundle = errors.New("the offline bundle")
 // bytes, opened beneath b without following a link, decoded strictly, the
 // manifest listed in SHA256SUMS with its sha256. want, when not "", is the
 // source commit the manifest must name. A missing file matches
-// os.ErrNotExist.
+// os.ErrNotExist. Errors name the files; callers add ErrBundle.
 func ReadBundleRelease(b *safefile.Root, dir, provider, want string) (*Metadata, error) {
 	exp := BundleExpect
 	exp.MaxSize = release.MaxMetadataSize
@@ -73,10 +73,10 @@ func ReadBundleRelease(b *safefile.Root, dir, provider, want string) (*Metadata,
 	}
 	r, err := release.VerifyRelease(m, s, provider)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBundle, b.Join(dir), err)
+		return nil, fmt.Errorf("%s: %w", b.Join(dir), err)
 	}
 	if want != "" && r.Manifest.SourceCommit != want {
-		return nil, fmt.Errorf("%w: %s holds release %s, not %s", ErrBundle, b.Join(dir), r.Manifest.SourceCommit, want)
+		return nil, fmt.Errorf("%s holds release %s, not %s", b.Join(dir), r.Manifest.SourceCommit, want)
 	}
 	return &Metadata{Release: r, Manifest: m, Sums: s}, nil
 }
@@ -129,7 +129,7 @@ func (e *InstallEnv) bundleCurrent() (*Metadata, error) {
 	defer b.Close()
 	md, err := ReadBundleRelease(b, ".", e.base.Provider, "")
 	if err != nil {
-		return nil, artifactErr(fmt.Errorf("%w %s: %w", ErrBundle, e.in.Bundle, err))
+		return nil, artifactErr(fmt.Errorf("%w: %w", ErrBundle, err))
 	}
 	e.current = md
 	e.releases[md.Release.Manifest.SourceCommit] = md
@@ -166,7 +166,7 @@ func (e *InstallEnv) Release(ctx context.Context, src string) (*Metadata, error)
 			"%s holds release %s only; Core selected the Runtime of release %s (%s)", e.in.Bundle, cur.Release.Manifest.SourceCommit, src, err)
 	}
 	if err != nil {
-		return nil, artifactErr(err)
+		return nil, artifactErr(fmt.Errorf("%w: %w", ErrBundle, err))
 	}
 	e.releases[src] = md
 	return md, nil

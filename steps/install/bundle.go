@@ -86,7 +86,7 @@ func (c *BundleCheck) check() error {
 
 	cur, err := generation.ReadBundleRelease(b, ".", c.Provider, "")
 	if err != nil {
-		return fmt.Errorf("%w %s: the console's release: %w", ErrBundle, dir, err)
+		return fmt.Errorf("%w: the console's release: %w", ErrBundle, err)
 	}
 	ccommit := cur.Release.Manifest.SourceCommit
 	src := c.Spec.Runtime.SourceCommit
@@ -107,7 +107,7 @@ func (c *BundleCheck) check() error {
 	sel := cur
 	if sdir != "." {
 		if sel, err = generation.ReadBundleRelease(b, sdir, c.Provider, src); err != nil {
-			return fmt.Errorf("%w %s: release %s: %w", ErrBundle, dir, src, err)
+			return fmt.Errorf("%w: Core's selected release: %w", ErrBundle, err)
 		}
 	}
 	if err := release.MatchRelease(c.Spec, sel.Release.Manifest); err != nil {
@@ -225,7 +225,7 @@ func checkBundleFile(b *safefile.Root, f generation.BundleFile) error {
 	for d := path.Dir(f.Rel); d != "."; d = path.Dir(d) {
 		dir, err := b.OpenDir(d, generation.BundleExpect)
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%w: %s is missing: %w", ErrBundle, b.Join(f.Rel), err)
+			return fmt.Errorf("%w: %s is missing (%w)", ErrBundle, b.Join(f.Rel), os.ErrNotExist)
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrBundle, err)
@@ -234,7 +234,7 @@ func checkBundleFile(b *safefile.Root, f generation.BundleFile) error {
 	}
 	file, err := b.OpenFile(f.Rel, generation.BundleExpect)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: %s is missing: %w", ErrBundle, b.Join(f.Rel), err)
+		return fmt.Errorf("%w: %s is missing (%w)", ErrBundle, b.Join(f.Rel), os.ErrNotExist)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBundle, err)
@@ -250,7 +250,7 @@ func checkBundleFile(b *safefile.Root, f generation.BundleFile) error {
 		return fmt.Errorf("%w: read %s: %w", ErrBundle, b.Join(f.Rel), err)
 	}
 	if f.Size > 0 && n != f.Size {
-		return fmt.Errorf("%w: %s holds %d bytes, its release declares %d: %w", ErrBundle, b.Join(f.Rel), n, f.Size, release.ErrChecksumMismatch)
+		return fmt.Errorf("%w: %s holds %d bytes, its release declares %d", ErrBundle, b.Join(f.Rel), n, f.Size)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
 		return fmt.Errorf("%w: %s has sha256 %s, its release declares %s: %w", ErrBundle, b.Join(f.Rel), got, f.SHA256, release.ErrChecksumMismatch)
