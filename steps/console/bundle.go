@@ -14,10 +14,12 @@ import (
 )
 
 // Modes of an offline bundle's directories and files: the service account
-// reads them, nobody but their owner writes them.
+// reads them, nobody but their owner writes them; the installer binary is
+// executable, so the operator runs it from the bundle.
 const (
 	bundleDirPerm  = 0o755
 	bundleFilePerm = 0o644
+	bundleExecPerm = 0o755
 )
 
 // BundleResult tells what WriteBundle wrote.
@@ -39,8 +41,9 @@ type BundleResult struct {
 // others (besides the active one) is in releases/<commit>/ with the same
 // names. Every file is read from the payload without following a link and
 // checked as it is copied: fixed files against SHA256SUMS, artifacts
-// against the manifest's size and sha256. Directories are 0755, files 0644,
-// each written through a pending file, fsynced, and its directory fsynced.
+// against the manifest's size and sha256. Directories are 0755, files 0644
+// (the installer binary 0755), each written through a pending file,
+// fsynced, and its directory fsynced.
 // Declared artifacts the payload does not hold are listed in Missing.
 func WriteBundle(payloadDir, dst string, others []string) (*BundleResult, error) {
 	cur, err := ReadActive(payloadDir)
@@ -163,7 +166,11 @@ func copyChecked(src, out *safefile.Root, from, to string, size int64, sum strin
 		err = fmt.Errorf("%s does not hold its declared bytes: %w", src.Join(from), release.ErrChecksumMismatch)
 	}
 	if err == nil {
-		err = p.Commit(to, bundleFilePerm)
+		mode := os.FileMode(bundleFilePerm)
+		if path.Base(to) == release.InstallerName {
+			mode = bundleExecPerm
+		}
+		err = p.Commit(to, mode)
 	}
 	if err != nil {
 		p.Discard()

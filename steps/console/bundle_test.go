@@ -13,7 +13,7 @@ import (
 
 // WriteBundle lays the console's /node-install/ tree out: the active
 // release at the top, another release in releases/<commit>/, 0755 and
-// 0644, every byte what the payload holds; a declared artifact the payload
+// 0644 (the installer 0755), every byte what the payload holds; a declared artifact the payload
 // lacks is reported, and an existing directory is never written into.
 func TestWriteBundle(t *testing.T) {
 	payload := filepath.Join(t.TempDir(), "payload")
@@ -63,7 +63,11 @@ func TestWriteBundle(t *testing.T) {
 				t.Errorf("%s: mode %v", rel, fi.Mode())
 			}
 		case fi.Mode().IsRegular():
-			if fi.Mode().Perm() != 0o644 {
+			want := os.FileMode(0o644)
+			if filepath.Base(rel) == release.InstallerName {
+				want = 0o755
+			}
+			if fi.Mode().Perm() != want {
 				t.Errorf("%s: mode %v", rel, fi.Mode())
 			}
 			got[rel], _ = os.ReadFile(p)
