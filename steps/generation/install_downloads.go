@@ -14,7 +14,8 @@ import (
 
 // installDownloadStep makes the node root hold verified copies of the node
 // program (from the console's current release) and of the Runtime files of
-// the selected release. A provider that already holds the Runtime image
+// the selected release, downloaded from the console or copied from the
+// offline bundle (--bundle). A provider that already holds the Runtime image
 // under either identity skips the archive (warm image). Before
 // registration, a cached file whose bytes differ from what this run needs
 // is disposable and replaced; after it, a different node program refuses
@@ -34,6 +35,11 @@ func (s installDownloadStep) Run(ctx context.Context, _ workflow.Facts) (workflo
 	registered, err := e.Registered()
 	if err != nil {
 		return workflow.Result{}, err
+	}
+	if e.in.Bundle != "" {
+		// The source is chosen by the options: Release, FetchReleaseFile
+		// and Download of an InstallEnv copy from the bundle.
+		e.Logf("copy the node's files from the offline bundle %s", e.in.Bundle)
 	}
 	node := cur.Release.Manifest.Artifacts[release.PathNode]
 	nodeFile := runtimeFile{Rel: release.PathNode, SHA256: node.SHA256, Size: node.Size, Filename: node.Filename}
