@@ -324,3 +324,44 @@ func copyTree(t *testing.T, bundle, dst string) {
 		}
 	}
 }
+
+// The service account verifies the bytes again as it copies them: a
+// bundle file changed after root's check is never published on the node.
+func TestInstallFromBundleChangedAfterTheCheck(t *testing.T) {
+	r := newBundleRun(t)
+	r.writeBundle(t, r.sel.Commit)
+	img := r.artifact(r.sel, release.PathRuntimeImage)
+	child := r.cmd.Child
+	r.cmd.Child = func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+		if req.Step == string(workflow.InstallDownloads) {
+			b, _ := os.ReadFile(img)
+			b[len(b)/2] ^= 1
+			if err := os.WriteFile(img, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return child(ctx, req)
+	}
+	rep, err := Run(context.Background(), r.cmd)
+	if err == nil && rep.Condition == workflow.Complete {
+		t.Fatal("the installation completed from a changed bundle")
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if rep != nil && rep.LastError != nil {
+		msg += " " + rep.LastError.Error
+	}
+	if !strings.Contains(msg, "checksum mismatch") {
+		t.Errorf("error %q, report %+v: want a checksum mismatch", msg, rep)
+	}
+	root := r.f.host.NodeRoot(generationtest.InstallationID)
+	entries, _ := os.ReadDir(filepath.Join(root, "images"))
+	if len(entries) != 0 {
+		t.Errorf("the node root's images/ holds %v", entries)
+	}
+	if n := r.core.consoleRequests(); n != 0 {
+		t.Errorf("%d requests for node files went to the console", n)
+	}
+}
