@@ -365,3 +365,37 @@ func TestInstallFromBundleChangedAfterTheCheck(t *testing.T) {
 		t.Errorf("%d requests for node files went to the console", n)
 	}
 }
+
+// The account reads what its groups let it read: the provider's device
+// group counts before the account exists, another group does not, and the
+// service-account child then reads the file as the check said.
+func TestBundleCheckReadableThroughTheDeviceGroup(t *testing.T) {
+	r := newBundleRun(t)
+	r.writeBundle(t, r.sel.Commit)
+	img := r.artifact(r.sel, release.PathRuntimeImage)
+	os.Chmod(img, 0o640)
+	var conf struct {
+		Specification json.RawMessage `json:"specification"`
+	}
+	json.Unmarshal(r.core.conf, &conf)
+	spec, err := release.ParseSpecification(release.ProviderDocker, conf.Specification)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := &BundleCheck{Dir: r.cmd.Options.Bundle, Provider: release.ProviderDocker, Spec: spec, Host: r.f.host}
+	os.Chown(img, 0, 4242) // docker
+	if c := check.Run(); c.Failed() {
+		t.Fatalf("readable through the docker group: %v", c.Err)
+	}
+	os.Chown(img, 0, 4343)
+	if c := check.Run(); !c.Failed() || !strings.Contains(c.Err.Error(), "cannot read") {
+		t.Fatalf("readable only by another group: %v", c.Err)
+	}
+	// The check's view is the child's: through the docker group the
+	// service account copies the file.
+	os.Chown(img, 0, 4242)
+	rep, err := Run(context.Background(), r.cmd)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("install: %v %+v", err, rep)
+	}
+}
