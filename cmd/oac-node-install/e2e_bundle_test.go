@@ -3,17 +3,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +29,7 @@ func TestEndToEndBundle(t *testing.T) {
 		t.Skip("end-to-end: needs the machine's Docker Engine")
 	}
 	bin := buildAll(t)
-	core := startBundleDevcore(t, bin)
+	core := startDevcore(t, bin)
 	h := testhost.Start(t)
 	t.Cleanup(func() { cleanupEngine(t, core.installationID) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -121,58 +117,6 @@ func TestEndToEndBundle(t *testing.T) {
 	if code != 0 {
 		t.Errorf("the rerun from the bundle exited %d", code)
 	}
-}
-
-// startBundleDevcore starts oac-devcore as startDevcore does, reading
-// both of its start lines (the console URL on stdout, the installation on
-// stderr) before it returns.
-func startBundleDevcore(t *testing.T, bin string) *devcore {
-	t.Helper()
-	data := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "oac-devcore"), "--data", data, "--listen", "127.0.0.1:0")
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
-	urlLine, idLine := make(chan string, 1), make(chan string, 1)
-	var logMu sync.Mutex
-	var log strings.Builder
-	scan := func(r io.Reader, re *regexp.Regexp, ch chan string) {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			logMu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			logMu.Unlock()
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case ch <- sc.Text():
-				default:
-				}
-			}
-		}
-	}
-	urlRe := regexp.MustCompile(`serving (https://\S+) \(CA (\S+)\)`)
-	idRe := regexp.MustCompile(`installation ([0-9a-f-]{36})`)
-	go scan(stdout, urlRe, urlLine)
-	go scan(stderr, idRe, idLine)
-	d := &devcore{data: data, bin: bin, cmd: cmd}
-	for _, ch := range []chan string{urlLine, idLine} {
-		select {
-		case l := <-ch:
-			if m := urlRe.FindStringSubmatch(l); m != nil {
-				d.url, d.ca = m[1], m[2]
-			} else {
-				d.installationID = idRe.FindStringSubmatch(l)[1]
-			}
-		case <-time.After(2 * time.Minute):
-			logMu.Lock()
-			defer logMu.Unlock()
-			t.Fatalf("oac-devcore did not start:\n%s", log.String())
-		}
-	}
-	return d
 }
 
 // consoleStatus is the console's answer status for path.

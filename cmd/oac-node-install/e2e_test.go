@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,38 +52,47 @@ func startDevcore(t testing.TB, bin string) *devcore {
 	data := t.TempDir()
 	cmd := exec.Command(filepath.Join(bin, "oac-devcore"), "--data", data, "--listen", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
+	urlLine, idLine := make(chan string, 1), make(chan string, 1)
+	var logMu sync.Mutex
+	var log strings.Builder
+	scan := func(r io.Reader, re *regexp.Regexp, ch chan string) {
+		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			select {
-			case line <- sc.Text():
-			default:
+			logMu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			logMu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case ch <- sc.Text():
+				default:
+				}
 			}
 		}
-	}()
-	var l string
-	select {
-	case l = <-line:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("oac-devcore did not start:\n%s", stderr.String())
 	}
-	m := regexp.MustCompile(`serving (https://\S+) \(CA (\S+)\)`).FindStringSubmatch(l)
-	if m == nil {
-		t.Fatalf("oac-devcore said %q", l)
+	urlRe := regexp.MustCompile(`serving (https://\S+) \(CA (\S+)\)`)
+	idRe := regexp.MustCompile(`installation ([0-9a-f-]{36})`)
+	go scan(stdout, urlRe, urlLine)
+	go scan(stderr, idRe, idLine)
+	d := &devcore{data: data, bin: bin, cmd: cmd}
+	for _, ch := range []chan string{urlLine, idLine} {
+		select {
+		case l := <-ch:
+			if m := urlRe.FindStringSubmatch(l); m != nil {
+				d.url, d.ca = m[1], m[2]
+			} else {
+				d.installationID = idRe.FindStringSubmatch(l)[1]
+			}
+		case <-time.After(2 * time.Minute):
+			logMu.Lock()
+			defer logMu.Unlock()
+			t.Fatalf("oac-devcore did not start:\n%s", log.String())
+		}
 	}
-	d := &devcore{url: m[1], ca: m[2], data: data, bin: bin, cmd: cmd}
-	id := regexp.MustCompile(`installation ([0-9a-f-]{36})`).FindStringSubmatch(stderr.String())
-	if id == nil {
-		t.Fatalf("no installation id in:\n%s", stderr.String())
-	}
-	d.installationID = id[1]
 	return d
 }
 
