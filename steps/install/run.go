@@ -46,6 +46,8 @@ type Command struct {
 	// Out receives the operator's output; Phase is told each phase.
 	Out   io.Writer
 	Phase func(label string)
+	// Style marks up the summary (plain when zero).
+	Style SummaryStyle
 }
 
 // Phases of the installation as the operator sees them (CONTRACT §6.3).
@@ -129,7 +131,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	defer lock.Unlock()
 	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
-		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Locked: true}
+		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Locked: true, Style: c.Style}
 	dir := c.Host.JournalDir(o.InstallationID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
