@@ -28,7 +28,9 @@ func (c *cli) run(args []string) int {
 	root := c.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	return c.failureOf(root, cmd, args, err).report(c.stderr, err, interruption(ctx))
+	f := c.failureOf(root, cmd, args, err)
+	f.prefix = paint(colorFor(c.stderr), styleRed, f.prefix)
+	return f.report(c.stderr, err, interruption(ctx))
 }
 
 const rootLong = `oac-node-install turns this Linux host into a sandbox node for one OAC Core,
@@ -109,6 +111,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.bind(root.Flags())
 	c.bindHostRoot(root.Flags())
 	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand(), c.commandCommand())
+	root.AddCommand(c.checkCommand())
 	return root
 }
 
