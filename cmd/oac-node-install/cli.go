@@ -29,7 +29,7 @@ func (c *cli) run(args []string) int {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	f := c.failureOf(root, cmd, args, err)
-	f.prefix = paint(colorFor(c.stderr), styleRed, f.prefix)
+	f.prefix = paint(!noColorFlag(args) && colorFor(c.stderr), styleRed, f.prefix)
 	return f.report(c.stderr, err, interruption(ctx))
 }
 

@@ -45,6 +45,20 @@ func isTerminal(w io.Writer) bool {
 // any non-empty value (--no-color sets it) or TERM=dumb.
 func noColor() bool { return os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" }
 
+// noColorFlag reports whether args ask for --no-color, for a command line
+// that failed before its flags were applied (or did not parse).
+func noColorFlag(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--" + flagNoColor, "--" + flagNoColor + "=true":
+			return true
+		}
+	}
+	return false
+}
+
 // colorFor reports whether what is written to w may be coloured: w is a
 // terminal and the environment does not refuse colour.
 func colorFor(w io.Writer) bool { return !noColor() && isTerminal(w) }
