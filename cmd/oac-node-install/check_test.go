@@ -226,3 +226,26 @@ func TestCheckWithoutRootChild(t *testing.T) {
 	)
 	fmt.Printf("checked as uid %d\n", os.Geteuid())
 }
+
+// Neither a token in the environment nor proxy credentials are printed:
+// the token check names the variable, the proxy check names a bad
+// variable, never its value.
+func TestCheckPrintsNoSecret(t *testing.T) {
+	root := t.TempDir()
+	checkHost(t, root, true)
+	const token, pass = "tok-secret-4711", "pr0xy-pass"
+	t.Setenv("OAC_ENROLLMENT_TOKEN", token)
+	t.Setenv("https_proxy", "http://user:"+pass+"@proxy.example:3128")
+	t.Setenv("http_proxy", "ftp://user:"+pass+"@proxy.example:21")
+	code, out, errOut := runCheck(t, root)
+	if code != exitFailure {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	wantLines(t, out,
+		"FAIL    no enrollment token in the environment: the environment holds OAC_ENROLLMENT_TOKEN. Unset it; the token is read only from standard input.",
+		`FAIL    proxy settings: proxy settings: http_proxy/HTTP_PROXY uses scheme "ftp"; use an http:// proxy URL.`,
+	)
+	if all := out + errOut; strings.Contains(all, token) || strings.Contains(all, pass) {
+		t.Fatalf("a secret was printed:\n%s\n%s", out, errOut)
+	}
+}

@@ -51,6 +51,11 @@ const rootExample = `  # Install a node: the command Web generates (the token on
       --source-url https://console.example.com --core-url https://core.example.com \
       --provider docker --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
 
+  # Check the host first: every check install runs, each result shown, nothing changed
+  sudo ./oac-node-install check --source-url https://console.example.com \
+      --core-url https://core.example.com --provider docker \
+      --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
+
   # Rerun after an interruption or a fixed failure: the same command
   # (a node that is already registered needs no token)
   sudo ./oac-node-install --source-url https://console.example.com \
