@@ -84,6 +84,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	unix.Uname(&uts)
 	host := c.host()
 	out := newOutput(c.stdout)
+	defer out.finish()
 	child := install.PrivsepChild(privsep.Options{
 		Binary: bin, Home: host.Home(), Proxy: privsep.ProxyFromEnviron(os.Environ()),
 		Output: out.beside(c.stderr), Progress: out.event, NoColor: noColor(),

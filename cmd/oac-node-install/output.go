@@ -105,6 +105,14 @@ func (o *output) endLine() {
 	}
 }
 
+// finish ends an open progress line (a download that stopped short), so
+// that what the command prints next starts a line of its own.
+func (o *output) finish() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.endLine()
+}
+
 // Write prints p (whole lines of root's own output).
 func (o *output) Write(p []byte) (int, error) {
 	o.mu.Lock()

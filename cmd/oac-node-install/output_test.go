@@ -92,6 +92,23 @@ func TestOutputProgressOnATerminal(t *testing.T) {
 	if got != want {
 		t.Fatalf("terminal got\n%q\nwant\n%q", got, want)
 	}
+
+	// A download that stopped short: its line ends before the failure is
+	// printed on stderr, and so does it before a line the child printed
+	// there.
+	m, s = openPTY(t)
+	got = captured(t, m, s, func(w *os.File) {
+		o := newOutput(w)
+		o.transfer("images/runtime.tar.gz", 40<<20, 100<<20)
+		fmt.Fprintln(o.beside(w), "warning of the child")
+		o.transfer("images/runtime.tar.gz", 50<<20, 100<<20)
+		o.finish()
+		o.finish()
+	})
+	want = "\r  images/runtime.tar.gz: 40% of 100.0 MiB\nwarning of the child\n\r  images/runtime.tar.gz: 50% of 100.0 MiB\n"
+	if got != want {
+		t.Fatalf("stopped short: got %q, want %q", got, want)
+	}
 }
 
 // Redirected, progress is plain lines: 10% steps for a file of 50 MiB or
