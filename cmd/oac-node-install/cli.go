@@ -28,7 +28,9 @@ func (c *cli) run(args []string) int {
 	root := c.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	return c.failureOf(root, cmd, args, err).report(c.stderr, err, interruption(ctx))
+	f := c.failureOf(root, cmd, args, err)
+	f.prefix = paint(!noColorFlag(args) && colorFor(c.stderr), styleRed, f.prefix)
+	return f.report(c.stderr, err, interruption(ctx))
 }
 
 const rootLong = `oac-node-install turns this Linux host into a sandbox node for one OAC Core,
@@ -48,6 +50,11 @@ const rootExample = `  # Install a node: the command Web generates (the token on
   printf '%s\n' '<token>' | sudo ./oac-node-install --enrollment-token-stdin \
       --source-url https://console.example.com --core-url https://core.example.com \
       --provider docker --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
+
+  # Check the host first: every check install runs, each result shown, nothing changed
+  sudo ./oac-node-install check --source-url https://console.example.com \
+      --core-url https://core.example.com --provider docker \
+      --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
 
   # Rerun after an interruption or a fixed failure: the same command
   # (a node that is already registered needs no token)
@@ -109,6 +116,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.bind(root.Flags())
 	c.bindHostRoot(root.Flags())
 	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand(), c.commandCommand())
+	root.AddCommand(c.checkCommand())
 	return root
 }
 

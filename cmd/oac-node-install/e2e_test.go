@@ -210,6 +210,13 @@ func TestEndToEndInstall(t *testing.T) {
 		t.Errorf("status exited %d after a healthy installation", res.Status)
 	}
 	t.Logf("Core's nodes: %s", core.admin(t, "nodes"))
+	// check on the installed node: every check passes, nothing changes.
+	etc := hostSnapshot(t, h.Etc())
+	res = run(filepath.Join(bin, "oac-node-install") + " check " + strings.SplitN(rerun, " ", 2)[1])
+	t.Logf("check (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
+	if res.Status != 0 || hostSnapshot(t, h.Etc()) != etc {
+		t.Errorf("check on the installed node exited %d or changed /etc", res.Status)
+	}
 
 	// Uninstall refuses while Core still lists the node, changing nothing.
 	uninstall := filepath.Join(bin, "oac-node-install") + " --uninstall --installation-id " + core.installationID

@@ -5,7 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -34,13 +35,9 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	if os.Geteuid() != 0 {
 		return errors.New("installing a node requires root; rerun the same command with sudo. Nothing was changed.")
 	}
-	for _, name := range f.insecure {
-		fmt.Fprintf(c.stderr, "Warning: %s uses plain http to a host that is not loopback (--allow-insecure-origin): the node's credentials cross the network unencrypted.\n", name)
-	}
-	if f.bundle != "" {
-		if err := install.CheckBundlePath(f.bundle); err != nil {
-			return err
-		}
+	c.warnInsecure(f)
+	if err := checkSource(f); err != nil {
+		return err
 	}
 	if _, ok := os.LookupEnv("OAC_ENROLLMENT_TOKEN"); ok {
 		return errors.New("the environment holds OAC_ENROLLMENT_TOKEN: unset it; the token is read only from standard input. Nothing was changed.")
@@ -62,26 +59,17 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 			return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated. Nothing was changed.")
 		}
 	}
-	opts := install.Options{InstallationID: f.installationID, SourceURL: f.sourceURL, Bundle: f.bundle, CoreURL: f.coreURL,
-		Provider: f.provider, AllowInsecureOrigin: f.allowInsecureOrigin}
-	if f.sourceURL == "" {
-		// An offline install copies its files from the bundle; later
-		// generations come from the console at Core's public URL.
-		opts.SourceURL = f.coreURL
-	}
-	if f.coreCA != "" {
-		if opts.CoreCA, err = readCA(f.coreCA); err != nil {
-			return err
-		}
+	opts, err := installOptions(f)
+	if err != nil {
+		return err
 	}
 	roots, err := coreRoots(opts.CoreCA)
 	if err != nil {
 		return err
 	}
-	proxy := download.ProxyEnvFromEnviron(os.Environ())
-	proxyFunc, err := proxy.ProxyFunc()
+	proxyFunc, err := proxySettings()
 	if err != nil {
-		return fmt.Errorf("%w. Nothing was changed.", err)
+		return err
 	}
 	sd, err := systemd.Dial(ctx)
 	if err != nil {
@@ -95,23 +83,17 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	host := c.host()
-	out := newPhasePrinter(c.stdout)
+	out := newOutput(c.stdout)
+	defer out.finish()
 	child := install.PrivsepChild(privsep.Options{
 		Binary: bin, Home: host.Home(), Proxy: privsep.ProxyFromEnviron(os.Environ()),
-		Output: c.stderr,
-		Progress: func(e privsep.Event) {
-			if e.Kind == privsep.EventPhase {
-				out.phase(e.Text)
-				return
-			}
-			fmt.Fprintln(c.stdout, e.Text)
-		},
+		Output: out.beside(c.stderr), Progress: out.event, NoColor: noColor(),
 	}, accounts.Under(host.Root))
 	rep, err := install.Run(ctx, install.Command{
 		Options: opts, Host: host, Token: token, Environ: os.Environ(), Machine: unix.ByteSliceToString(uts.Machine[:]),
 		Core: install.CoreReader{Roots: roots, Proxy: proxyFunc}, Engine: engine, Accounts: accounts.Commands{},
 		Systemd: sd, Child: child, Proxy: privsep.ProxyFromEnviron(os.Environ()), Version: workflow.Version,
-		Out: c.stdout, Phase: out.phase,
+		Out: out, Phase: out.phase, Style: out.summaryStyle(),
 	})
 	if err != nil {
 		return err
@@ -120,6 +102,52 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 		return fmt.Errorf("the installation stopped in state %s (%s); rerun the same command", rep.State, rep.Condition)
 	}
 	return nil
+}
+
+// warnInsecure warns, on stderr, of each origin only --allow-insecure-origin
+// let through.
+func (c *cli) warnInsecure(f *installerFlags) {
+	for _, name := range f.insecure {
+		fmt.Fprintf(c.stderr, "Warning: %s uses plain http to a host that is not loopback (--allow-insecure-origin): the node's credentials cross the network unencrypted.\n", name)
+	}
+}
+
+// checkSource refuses an installation source this build cannot install
+// from.
+func checkSource(f *installerFlags) error {
+	if f.bundle != "" {
+		return install.CheckBundlePath(f.bundle)
+	}
+	return nil
+}
+
+// installOptions are install's options from the flags, with the Core CA
+// file read.
+func installOptions(f *installerFlags) (install.Options, error) {
+	opts := install.Options{InstallationID: f.installationID, SourceURL: f.sourceURL, Bundle: f.bundle, CoreURL: f.coreURL,
+		Provider: f.provider, AllowInsecureOrigin: f.allowInsecureOrigin}
+	if f.sourceURL == "" {
+		// An offline install copies its files from the bundle; later
+		// generations come from the console at Core's public URL.
+		opts.SourceURL = f.coreURL
+	}
+	if f.coreCA != "" {
+		var err error
+		if opts.CoreCA, err = readCA(f.coreCA); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
+}
+
+// proxySettings parses the proxy variables of the environment; its
+// refusal names a variable, never its value (which may hold credentials).
+func proxySettings() (func(*http.Request) (*url.URL, error), error) {
+	proxyFunc, err := download.ProxyEnvFromEnviron(os.Environ()).ProxyFunc()
+	if err != nil {
+		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+	}
+	return proxyFunc, nil
 }
 
 // readCA reads the operator's CA bundle (a regular file, bounded).
@@ -136,37 +164,6 @@ func readCA(path string) ([]byte, error) {
 		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
 	}
 	return data, nil
-}
-
-// phasePrinter prints each phase once as a blank line and "==> label...",
-// cyan only on a terminal without NO_COLOR and with a TERM other than dumb.
-type phasePrinter struct {
-	w     io.Writer
-	color bool
-	last  string
-}
-
-func newPhasePrinter(w io.Writer) *phasePrinter {
-	p := &phasePrinter{w: w}
-	if f, ok := w.(*os.File); ok && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" {
-		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-			p.color = true
-		}
-	}
-	return p
-}
-
-func (p *phasePrinter) phase(label string) {
-	label = privsep.SanitizeField(label)
-	if label == p.last {
-		return
-	}
-	p.last = label
-	if p.color {
-		fmt.Fprintf(p.w, "\n\x1b[36m==> %s...\x1b[0m\n", label)
-		return
-	}
-	fmt.Fprintf(p.w, "\n==> %s...\n", label)
 }
 
 // coreRoots are the system roots plus the operator's CA bundle.

@@ -32,3 +32,24 @@ func TenPercentSteps(size int64, report func(percent int)) func(done, total int6
 		report(step * 10)
 	}
 }
+
+// PercentChanges returns a Request.Progress function that passes a call on
+// to report only when it tells something new at percent resolution: the
+// first call (what an earlier run kept), each change of the whole percent,
+// and completion. A sender that crosses a process boundary (the
+// service-account child) sends at most about a hundred messages a file.
+func PercentChanges(report func(done, total int64)) func(done, total int64) {
+	last := int64(-1)
+	return func(done, total int64) {
+		if total <= 0 {
+			return
+		}
+		// 100 only when done == total: completion is always a change.
+		pct := done * 100 / total
+		if pct == last {
+			return
+		}
+		last = pct
+		report(done, total)
+	}
+}

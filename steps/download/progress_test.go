@@ -37,3 +37,16 @@ func TestTenPercentSteps(t *testing.T) {
 		})
 	}
 }
+
+func TestPercentChanges(t *testing.T) {
+	var got [][2]int64
+	f := PercentChanges(func(done, total int64) { got = append(got, [2]int64{done, total}) })
+	for _, d := range []int64{420, 421, 429, 430, 999, 999, 1000, 1000} {
+		f(d, 1000)
+	}
+	f(5, 0) // no size: nothing to tell
+	want := [][2]int64{{420, 1000}, {430, 1000}, {999, 1000}, {1000, 1000}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

@@ -54,6 +54,9 @@ type Options struct {
 	Download download.Options
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
+	// Progress, when set, is told each download's progress: the file
+	// relative to the node root, its bytes held and its size.
+	Progress func(name string, done, total int64)
 }
 
 // Env is the real Data of a helper run: the node root opened safely, the
@@ -495,6 +498,14 @@ func (e *Env) Download(ctx context.Context, src string, req download.Request) er
 		return fmt.Errorf("download %s: no released file name", req.Target)
 	}
 	req.URL = release.ArtifactURL(release.ConsoleArtifactBaseURL(source, src), req.URL)
+	if req.Progress == nil && e.opts.Progress != nil {
+		name, rerr := filepath.Rel(e.node.Root, req.Target)
+		if rerr != nil {
+			name = filepath.Base(req.Target)
+		}
+		report := e.opts.Progress
+		req.Progress = func(done, total int64) { report(name, done, total) }
+	}
 	err = c.Download(ctx, req)
 	if errors.Is(err, download.ErrTransfer) {
 		return artifactErr(err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -90,7 +91,8 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 				// A copy: the Binary's bytes are unmapped when it is closed.
 				return bytes.NewReader(b.Bytes()), nil
 			},
-			Log: progressWriter{c},
+			Log:      progressWriter{c},
+			Progress: transferReporter(c),
 		}
 		res, err := RunInstallStep(ctx, in, req)
 		return res, classify(err)
@@ -153,6 +155,21 @@ func RunInstallStep(ctx context.Context, in InstallOptions, req InstallStepReque
 		return InstallStepResult{}, err
 	}
 	return InstallStepResult{Event: res.Event, Facts: res.Facts}, nil
+}
+
+// transferReporter sends the parent each download's progress, at most at
+// each change of the whole percent (download.PercentChanges) per file; the
+// parent decides how to show it.
+func transferReporter(c *privsep.Child) func(name string, done, total int64) {
+	files := map[string]func(done, total int64){}
+	return func(name string, done, total int64) {
+		f := files[name]
+		if f == nil {
+			f = download.PercentChanges(func(done, total int64) { c.Transfer(name, done, total) })
+			files[name] = f
+		}
+		f(done, total)
+	}
 }
 
 // progressWriter turns log lines into the child's progress lines.

@@ -69,6 +69,8 @@ type InstallOptions struct {
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
+	// Progress, when set, is told each download's progress (Options).
+	Progress func(name string, done, total int64)
 }
 
 // CoreCAName is the node's private copy of the operator's Core CA.
@@ -163,6 +165,7 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 		Microsandbox: in.Microsandbox,
 		Download:     in.Download,
 		Log:          in.Log,
+		Progress:     in.Progress,
 	}
 	if err := opts.Identity.Validate(); err != nil {
 		return nil, err

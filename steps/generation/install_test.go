@@ -74,6 +74,8 @@ type installFixture struct {
 	docker *netDocker
 	reg    *fakeRegistrar
 	helper []byte
+	// progress, when set, is told the downloads' progress.
+	progress func(name string, done, total int64)
 }
 
 func newInstallFixture(t *testing.T) *installFixture {
@@ -102,6 +104,7 @@ func (f *installFixture) options() InstallOptions {
 		Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond}, StallWindow: 5 * time.Second},
 		Helper:   func() (io.Reader, error) { return bytes.NewReader(f.helper), nil },
 		Register: f.reg,
+		Progress: f.progress,
 	}
 }
 

@@ -32,17 +32,10 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	recordedUID := -1
-	if recorded && rec.UID > 0 {
-		recordedUID = rec.UID
-	}
 	home := s.d.Host().Home()
-	facts, err := s.d.Databases().Facts(home, recordedUID)
+	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)
 	if err != nil {
 		return workflow.Result{}, err
-	}
-	if facts.User == nil && recorded && rec.Created {
-		facts.HomeExists = false // the home an interrupted creation made is ours
 	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {
@@ -83,6 +76,23 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 		}
 		return workflow.Result{Facts: map[string]string{factUID: fmt.Sprint(u.UID)}}, nil
 	}
+}
+
+// adoptionFacts are the adoption rules' facts of the host's account and
+// home, given the bookkeeping's account record (when recorded).
+func adoptionFacts(dbs accounts.Databases, home string, rec bookkeeping.Account, recorded bool) (accounts.Facts, error) {
+	recordedUID := -1
+	if recorded && rec.UID > 0 {
+		recordedUID = rec.UID
+	}
+	facts, err := dbs.Facts(home, recordedUID)
+	if err != nil {
+		return facts, err
+	}
+	if facts.User == nil && recorded && rec.Created {
+		facts.HomeExists = false // the home an interrupted creation made is ours
+	}
+	return facts, nil
 }
 
 // created completes a creation: the uid recorded and the home made.

@@ -50,6 +50,8 @@ type Data interface {
 	HostLocked() bool
 	// Printf reports progress to the operator.
 	Printf(format string, args ...any)
+	// SummaryStyle marks up the summary (plain when zero).
+	SummaryStyle() SummaryStyle
 }
 
 // Env is the real Data.
@@ -66,6 +68,7 @@ type Env struct {
 	Runner    ChildRunner
 	Out       io.Writer
 	Locked    bool
+	Style     SummaryStyle
 }
 
 func (e *Env) Options() Options                         { return e.Opts }
@@ -95,6 +98,9 @@ func (e *Env) NodeRequest() generation.InstallStepRequest {
 		AllowInsecureOrigin: e.Opts.AllowInsecureOrigin, CoreCA: e.Opts.CoreCA, Configuration: e.ConfRaw,
 	}
 }
+
+// SummaryStyle implements Data.
+func (e *Env) SummaryStyle() SummaryStyle { return e.Style }
 
 // HostLocked implements Data.
 func (e *Env) HostLocked() bool { return e.Locked }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/layout"
@@ -19,15 +20,21 @@ import (
 )
 
 // Check is one preflight check with its outcome: Err is nil when it
-// passed; Hint says what to do about a failure.
+// passed; Hint says what to do about a failure. Skipped, when set, says why
+// the check did not run (a check it depends on failed, or what it needs is
+// not at hand); a skipped check neither passed nor failed.
 type Check struct {
-	Name string
-	Err  error
-	Hint string
+	Name    string
+	Err     error
+	Hint    string
+	Skipped string
 }
 
 // Failed reports whether the check failed.
 func (c Check) Failed() bool { return c.Err != nil }
+
+// skip is the check named name, not run because of why.
+func skip(name, why string) Check { return Check{Name: name, Skipped: why} }
 
 // Refusal is a failed preflight check as the command reports it: the
 // failure, the hint, and that nothing was changed.
@@ -81,23 +88,41 @@ type Preflight struct {
 	// HostCPUs and HostMemoryMiB are the host's, for microsandbox nodes.
 	HostCPUs      int
 	HostMemoryMiB int64
+
+	// NoEngine, when set, says why the checks that ask the Docker Engine
+	// are skipped (the check command without root); install never sets it.
+	NoEngine string
+	// NoSize, when set, says why the capacity check is skipped: CPUs and
+	// MemoryMiB are unknown (the check command has no token to read Core's
+	// specification with); install never sets it.
+	NoSize string
 }
 
-// Run runs every check and returns them in order; it never changes the
-// host.
+// Run runs every check, the host's and then the provider's, and returns
+// them in order; it never changes the host. A check whose prerequisite
+// failed is returned skipped. The install command refuses with the first
+// failure (FirstRefusal); the check command prints them all.
 func (p *Preflight) Run(ctx context.Context) []Check {
-	checks := []Check{
-		p.platform(), p.systemd(), p.selinux(), p.tokenEnv(), p.records(), p.olderProduct(),
-	}
-	switch p.Provider {
+	return append(p.HostChecks(), p.ProviderChecks(ctx, p.Provider)...)
+}
+
+// HostChecks are the checks of the host whatever its provider: platform,
+// systemd, SELinux, the token's absence from the environment, the host's
+// records and the older product's traces.
+func (p *Preflight) HostChecks() []Check {
+	return []Check{p.platform(), p.systemd(), p.selinux(), p.tokenEnv(), p.records(), p.olderProduct()}
+}
+
+// ProviderChecks are the checks of provider's prerequisites on this host
+// (docker or microsandbox), capacity for one sandbox included.
+func (p *Preflight) ProviderChecks(ctx context.Context, provider string) []Check {
+	switch provider {
 	case release.ProviderDocker:
-		checks = append(checks, p.dockerChecks(ctx)...)
+		return p.dockerChecks(ctx)
 	case release.ProviderMicrosandbox:
-		checks = append(checks, p.kvm(), p.storePath(), p.capacity(p.HostCPUs, p.HostMemoryMiB))
-	default:
-		checks = append(checks, Check{Name: "provider", Err: fmt.Errorf("provider %q is not a node provider", p.Provider), Hint: "Use docker or microsandbox"})
+		return []Check{p.kvm(), p.storePath(), p.capacity(p.HostCPUs, p.HostMemoryMiB)}
 	}
-	return checks
+	return []Check{{Name: "provider", Err: fmt.Errorf("provider %q is not a node provider", provider), Hint: "Use docker or microsandbox"}}
 }
 
 func (p *Preflight) path(rel ...string) string {
@@ -190,27 +215,37 @@ func (p *Preflight) olderProduct() Check {
 	return c
 }
 
+// Names of the Docker checks that depend on an earlier one.
+const (
+	checkDockerLimits  = "Docker CPU and memory limits"
+	checkCapacity      = "capacity for one sandbox"
+	checkDockerNetwork = "no Docker network of this installation"
+)
+
 func (p *Preflight) dockerChecks(ctx context.Context) []Check {
 	sock := Check{Name: "Docker socket"}
 	path := p.path("var/run/docker.sock")
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
 		sock.Err, sock.Hint = fmt.Errorf("Docker is not installed or not running (%s: %v)", path, err), "Install Docker and run `sudo systemctl enable --now docker`"
-		return []Check{sock}
+		return append([]Check{sock}, p.skipEngine(0, "the Docker socket check failed")...)
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
 		sock.Err = fmt.Errorf("%s is not a socket", path)
-		return []Check{sock}
+		return append([]Check{sock}, p.skipEngine(0, "the Docker socket check failed")...)
 	}
 	if c := p.deviceGroup(&sock, path, st, "docker"); c.Failed() {
-		return []Check{c}
+		return append([]Check{c}, p.skipEngine(0, "the Docker socket check failed")...)
 	}
-	info := Check{Name: "Docker CPU and memory limits"}
+	if p.NoEngine != "" {
+		return append([]Check{sock}, p.skipEngine(0, p.NoEngine)...)
+	}
+	info := Check{Name: checkDockerLimits}
 	hi, err := p.Engine.Info(ctx)
 	switch {
 	case err != nil:
 		info.Err, info.Hint = fmt.Errorf("the Docker Engine does not answer: %v", err), "Run `sudo systemctl enable --now docker`"
-		return []Check{sock, info}
+		return append([]Check{sock, info}, p.skipEngine(1, "the Docker Engine does not answer")...)
 	case hi.Rootless:
 		info.Err, info.Hint = errors.New("rootless Docker is not supported"), "Use the system Docker Engine"
 	case !hi.MemoryLimit || !hi.CPUCfsQuota:
@@ -218,7 +253,7 @@ func (p *Preflight) dockerChecks(ctx context.Context) []Check {
 	}
 	checks := []Check{sock, info, p.capacity(hi.NCPU, hi.MemTotal>>20)}
 	if p.NewNode {
-		nc := Check{Name: "no Docker network of this installation"}
+		nc := Check{Name: checkDockerNetwork}
 		name := "oac-node-" + p.InstallationID
 		if _, err := p.Engine.NetworkInspect(ctx, name); err == nil {
 			nc.Err, nc.Hint = fmt.Errorf("the Docker network %s exists: another node of this installation uses this engine", name), "Remove that node first"
@@ -226,6 +261,20 @@ func (p *Preflight) dockerChecks(ctx context.Context) []Check {
 			nc.Err = fmt.Errorf("inspect the Docker network %s: %v", name, err)
 		}
 		checks = append(checks, nc)
+	}
+	return checks
+}
+
+// skipEngine returns the Docker checks that ask the engine, from the
+// from'th on, each skipped because of why.
+func (p *Preflight) skipEngine(from int, why string) []Check {
+	names := []string{checkDockerLimits, checkCapacity}
+	if p.NewNode {
+		names = append(names, checkDockerNetwork)
+	}
+	var checks []Check
+	for _, n := range names[from:] {
+		checks = append(checks, skip(n, why))
 	}
 	return checks
 }
@@ -271,10 +320,125 @@ func (p *Preflight) storePath() Check {
 }
 
 func (p *Preflight) capacity(cpus int, memMiB int64) Check {
-	c := Check{Name: "capacity for one sandbox"}
+	c := Check{Name: checkCapacity}
+	if p.NoSize != "" {
+		c.Skipped = fmt.Sprintf("%s (this host has %d CPUs and %d MiB of memory)", p.NoSize, cpus, memMiB)
+		return c
+	}
 	if int64(cpus) < p.CPUs || memMiB < p.MemoryMiB {
 		c.Err = fmt.Errorf("this host has %d CPUs and %d MiB of memory; each sandbox needs %d CPUs and %d MiB", cpus, memMiB, p.CPUs, p.MemoryMiB)
 		c.Hint = "Use a larger host or ask for smaller sandboxes in Web"
 	}
+	return c
+}
+
+// Probe is every check install runs before its first change, run the way
+// the check command runs them: without the enrollment token, without
+// Core's configuration, and without changing anything (the bookkeeping is
+// opened read-only). It reuses install's own checks: the host record
+// (CheckHostRecord), the Preflight's host and provider checks, and the
+// account adoption rules (accounts.Decide over the facts the account step
+// reads).
+type Probe struct {
+	Options Options
+	Host    layout.Host
+	Environ []string
+	Machine string
+	// Engine is the Docker Engine; NoEngine, when set, says why it is not
+	// asked (without root its socket refuses the caller).
+	Engine   Engine
+	NoEngine string
+	// NoRoot, when set, says why the checks that read root's private files
+	// (the bookkeeping) are skipped.
+	NoRoot string
+}
+
+// Names of the checks a Probe adds to the Preflight's.
+const (
+	CheckHostRecordName    = "host record"
+	CheckConfigurationName = "Core's deployment specification"
+	CheckAccountName       = "service account " + layout.Account
+)
+
+// Run returns every check in install's order: the host record, Core's
+// configuration (skipped: it needs the token or the node's credential),
+// the host checks, each provider's checks (the --provider one, else the
+// recorded one, else both), and the account.
+func (p Probe) Run(ctx context.Context) []Check {
+	o := p.Options
+	var checks []Check
+	known, err := knownNode(p.Host, o.InstallationID)
+	provider := o.Provider
+	switch {
+	case err != nil:
+		checks = append(checks, Check{Name: CheckHostRecordName, Err: err})
+	case !known:
+		checks = append(checks, skip(CheckHostRecordName, "this host has no record of the installation: a new node"))
+	default:
+		c := Check{Name: CheckHostRecordName, Err: CheckHostRecord(p.Host, o)}
+		if rec, err := readHostRecord(p.Host, o.InstallationID); err == nil && provider == "" {
+			provider = rec.Provider
+		}
+		checks = append(checks, c)
+	}
+	if known {
+		checks = append(checks, skip(CheckConfigurationName, "install reads it as the node account with the node's credential; check contacts no one"))
+	} else {
+		checks = append(checks, skip(CheckConfigurationName, "install reads it with the enrollment token, which check never reads"))
+	}
+	pf := &Preflight{Host: p.Host, InstallationID: o.InstallationID, NewNode: !known, Engine: p.Engine,
+		Environ: p.Environ, Machine: p.Machine, NoEngine: p.NoEngine,
+		NoSize: "the sandbox size is in Core's deployment specification"}
+	checks = append(checks, pf.HostChecks()...)
+	providers := []string{provider}
+	if provider == "" {
+		providers = []string{release.ProviderDocker, release.ProviderMicrosandbox}
+	}
+	for _, name := range providers {
+		if name == release.ProviderMicrosandbox {
+			pf.HostCPUs, pf.HostMemoryMiB = hostCapacity()
+		}
+		for _, c := range pf.ProviderChecks(ctx, name) {
+			if len(providers) > 1 {
+				c.Name = name + ": " + c.Name
+			}
+			checks = append(checks, c)
+		}
+	}
+	return append(checks, p.account())
+}
+
+// account applies the adoption rules to the host's account, home and
+// bookkeeping record, as the account step does, changing nothing.
+func (p Probe) account() Check {
+	c := Check{Name: CheckAccountName}
+	var rec bookkeeping.Account
+	var recorded bool
+	path := p.Host.Bookkeeping()
+	if _, err := os.Lstat(path); err == nil {
+		if p.NoRoot != "" {
+			c.Skipped = p.NoRoot + " to read " + path
+			return c
+		}
+		db, err := bookkeeping.OpenReadOnly(path)
+		if err != nil {
+			c.Err = err
+			return c
+		}
+		rec, recorded, err = db.Account()
+		db.Close()
+		if err != nil {
+			c.Err = err
+			return c
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		c.Err = err
+		return c
+	}
+	facts, err := adoptionFacts(accounts.Under(p.Host.Root), p.Host.Home(), rec, recorded)
+	if err == nil {
+		_, err = accounts.Decide(facts)
+	}
+	c.Err = err
 	return c
 }

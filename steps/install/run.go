@@ -46,6 +46,8 @@ type Command struct {
 	// Out receives the operator's output; Phase is told each phase.
 	Out   io.Writer
 	Phase func(label string)
+	// Style marks up the summary (plain when zero).
+	Style SummaryStyle
 }
 
 // Phases of the installation as the operator sees them (CONTRACT §6.3).
@@ -134,7 +136,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	defer lock.Unlock()
 	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
-		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Locked: true}
+		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Locked: true, Style: c.Style}
 	dir := c.Host.JournalDir(o.InstallationID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -234,22 +236,9 @@ func hostCapacity() (int, int64) {
 // policy or Core CA differ from what the host recorded for the
 // installation (/etc/oac-node/<id>.json, root's).
 func CheckHostRecord(h layout.Host, o Options) error {
-	dir, err := safefile.OpenRoot(h.EtcDir())
+	rec, err := readHostRecord(h, o.InstallationID)
 	if err != nil {
-		return fmt.Errorf("read the host record: %w. Nothing was changed.", err)
-	}
-	defer dir.Close()
-	data, err := dir.ReadFile(o.InstallationID+".json", safefile.Expect{UID: 0, MaxSize: 1 << 16})
-	if err != nil {
-		return fmt.Errorf("read the host record: %w. Nothing was changed.", err)
-	}
-	var rec struct {
-		CoreURL             string `json:"core_url"`
-		AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
-		CoreCASHA256        string `json:"core_ca_sha256"`
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return fmt.Errorf("the host record %s is not valid JSON. Nothing was changed.", h.Record(o.InstallationID))
+		return err
 	}
 	ca := ""
 	if len(o.CoreCA) > 0 {
@@ -264,4 +253,30 @@ func CheckHostRecord(h layout.Host, o Options) error {
 		return fmt.Errorf("this host's node was installed with a different Core CA; use the same --core-ca file. Nothing was changed.")
 	}
 	return nil
+}
+
+// hostRecord is what install reads back of /etc/oac-node/<id>.json.
+type hostRecord struct {
+	Provider            string `json:"provider"`
+	CoreURL             string `json:"core_url"`
+	AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
+	CoreCASHA256        string `json:"core_ca_sha256"`
+}
+
+// readHostRecord reads the host record of installation id (root's).
+func readHostRecord(h layout.Host, id string) (hostRecord, error) {
+	var rec hostRecord
+	dir, err := safefile.OpenRoot(h.EtcDir())
+	if err != nil {
+		return rec, fmt.Errorf("read the host record: %w. Nothing was changed.", err)
+	}
+	defer dir.Close()
+	data, err := dir.ReadFile(id+".json", safefile.Expect{UID: 0, MaxSize: 1 << 16})
+	if err != nil {
+		return rec, fmt.Errorf("read the host record: %w. Nothing was changed.", err)
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, fmt.Errorf("the host record %s is not valid JSON. Nothing was changed.", h.Record(id))
+	}
+	return rec, nil
 }

@@ -59,6 +59,13 @@ func (c *Child) Progress(line string) error {
 	return c.out.send(message{Type: msgLine, Text: clip(line)})
 }
 
+// Transfer reports a transfer's progress: done of total bytes of the file
+// named name. The parent renders it (in place on a terminal, in steps
+// otherwise); the child should send it only when it changed enough to show.
+func (c *Child) Transfer(name string, done, total int64) error {
+	return c.out.send(message{Type: msgProgress, Text: clip(name), Done: done, Total: total})
+}
+
 // Executable captures the bytes the child is running (the parent's sealed
 // copy) and checks that they are the ones the parent captured, for the
 // service account to write its own retained copy of the installer. The

@@ -84,6 +84,10 @@ type inspection struct {
 type echoRequest struct {
 	Stdout, Stderr []byte
 	Phases, Lines  []string
+	// Transfers are progress reports of a 100-byte file; the child
+	// answers with its NO_COLOR.
+	Transfers []int64
+	NoColor   string
 }
 
 type failRequest struct {
@@ -129,6 +133,10 @@ var testRoles = map[string]Handler{
 		for _, l := range req.Lines {
 			c.Progress(l)
 		}
+		for _, d := range req.Transfers {
+			c.Transfer("images/\x1b[2Jruntime.tar.gz", d, 100)
+		}
+		req.NoColor = os.Getenv("NO_COLOR")
 		os.Stdout.Write(req.Stdout)
 		os.Stderr.Write(req.Stderr)
 		return req, nil

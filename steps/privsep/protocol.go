@@ -8,8 +8,8 @@ import "encoding/json"
 //	fd 4  parent → child  one JSON envelope, then end of file (envelope)
 //	fd 5  parent → child  the sealed executable, read-only (Child.Executable)
 //
-// The child sends any number of "phase" and "line" messages, then exactly
-// one "result" or "error" message, and exits.
+// The child sends any number of "phase", "line" and "progress" messages,
+// then exactly one "result" or "error" message, and exits.
 const (
 	resultFD  = 3
 	requestFD = 4
@@ -35,10 +35,13 @@ const (
 
 // Message types.
 const (
-	msgPhase  = "phase"
-	msgLine   = "line"
-	msgResult = "result"
-	msgError  = "error"
+	msgPhase = "phase"
+	msgLine  = "line"
+	// msgProgress is a transfer's progress: Text names the file, Done and
+	// Total are its bytes held and its size.
+	msgProgress = "progress"
+	msgResult   = "result"
+	msgError    = "error"
 )
 
 // resultPrefix starts a result message as the child writes it: the message
@@ -61,5 +64,7 @@ type message struct {
 	Type   string          `json:"type"`
 	Text   string          `json:"text,omitempty"`
 	Class  string          `json:"class,omitempty"`
+	Done   int64           `json:"done,omitempty"`
+	Total  int64           `json:"total,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 }

@@ -25,11 +25,21 @@ func TestReaderMessages(t *testing.T) {
 			name:       "progress then result",
 			lines:      []string{`{"type":"phase","text":"Download files"}`, `{"type":"line","text":"50%\u001b[K"}`, `{"type":"result","result":{"a":1}}`},
 			exit:       true,
-			wantEvents: []Event{{EventPhase, "Download files"}, {EventLine, "50%?[K"}},
+			wantEvents: []Event{{Kind: EventPhase, Text: "Download files"}, {Kind: EventLine, Text: "50%?[K"}},
 			wantValue:  `{"a":1}`,
 		},
+		{
+			name: "transfer progress",
+			lines: []string{`{"type":"progress","text":"images/runtime.tar.gz","total":100}`, `{"type":"progress","text":"a\u001bb","done":100,"total":100}`,
+				`{"type":"result","result":1}`},
+			exit:       true,
+			wantEvents: []Event{{Kind: EventTransfer, Text: "images/runtime.tar.gz", Total: 100}, {Kind: EventTransfer, Text: "a?b", Done: 100, Total: 100}},
+			wantValue:  `1`,
+		},
+		{name: "progress past the total", lines: []string{`{"type":"progress","text":"x","done":101,"total":100}`}, exit: true, wantIs: ErrProtocol},
+		{name: "progress without a total", lines: []string{`{"type":"progress","text":"x"}`}, exit: true, wantIs: ErrProtocol},
 		{name: "error", lines: []string{`{"type":"error","class":"transfer","text":"HTTP 503"}`}, wantClass: ClassTransfer},
-		{name: "no final message", lines: []string{`{"type":"line","text":"x"}`}, exit: true, wantIs: ErrNoResult, wantEvents: []Event{{EventLine, "x"}}},
+		{name: "no final message", lines: []string{`{"type":"line","text":"x"}`}, exit: true, wantIs: ErrNoResult, wantEvents: []Event{{Kind: EventLine, Text: "x"}}},
 		{name: "result but failed exit", lines: []string{`{"type":"result","result":1}`}, wantIs: ErrNoResult},
 		{name: "not JSON", lines: []string{`hello`}, exit: true, wantIs: ErrProtocol},
 		{name: "unknown field", lines: []string{`{"type":"line","text":"x","extra":1}`}, exit: true, wantIs: ErrProtocol},
@@ -45,7 +55,7 @@ func TestReaderMessages(t *testing.T) {
 			state := processState(t, tc.exit)
 			res, err := rd.outcome(state)
 			if !slices.Equal(events, tc.wantEvents) {
-				t.Errorf("events %q, want %q", events, tc.wantEvents)
+				t.Errorf("events %+v, want %+v", events, tc.wantEvents)
 			}
 			switch {
 			case tc.wantIs != nil:

@@ -62,6 +62,9 @@ type Options struct {
 	Signals <-chan os.Signal
 	// Grace overrides DefaultGrace.
 	Grace time.Duration
+	// NoColor gives the child NO_COLOR=1 (the command's --no-color or
+	// NO_COLOR), so that nothing it runs colours its output.
+	NoColor bool
 }
 
 // EventKind tells a phase from a progress line.
@@ -73,12 +76,16 @@ const (
 	EventPhase EventKind = "phase"
 	// EventLine is one progress line.
 	EventLine EventKind = "line"
+	// EventTransfer is a transfer's progress: Text names the file, Done
+	// of Total bytes are held (0 <= Done <= Total, Total > 0).
+	EventTransfer EventKind = "progress"
 )
 
 // Event is one progress report of the child.
 type Event struct {
-	Kind EventKind
-	Text string
+	Kind        EventKind
+	Text        string
+	Done, Total int64
 }
 
 // Result is what a child's handler returned, as JSON.
@@ -92,6 +99,15 @@ func (r Result) Decode(v any) error {
 		return fmt.Errorf("decode the result of the service-account process: %w", err)
 	}
 	return nil
+}
+
+// env is the child's environment: ChildEnv, and NO_COLOR=1 with NoColor.
+func (o *Options) env() []string {
+	env := ChildEnv(o.Home, o.Proxy)
+	if o.NoColor {
+		env = append(env, "NO_COLOR=1")
+	}
+	return env
 }
 
 // validate checks the options that Run cannot start without.
@@ -189,7 +205,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		// the forked child resolves /proc/self/fd/N before execve closes N.
 		Path:       fmt.Sprintf("/proc/self/fd/%d", execFD),
 		Args:       []string{memfdName, ChildCommand, o.Role},
-		Env:        ChildEnv(o.Home, o.Proxy),
+		Env:        o.env(),
 		Dir:        o.Home,
 		Stdin:      p.devNull,
 		Stdout:     p.outW,
@@ -406,6 +422,13 @@ func (rd *reader) handle(line []byte) error {
 	case msgPhase, msgLine:
 		if rd.progress != nil {
 			rd.progress(Event{Kind: EventKind(m.Type), Text: SanitizeString(clip(m.Text))})
+		}
+	case msgProgress:
+		if m.Total <= 0 || m.Done < 0 || m.Done > m.Total {
+			return fmt.Errorf("%s: progress of %d of %d bytes: %w", rd.role, m.Done, m.Total, ErrProtocol)
+		}
+		if rd.progress != nil {
+			rd.progress(Event{Kind: EventTransfer, Text: SanitizeString(clip(m.Text)), Done: m.Done, Total: m.Total})
 		}
 	case msgResult:
 		if len(m.Result) == 0 {

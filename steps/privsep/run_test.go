@@ -85,8 +85,11 @@ func TestRunRelaysSanitizedOutputAndProgress(t *testing.T) {
 		Stderr: []byte("warn\x9b31m \u0085\n"),
 		Phases: []string{"Download \x1b[2Jfiles"},
 		Lines:  []string{"40%\r"},
+		// Transfers: progress messages, their file name sanitized.
+		Transfers: []int64{0, 50, 100},
 	}
 	o.Request = req
+	o.NoColor = true
 	var out syncBuffer
 	o.Output = &out
 	var events []Event
@@ -105,9 +108,15 @@ func TestRunRelaysSanitizedOutputAndProgress(t *testing.T) {
 			t.Errorf("output %q lacks %q", got, want)
 		}
 	}
-	wantEvents := []Event{{EventPhase, "Download ?[2Jfiles"}, {EventLine, "40%?"}}
+	if back.NoColor != "1" {
+		t.Errorf("the child's NO_COLOR is %q, want 1 with NoColor", back.NoColor)
+	}
+	name := "images/?[2Jruntime.tar.gz"
+	wantEvents := []Event{{Kind: EventPhase, Text: "Download ?[2Jfiles"}, {Kind: EventLine, Text: "40%?"},
+		{Kind: EventTransfer, Text: name, Done: 0, Total: 100}, {Kind: EventTransfer, Text: name, Done: 50, Total: 100},
+		{Kind: EventTransfer, Text: name, Done: 100, Total: 100}}
 	if !slices.Equal(events, wantEvents) {
-		t.Errorf("events %q, want %q", events, wantEvents)
+		t.Errorf("events %+v, want %+v", events, wantEvents)
 	}
 }
 

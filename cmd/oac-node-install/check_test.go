@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile/safefiletest"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
+)
+
+const checkID = "0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c"
+
+var checkArgs = []string{"check", "--source-url", "https://console.example.com", "--core-url", "https://core.example.com",
+	"--installation-id", checkID}
+
+// checkHost lays out a good Docker host under root: systemd running, a
+// docker group (gid 4242), the engine's socket 0660 root:docker served by a
+// fake engine, and, when known, the node recorded (host record, bbolt
+// bookkeeping with the account, the oac-node account in the docker group).
+func checkHost(t *testing.T, root string, known bool) *dockertest.Engine {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the test socket its group")
+	}
+	for _, d := range []string{"run/systemd/system", "etc/oac-node", "var/run", "var/lib"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passwd := "root:x:0:0::/root:/bin/sh\n"
+	group := "root:x:0:\ndocker:x:4242:\nkvm:x:4343:\n"
+	if known {
+		passwd += "oac-node:x:990:990::/var/lib/oac-node:/usr/sbin/nologin\n"
+		group = "root:x:0:\ndocker:x:4242:oac-node\nkvm:x:4343:\noac-node:x:990:\n"
+		rec := `{"format":1,"installation_id":"` + checkID + `","provider":"docker","core_url":"https://core.example.com"}`
+		os.WriteFile(filepath.Join(root, "etc/oac-node", checkID+".json"), []byte(rec), 0o644)
+		db, err := bookkeeping.Open(filepath.Join(root, "etc/oac-node/installer.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.PutAccount(bookkeeping.Account{Name: "oac-node", UID: 990}); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		os.Mkdir(filepath.Join(root, "var/lib/oac-node"), 0o700)
+		os.Chown(filepath.Join(root, "var/lib/oac-node"), 990, 990)
+	}
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte(passwd), 0o644)
+	os.WriteFile(filepath.Join(root, "etc/group"), []byte(group), 0o644)
+	sock := filepath.Join(root, "var/run/docker.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := dockertest.New()
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	os.Chown(sock, 0, 4242)
+	os.Chmod(sock, 0o660)
+	return e
+}
+
+// hostSnapshot is every file under root with its mode, owner, times and
+// content's sha256: a single changed byte shows, bbolt's included.
+func hostSnapshot(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		fmt.Fprintf(&b, "%s %v %d:%d %d", p, fi.Mode(), st.Uid, st.Gid, fi.ModTime().UnixNano())
+		if fi.Mode().IsRegular() {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, " %x", sha256.Sum256(data))
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	return b.String()
+}
+
+// unreadable is a standard input that fails the test when read.
+type unreadable struct{ t *testing.T }
+
+func (u unreadable) Read([]byte) (int, error) {
+	u.t.Error("check read standard input")
+	return 0, os.ErrClosed
+}
+
+func runCheck(t *testing.T, root string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: unreadable{t}, stdout: &out, stderr: &errOut, hostRoot: root}
+	code := c.run(append(append([]string{}, checkArgs...), args...))
+	return code, out.String(), errOut.String()
+}
+
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(out, "\n"+l+"\n") {
+			t.Errorf("output lacks the line %q:\n%s", l, out)
+		}
+	}
+}
+
+// A recorded node on a good host: every check passes or says why it is
+// skipped, the provider is the recorded one, exit 0, and the host (its
+// bbolt bookkeeping included) is byte for byte as before.
+func TestCheckKnownNodeChangesNothing(t *testing.T) {
+	root := t.TempDir()
+	checkHost(t, root, true)
+	before := hostSnapshot(t, root)
+	code, out, errOut := runCheck(t, root)
+	if after := hostSnapshot(t, root); after != before {
+		t.Fatalf("check changed the host:\n%s\n%s", before, after)
+	}
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	wantLines(t, out,
+		"ok      running as root",
+		"ok      host record",
+		"skipped Core's deployment specification: install reads it as the node account with the node's credential; check contacts no one",
+		"ok      Docker socket",
+		"ok      Docker CPU and memory limits",
+		"skipped capacity for one sandbox: the sandbox size is in Core's deployment specification (this host has 4 CPUs and 8192 MiB of memory)",
+		"ok      service account oac-node",
+	)
+	if strings.Contains(out, "FAIL") || strings.Contains(out, "KVM") || strings.Contains(out, "\x1b") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+// Every failure is shown with its hint on one line, not only the first;
+// exit 1, nothing changed.
+func TestCheckReportsEveryFailure(t *testing.T) {
+	root := t.TempDir()
+	e := checkHost(t, root, false)
+	os.MkdirAll(filepath.Join(root, "sys/fs/selinux"), 0o755)
+	os.WriteFile(filepath.Join(root, "sys/fs/selinux/enforce"), []byte("1\n"), 0o644)
+	e.AddNetwork(dockertest.Network{Name: "oac-node-" + checkID})
+	e.SetInfo(dockertest.Info{NCPU: 4, MemTotal: 8 << 30, MemoryLimit: false, CPUCfsQuota: true})
+	os.Mkdir(filepath.Join(root, "var/lib/oac-node"), 0o755) // an orphan home
+	before := hostSnapshot(t, root)
+	code, out, errOut := runCheck(t, root, "--provider", "docker")
+	if after := hostSnapshot(t, root); after != before {
+		t.Fatalf("check changed the host")
+	}
+	if code != exitFailure || !strings.HasPrefix(errOut, "check: 4 of ") {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	wantLines(t, out,
+		"skipped host record: this host has no record of the installation: a new node",
+		"FAIL    SELinux not enforcing: SELinux is enforcing. Nodes are not supported with SELinux enforcing.",
+		"FAIL    Docker CPU and memory limits: the Docker Engine cannot limit containers' CPU and memory. Enable the cgroup v2 controllers (cpu, memory) for Docker.",
+		"FAIL    no Docker network of this installation: the Docker network oac-node-"+checkID+" exists: another node of this installation uses this engine. Remove that node first.",
+	)
+	if !strings.Contains(out, "\nFAIL    service account oac-node: ") || !strings.Contains(out, "there is no account oac-node") {
+		t.Errorf("no account refusal:\n%s", out)
+	}
+	if strings.Contains(out, "Nothing was changed") {
+		t.Errorf("check says a refusal changed nothing: it never changes anything\n%s", out)
+	}
+}
+
+// check never reads standard input: the token flag is refused before
+// anything is looked at.
+func TestCheckRefusesTheTokenFlag(t *testing.T) {
+	code, out, errOut := runCheck(t, t.TempDir(), "--enrollment-token-stdin")
+	if code != exitFailure || out != "" || !strings.Contains(errOut, "check: check never reads standard input, so it takes no --enrollment-token-stdin") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = runCheck(t, t.TempDir(), "--uninstall")
+	if code != exitFailure || !strings.Contains(errOut, "unknown flag: --uninstall") {
+		t.Fatalf("--uninstall: exit %d, stderr %q", code, errOut)
+	}
+}
+
+const envCheckRoot = "OAC_TEST_CHECK_ROOT"
+
+// Without root, check skips what needs root and says so; what it can read
+// it checks. The run is as user nobody, against a host root every user may
+// read.
+func TestCheckWithoutRoot(t *testing.T) {
+	root := safefiletest.SharedDir(t)
+	checkHost(t, root, true)
+	before := hostSnapshot(t, root)
+	out, err := safefiletest.RunAsNobody(t, "TestCheckWithoutRootChild", envCheckRoot+"="+root)
+	if err != nil || !bytes.Contains(out, []byte("checked as uid 65534\n")) {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if after := hostSnapshot(t, root); after != before {
+		t.Fatalf("check changed the host")
+	}
+}
+
+func TestCheckWithoutRootChild(t *testing.T) {
+	root := os.Getenv(envCheckRoot)
+	if root == "" {
+		t.Skip("runs only as the unprivileged process of TestCheckWithoutRoot")
+	}
+	code, out, errOut := runCheck(t, root)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	wantLines(t, out,
+		"skipped running as root: not root: the checks that need root are skipped; install needs root, so run check with sudo to see them all",
+		"ok      host record",
+		"ok      Docker socket",
+		"skipped Docker CPU and memory limits: needs root to ask the Docker Engine",
+		"skipped service account oac-node: needs root to read "+filepath.Join(root, "etc/oac-node/installer.db"),
+	)
+	fmt.Printf("checked as uid %d\n", os.Geteuid())
+}
+
+// Neither a token in the environment nor proxy credentials are printed:
+// the token check names the variable, the proxy check names a bad
+// variable, never its value.
+func TestCheckPrintsNoSecret(t *testing.T) {
+	root := t.TempDir()
+	checkHost(t, root, true)
+	const token, pass = "tok-secret-4711", "pr0xy-pass"
+	t.Setenv("OAC_ENROLLMENT_TOKEN", token)
+	t.Setenv("https_proxy", "http://user:"+pass+"@proxy.example:3128")
+	t.Setenv("http_proxy", "ftp://user:"+pass+"@proxy.example:21")
+	code, out, errOut := runCheck(t, root)
+	if code != exitFailure {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	wantLines(t, out,
+		"FAIL    no enrollment token in the environment: the environment holds OAC_ENROLLMENT_TOKEN. Unset it; the token is read only from standard input.",
+		`FAIL    proxy settings: proxy settings: http_proxy/HTTP_PROXY uses scheme "ftp"; use an http:// proxy URL.`,
+	)
+	if all := out + errOut; strings.Contains(all, token) || strings.Contains(all, pass) {
+		t.Fatalf("a secret was printed:\n%s\n%s", out, errOut)
+	}
+}

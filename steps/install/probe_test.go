@@ -1,0 +1,189 @@
+package install
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+)
+
+// Run returns every check: a check whose prerequisite failed is there,
+// skipped, and the first failure is still the one install refuses with.
+func TestPreflightReturnsEveryCheck(t *testing.T) {
+	root, p := testHost(t)
+	os.Remove(filepath.Join(root, "var/run/docker.sock"))
+	checks := p.Run(context.Background())
+	want := map[string]string{checkDockerLimits: "socket check failed", checkCapacity: "socket check failed", checkDockerNetwork: "socket check failed"}
+	for _, c := range checks {
+		if w, ok := want[c.Name]; ok {
+			if c.Failed() || !strings.Contains(c.Skipped, w) {
+				t.Errorf("%s: %+v, want skipped because %s", c.Name, c, w)
+			}
+			delete(want, c.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing checks %v in %+v", want, checks)
+	}
+	if err := FirstRefusal(checks); err == nil || !strings.Contains(err.Error(), "Docker is not installed") {
+		t.Fatalf("first refusal %v", err)
+	}
+
+	_, p = testHost(t)
+	p.Engine.(*fakeEngine).err = errors.New("connection refused")
+	checks = p.Run(context.Background())
+	var failed, skipped []string
+	for _, c := range checks {
+		if c.Failed() {
+			failed = append(failed, c.Name)
+		}
+		if c.Skipped != "" {
+			skipped = append(skipped, c.Name)
+		}
+	}
+	if fmt.Sprint(failed) != "["+checkDockerLimits+"]" || fmt.Sprint(skipped) != fmt.Sprint([]string{checkCapacity, checkDockerNetwork}) {
+		t.Fatalf("failed %v, skipped %v", failed, skipped)
+	}
+}
+
+// probeHost is testHost with the node recorded: a host record, the
+// bookkeeping (a real bbolt database) and the adopted account.
+func probeHost(t *testing.T) (string, Probe) {
+	root, p := testHost(t)
+	os.MkdirAll(filepath.Join(root, "etc/oac-node"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/oac-node", testID+".json"), []byte(`{"format":1,"provider":"docker","core_url":"https://core.example.com"}`), 0o644)
+	db, err := bookkeeping.Open(filepath.Join(root, "etc/oac-node/installer.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutAccount(bookkeeping.Account{Name: "oac-node", UID: 990}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\noac-node:x:990:990::/var/lib/oac-node:/usr/sbin/nologin\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "etc/group"), []byte("root:x:0:\ndocker:x:4242:oac-node\nkvm:x:4343:\nstaff:x:50:\noac-node:x:990:\n"), 0o644)
+	return root, Probe{Options: Options{InstallationID: testID, CoreURL: "https://core.example.com", SourceURL: "https://console.example.com"},
+		Host: p.Host, Machine: "x86_64", Engine: p.Engine}
+}
+
+// snapshot is every file under root with its mode, owner and content's
+// sha256, so that a change of a single byte (bbolt's included) shows.
+func snapshot(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		fmt.Fprintf(&b, "%s %v %v", p, fi.Mode(), fi.ModTime().UnixNano())
+		if fi.Mode().IsRegular() {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, " %x", sha256.Sum256(data))
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	return b.String()
+}
+
+func names(checks []Check, pick func(Check) bool) []string {
+	var out []string
+	for _, c := range checks {
+		if pick(c) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// A known node: the provider comes from its host record, every check
+// passes but those that need what check never reads, and the host, its
+// bbolt bookkeeping included, is byte for byte as before.
+func TestProbeKnownNodeChangesNothing(t *testing.T) {
+	root, pr := probeHost(t)
+	before := snapshot(t, root)
+	checks := pr.Run(context.Background())
+	if after := snapshot(t, root); after != before {
+		t.Fatalf("the probe changed the host:\n%s\n%s", before, after)
+	}
+	if f := names(checks, Check.Failed); len(f) > 0 {
+		t.Fatalf("failed: %v in %+v", f, checks)
+	}
+	skipped := names(checks, func(c Check) bool { return c.Skipped != "" })
+	if fmt.Sprint(skipped) != fmt.Sprint([]string{CheckConfigurationName, checkCapacity}) {
+		t.Fatalf("skipped %v", skipped)
+	}
+	for _, c := range checks {
+		if strings.HasPrefix(c.Name, "KVM") || strings.Contains(c.Name, ": ") {
+			t.Fatalf("checked another provider than the recorded docker: %+v", c)
+		}
+		if c.Name == checkCapacity && !strings.Contains(c.Skipped, "this host has 4 CPUs and 8192 MiB") {
+			t.Fatalf("capacity: %q", c.Skipped)
+		}
+	}
+}
+
+// Every failure is reported, not only the first; the bookkeeping's account
+// record takes part in the adoption rules.
+func TestProbeReportsEveryFailure(t *testing.T) {
+	root, pr := probeHost(t)
+	os.MkdirAll(filepath.Join(root, "sys/fs/selinux"), 0o755)
+	os.WriteFile(filepath.Join(root, "sys/fs/selinux/enforce"), []byte("1"), 0o644)
+	os.Remove(filepath.Join(root, "var/run/docker.sock"))
+	// The account was replaced since the installer recorded uid 990.
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\noac-node:x:991:990::/var/lib/oac-node:/usr/sbin/nologin\n"), 0o644)
+	pr.Options.CoreURL = "https://other.example.com"
+	before := snapshot(t, root)
+	checks := pr.Run(context.Background())
+	if after := snapshot(t, root); after != before {
+		t.Fatalf("the probe changed the host")
+	}
+	failed := names(checks, Check.Failed)
+	want := []string{CheckHostRecordName, "SELinux not enforcing", "Docker socket", CheckAccountName}
+	if fmt.Sprint(failed) != fmt.Sprint(want) {
+		t.Fatalf("failed %v, want %v", failed, want)
+	}
+	for _, c := range checks {
+		if c.Name == CheckAccountName && !strings.Contains(c.Err.Error(), "uid 991, but this host's records say the installer set up uid 990") {
+			t.Fatalf("account: %v", c.Err)
+		}
+	}
+}
+
+// A new node without --provider is checked for both providers; without
+// root the bookkeeping and the engine are skipped, saying why.
+func TestProbeNewNodeBothProviders(t *testing.T) {
+	root, pr := probeHost(t)
+	os.Remove(filepath.Join(root, "etc/oac-node", testID+".json"))
+	pr.NoEngine, pr.NoRoot = "needs root", "needs root"
+	checks := pr.Run(context.Background())
+	var docker, micro int
+	for _, c := range checks {
+		switch {
+		case strings.HasPrefix(c.Name, "docker: "):
+			docker++
+			if c.Name != "docker: Docker socket" && c.Skipped != "needs root" {
+				t.Errorf("%+v: want skipped for root", c)
+			}
+		case strings.HasPrefix(c.Name, "microsandbox: "):
+			micro++
+		case c.Name == CheckAccountName:
+			if !strings.HasPrefix(c.Skipped, "needs root to read ") {
+				t.Errorf("account: %+v", c)
+			}
+		case c.Name == CheckHostRecordName:
+			if !strings.Contains(c.Skipped, "a new node") {
+				t.Errorf("host record: %+v", c)
+			}
+		}
+	}
+	if docker != 4 || micro != 3 {
+		t.Fatalf("%d docker and %d microsandbox checks in %+v", docker, micro, checks)
+	}
+}
