@@ -119,3 +119,19 @@ func TestInstallStepsMakeWhatTheyFindDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// /etc/oac-node is made durable with its name in /etc when it is created
+// and when it is found (an earlier run may have created it unsynced).
+func TestEnsureDirIsDurable(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "oac-node")
+	for _, run := range []string{"creates", "finds"} {
+		w := watchSyncs(dir, parent)
+		if err := ensureDir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range w.unsynced() {
+			t.Errorf("ensureDir %s %s without fsync of %s", run, dir, p)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func TestUninstallMakesItsRemovalsDurable(t *testing.T) {
 // A step that finds its removal already made (by an earlier run, which a
 // power cut may have stopped before it synced) makes it durable before it
 // reports done: the unit's and env file's directories, and the account
-// databases after an earlier userdel.
+// databases after an earlier userdel; the home's removal syncs /var/lib.
 func TestUninstallStepsMakeWhatTheyFindDurable(t *testing.T) {
 	f := newHostFixture(t)
 	f.install(t)
@@ -81,7 +81,7 @@ func TestUninstallStepsMakeWhatTheyFindDurable(t *testing.T) {
 		paths []string
 	}{
 		{"the unit and env file", removeUnitStep{e}, []string{filepath.Dir(f.host.Unit(id)), f.host.EtcDir()}},
-		{"the account", accountStep{e}, []string{filepath.Join(r, "etc/passwd"), filepath.Join(r, "etc/group"), filepath.Join(r, "etc")}},
+		{"the account and its home", accountStep{e}, []string{filepath.Join(r, "etc/passwd"), filepath.Join(r, "etc/group"), filepath.Join(r, "etc"), filepath.Dir(f.host.Home())}},
 	} {
 		w := watchSyncs(tc.paths...)
 		if _, err := tc.step.Run(ctx, workflow.Facts{}); err != nil {
