@@ -92,3 +92,19 @@ func TestUninstallStepsMakeWhatTheyFindDurable(t *testing.T) {
 		}
 	}
 }
+
+// An adopted account's home regains its recorded mode durably: the home is
+// fsynced after the chmod, before the record of the mode goes.
+func TestUninstallRestoresTheAdoptedHomeDurably(t *testing.T) {
+	f := newHostFixture(t)
+	f.adoptable(t)
+	f.install(t)
+	w := watchSyncs(f.host.Home())
+	rep, err := f.uninstall(t, false)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
+	}
+	for _, p := range w.unsynced() {
+		t.Errorf("the home's mode was restored without fsync of %s", p)
+	}
+}
