@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // DefaultPath is where the installer keeps its bookkeeping.
@@ -42,6 +45,11 @@ type DB struct {
 // link or other non-regular file at path is refused; an existing file with
 // a wider mode is narrowed to 0600. Another process holding the database
 // open makes Open fail with ErrBusy after a timeout.
+//
+// bbolt fsyncs the file only, never its directory: Open fsyncs the
+// directory once the schema is in place, so a new database's name is as
+// durable as its contents. It does so for a database found in place as
+// well, which an earlier run may have created without that fsync.
 func Open(path string) (*DB, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if !fi.Mode().IsRegular() {
@@ -66,6 +74,10 @@ func Open(path string) (*DB, error) {
 	if err := db.migrate(len(migrations)); err != nil {
 		bdb.Close()
 		return nil, err
+	}
+	if err := safefile.SyncDir(filepath.Dir(path)); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
 	}
 	return db, nil
 }

@@ -59,10 +59,16 @@ func FindNologin() (string, error) {
 }
 
 // Commands is the real Adapter: shadow-utils run directly, without a shell.
+// After every command that ran, whatever its exit status (a failed command
+// may still have changed a database), the databases are made durable
+// (Databases.Sync): shadow-utils itself fsyncs neither them nor /etc.
 type Commands struct {
 	// Path is the list of directories programs are looked up in; empty
 	// means FixedPath.
 	Path string
+	// Databases are the files the programs change, synced after each
+	// command; the zero value means Default (/etc).
+	Databases Databases
 }
 
 var _ Adapter = Commands{}
@@ -106,11 +112,21 @@ func (c Commands) run(ctx context.Context, program string, exits map[int]error, 
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
+	if cmd.Process != nil {
+		if serr := c.databases().Sync(); serr != nil {
+			return errors.Join(describe(err, program, args, out.String(), exits), serr)
+		}
+	}
+	return describe(err, program, args, out.String(), exits)
+}
+
+// describe turns the result of running program into the error run returns.
+func describe(err error, program string, args []string, output string, exits map[int]error) error {
 	if err == nil {
 		return nil
 	}
 	line := strings.Join(append([]string{program}, args...), " ")
-	msg := strings.TrimSpace(out.String())
+	msg := strings.TrimSpace(output)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() > 0 {
 		if sentinel, ok := exits[exit.ExitCode()]; ok {
@@ -119,6 +135,14 @@ func (c Commands) run(ctx context.Context, program string, exits map[int]error, 
 		return fmt.Errorf("%s: exit status %d: %s", line, exit.ExitCode(), msg)
 	}
 	return fmt.Errorf("%s: %w", line, err)
+}
+
+// databases are the files the commands change.
+func (c Commands) databases() Databases {
+	if c.Databases == (Databases{}) {
+		return Default
+	}
+	return c.Databases
 }
 
 // lookPath finds program in the directories of path, never in the

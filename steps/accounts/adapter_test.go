@@ -30,7 +30,7 @@ func standIns(t *testing.T) (dir, log string) {
 func TestCommandsRunTheContractCommands(t *testing.T) {
 	dir, log := standIns(t)
 	t.Setenv("OAC_SECRET_IN_PARENT", "must-not-reach-the-child")
-	c := Commands{Path: dir}
+	c := Commands{Path: dir, Databases: Under(dir)}
 	ctx := context.Background()
 	for _, call := range []func() error{
 		func() error { return c.CreateServiceAccount(ctx, "/usr/sbin/nologin") },
@@ -89,7 +89,7 @@ func TestCommandsClassifyExitStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, _ := standIns(t)
 			os.WriteFile(filepath.Join(dir, tc.program+".exit"), []byte(tc.status), 0o644)
-			err := tc.call(Commands{Path: dir})
+			err := tc.call(Commands{Path: dir, Databases: Under(dir)})
 			if err == nil || !strings.Contains(err.Error(), "exit status "+tc.status) || !strings.Contains(err.Error(), tc.program+": refused") {
 				t.Fatalf("err = %v", err)
 			}
@@ -108,7 +108,7 @@ func TestCommandsClassifyExitStatus(t *testing.T) {
 	})
 	t.Run("relative shell", func(t *testing.T) {
 		dir, log := standIns(t)
-		if err := (Commands{Path: dir}).CreateServiceAccount(ctx, "nologin"); err == nil {
+		if err := (Commands{Path: dir, Databases: Under(dir)}).CreateServiceAccount(ctx, "nologin"); err == nil {
 			t.Fatal("a relative shell must be refused")
 		}
 		if _, err := os.Stat(log); !errors.Is(err, os.ErrNotExist) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // RemoveTree removes path and everything under it without ever following
@@ -24,8 +26,8 @@ func RemoveTree(path string) error {
 	if err := removeAt(dfd, base, path); err != nil {
 		return err
 	}
-	if err := unix.Fsync(dfd); err != nil {
-		return fmt.Errorf("remove %s: sync %s: %w", path, parent, err)
+	if err := safefile.SyncDir(parent); err != nil {
+		return fmt.Errorf("remove %s: %w", path, err)
 	}
 	return nil
 }

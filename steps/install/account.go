@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
@@ -95,11 +96,15 @@ func adoptionFacts(dbs accounts.Databases, home string, rec bookkeeping.Account,
 	return facts, nil
 }
 
-// created completes a creation: the uid recorded and the home made.
+// created completes a creation: the databases made durable (an earlier
+// run's useradd may not be), the uid recorded and the home made.
 func (s accountStep) created(db *bookkeeping.DB) (workflow.Result, error) {
 	u, err := s.d.Databases().LookupUser(layout.Account)
 	if err != nil {
 		return workflow.Result{}, fmt.Errorf("after useradd: %w", err)
+	}
+	if err := s.d.Databases().Sync(); err != nil {
+		return workflow.Result{}, err
 	}
 	if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true, UID: u.UID}); err != nil {
 		return workflow.Result{}, err
@@ -137,7 +142,8 @@ func (s accountStep) Verify(ctx context.Context, facts workflow.Facts) (workflow
 }
 
 // ensureHome makes the account's home a 0700 directory of the account
-// (creating it when missing); it never follows a link.
+// (creating it when missing); it never follows a link. The home and its
+// name in /var/lib are made durable.
 func ensureHome(home string, uid, gid int) error {
 	if err := os.Mkdir(home, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create %s: %w", home, err)
@@ -155,7 +161,10 @@ func ensureHome(home string, uid, gid int) error {
 	if err := os.Chmod(home, 0o700); err != nil {
 		return err
 	}
-	return syncDir(home)
+	if err := syncDir(home); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(home))
 }
 
 // groupStep adds the account to the provider's device group (docker or
@@ -184,8 +193,11 @@ func (s groupStep) member() (bool, error) {
 
 func (s groupStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	in, err := s.member()
-	if err != nil || in {
+	if err != nil {
 		return workflow.Result{}, err
+	}
+	if in {
+		return workflow.Result{}, s.d.Databases().Sync() // an earlier run's usermod may not be durable
 	}
 	db, err := openBookkeeping(s.d)
 	if err != nil {
@@ -206,6 +218,9 @@ func (s groupStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	case err != nil:
 		return workflow.Unknown, workflow.Result{}, err
 	case in:
+		if err := s.d.Databases().Sync(); err != nil { // an earlier run's usermod may not be durable
+			return workflow.Unknown, workflow.Result{}, err
+		}
 		return workflow.Done, workflow.Result{}, nil
 	}
 	return workflow.NotDone, workflow.Result{}, nil

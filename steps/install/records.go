@@ -23,13 +23,14 @@ func openBookkeeping(d Data) (*bookkeeping.DB, error) {
 	return d.Bookkeeping()
 }
 
-// ensureDir makes dir (one level) with mode perm, root's, never a link.
+// ensureDir makes dir (one level) with mode perm, root's, never a link,
+// and makes it and its name durable, also when found in place: an earlier
+// run may have made it and been cut off before syncing its parent.
 func ensureDir(dir string, perm os.FileMode) error {
 	if err := os.Mkdir(dir, perm); err == nil {
 		if err := os.Chmod(dir, perm); err != nil {
 			return err
 		}
-		return syncDir(filepath.Dir(dir))
 	} else if !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
@@ -40,7 +41,10 @@ func ensureDir(dir string, perm os.FileMode) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	return nil
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
 }
 
 func syncDir(dir string) error { return safefile.SyncDir(dir) }

@@ -138,7 +138,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
 		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Locked: true, Style: c.Style}
 	dir := c.Host.JournalDir(o.InstallationID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := safefile.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	path := JournalPath(c.Host, o.InstallationID)

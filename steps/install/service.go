@@ -30,18 +30,18 @@ func (s envFileStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	if err != nil {
 		return workflow.Result{}, workflow.Unchanged(err)
 	}
-	old, rerr := os.ReadFile(path)
 	if !write {
-		if errors.Is(rerr, os.ErrNotExist) {
+		// The directory is fsynced also when the file is already gone:
+		// an earlier run's removal may not be durable.
+		if err := safefile.Remove(path); errors.Is(err, os.ErrNotExist) {
 			return workflow.Result{}, nil
-		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		} else if err != nil {
 			return workflow.Result{}, err
 		}
-		return workflow.Result{Facts: map[string]string{factRestart: "true"}}, safefile.SyncDir(d.Host().EtcDir())
+		return workflow.Result{Facts: map[string]string{factRestart: "true"}}, nil
 	}
-	if rerr == nil && bytes.Equal(old, text) {
-		return workflow.Result{}, nil
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, text) {
+		return workflow.Result{}, durable(path) // an earlier run's write may not be
 	}
 	db, err := openBookkeeping(d)
 	if err != nil {
@@ -73,7 +73,11 @@ func (s unitStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, e
 	path := d.Host().Unit(id)
 	old, rerr := os.ReadFile(path)
 	facts := map[string]string{}
-	if rerr != nil || !bytes.Equal(old, text) {
+	if rerr == nil && bytes.Equal(old, text) {
+		if err := durable(path); err != nil { // an earlier run's write may not be
+			return workflow.Result{}, err
+		}
+	} else {
 		db, err := openBookkeeping(d)
 		if err != nil {
 			return workflow.Result{}, err
@@ -90,6 +94,12 @@ func (s unitStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, e
 	}
 	d.Printf("reload systemd")
 	return workflow.Result{Facts: facts}, d.Systemd().Reload(ctx)
+}
+
+// durable makes root's file p, found holding the bytes it should, and its
+// name durable.
+func durable(p string) error {
+	return safefile.DurablePath(p, safefile.Expect{UID: safefile.AnyUID})
 }
 
 // ActiveTimeout bounds the wait for the unit to become active.

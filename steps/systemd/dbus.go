@@ -12,8 +12,26 @@ import (
 // DBus is the real Manager: go-systemd's D-Bus client.
 type DBus struct {
 	conn *sd.Conn
+	// files changes the links; nil means conn (tests set a fake).
+	files unitFiles
+	// unitDir is where enable makes its links; "" means UnitDir.
+	unitDir string
 	// Via names the transport in use: "system bus" or "/run/systemd/private".
 	Via string
+}
+
+// unitFiles is the part of the connection that enables and disables unit
+// files.
+type unitFiles interface {
+	EnableUnitFilesContext(ctx context.Context, files []string, runtime, force bool) (bool, []sd.EnableUnitFileChange, error)
+	DisableUnitFilesContext(ctx context.Context, files []string, runtime bool) ([]sd.DisableUnitFileChange, error)
+}
+
+func (d *DBus) unitFiles() unitFiles {
+	if d.files != nil {
+		return d.files
+	}
+	return d.conn
 }
 
 // Dial connects to systemd over the system bus, and, when that fails, over
@@ -66,20 +84,45 @@ func (d *DBus) Reload(ctx context.Context) error {
 }
 
 // Enable enables the unit persistently (not under /run), without replacing
-// links that point elsewhere (no --force).
+// links that point elsewhere (no --force), and makes the links durable
+// (see SyncLinks): systemd fsyncs none of them.
 func (d *DBus) Enable(ctx context.Context, unit string) error {
-	if _, _, err := d.conn.EnableUnitFilesContext(ctx, []string{unit}, false, false); err != nil {
+	_, changes, err := d.unitFiles().EnableUnitFilesContext(ctx, []string{unit}, false, false)
+	if err != nil {
 		return fmt.Errorf("enable %s: %w", unit, translate(err))
+	}
+	var links []string
+	for _, c := range changes {
+		links = append(links, c.Filename)
+	}
+	if err := SyncLinks(d.linkDir(), unit, links); err != nil {
+		return fmt.Errorf("enable %s: %w", unit, err)
 	}
 	return nil
 }
 
-// Disable disables the unit.
+// Disable disables the unit and makes the removal of its links durable
+// (see SyncLinks).
 func (d *DBus) Disable(ctx context.Context, unit string) error {
-	if _, err := d.conn.DisableUnitFilesContext(ctx, []string{unit}, false); err != nil {
+	changes, err := d.unitFiles().DisableUnitFilesContext(ctx, []string{unit}, false)
+	if err != nil {
 		return fmt.Errorf("disable %s: %w", unit, translate(err))
 	}
+	var links []string
+	for _, c := range changes {
+		links = append(links, c.Filename)
+	}
+	if err := SyncLinks(d.linkDir(), unit, links); err != nil {
+		return fmt.Errorf("disable %s: %w", unit, err)
+	}
 	return nil
+}
+
+func (d *DBus) linkDir() string {
+	if d.unitDir != "" {
+		return d.unitDir
+	}
+	return UnitDir
 }
 
 // Start starts the unit and waits for the job's result.

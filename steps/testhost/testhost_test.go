@@ -152,11 +152,15 @@ func lifecycle(ctx context.Context, m *systemd.DBus) error {
 	if err := m.Reload(ctx); err != nil {
 		return err
 	}
+	synced := syncCount(filepath.Dir(wants))
 	if err := m.Enable(ctx, tinyUnit); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(wants); err != nil {
 		return fmt.Errorf("enable made no link: %w", err)
+	}
+	if synced >= 0 && syncCount(filepath.Dir(wants)) == synced {
+		return fmt.Errorf("enable did not fsync %s", filepath.Dir(wants))
 	}
 	if err := m.Start(ctx, tinyUnit); err != nil {
 		return err
@@ -177,11 +181,15 @@ func lifecycle(ctx context.Context, m *systemd.DBus) error {
 	if st, err := m.State(ctx, tinyUnit); err != nil || st.ActiveState != "inactive" {
 		return fmt.Errorf("stopped unit: %v %v", st, err)
 	}
+	synced = syncCount(filepath.Dir(wants))
 	if err := m.Disable(ctx, tinyUnit); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(wants); !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("disable left the link: %v", err)
+	}
+	if synced >= 0 && syncCount(filepath.Dir(wants)) == synced {
+		return fmt.Errorf("disable did not fsync %s", filepath.Dir(wants))
 	}
 
 	// A unit whose program exits 3: the start job is done (Type=exec), or
@@ -229,8 +237,18 @@ func helperAccountsCreate(ctx context.Context) error {
 		return err
 	}
 	c := accounts.Commands{}
+	durable := []string{"/etc/passwd", "/etc/group", "/etc"}
+	synced := make([]int, len(durable))
+	for i, p := range durable {
+		synced[i] = syncCount(p)
+	}
 	if err := c.CreateServiceAccount(ctx, shell); err != nil {
 		return err
+	}
+	for i, p := range durable {
+		if synced[i] >= 0 && syncCount(p) == synced[i] {
+			return fmt.Errorf("useradd's change of %s was not fsynced", p)
+		}
 	}
 	if err := c.CreateServiceAccount(ctx, shell); !errors.Is(err, accounts.ErrExists) {
 		return fmt.Errorf("second useradd: %v", err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/layout"
@@ -84,6 +85,11 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 			return workflow.Result{}, err
 		}
 	}
+	// Before the records of what to undo go: the change an earlier run
+	// made (userdel, gpasswd) may not be durable yet.
+	if err := e.DBs.Sync(); err != nil {
+		return workflow.Result{}, err
+	}
 	groups, err := db.Groups()
 	if err != nil {
 		return workflow.Result{}, err
@@ -135,7 +141,10 @@ func (s accountStep) restoreAdopted(ctx context.Context, db *bookkeeping.DB, rec
 	if !fi.IsDir() {
 		return fmt.Errorf("the account's home %s is not a directory", home)
 	}
-	return os.Chmod(home, *rec.HomeMode)
+	if err := os.Chmod(home, *rec.HomeMode); err != nil {
+		return err
+	}
+	return safefile.SyncDir(home)
 }
 
 // Verify reruns the step: every action in it is idempotent.

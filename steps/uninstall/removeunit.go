@@ -3,9 +3,7 @@ package uninstall
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/layout"
@@ -37,16 +35,13 @@ func (s removeUnitStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Res
 }
 
 // removeFile unlinks p (a link itself, never its target) and fsyncs its
-// directory; a missing file is no error.
+// directory, also when p is already gone (an earlier run's removal may not
+// be durable); a missing file is no error.
 func removeFile(p string) error {
-	err := os.Remove(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	if err := safefile.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("remove %s: %w", p, err)
-	}
-	return safefile.SyncDir(filepath.Dir(p))
+	return nil
 }
 
 // forgetFiles drops the bookkeeping entries of paths, when the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/install"
@@ -85,7 +86,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
-	if err := os.MkdirAll(c.Host.JournalDir(id), 0o700); err != nil {
+	if err := safefile.MkdirAll(c.Host.JournalDir(id), 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", c.Host.JournalDir(id), err)
 	}
 	if prev != nil && prev.Condition == workflow.Complete {

@@ -6,6 +6,7 @@ package accountstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,6 +72,14 @@ func (f *Fake) begin(verb, line string) error {
 	return nil
 }
 
+// synced makes the databases durable after a call, as accounts.Commands
+// does after every command it ran.
+func (f *Fake) synced(err *error) {
+	if serr := accounts.Under(f.Root).Sync(); serr != nil {
+		*err = errors.Join(*err, serr)
+	}
+}
+
 // table is one database as lines of colon-separated fields.
 type table struct {
 	path  string
@@ -103,9 +112,10 @@ func (t *table) save() error {
 	return os.WriteFile(t.path, []byte(b.String()), 0o644)
 }
 
-func (f *Fake) CreateServiceAccount(_ context.Context, shell string) error {
+func (f *Fake) CreateServiceAccount(_ context.Context, shell string) (err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.synced(&err)
 	name := layout.Account
 	if err := f.begin("create", "useradd --system --user-group --no-create-home --home-dir "+layout.Default.Home()+" --shell "+shell+" "+name); err != nil {
 		return err
@@ -137,9 +147,10 @@ func (f *Fake) CreateServiceAccount(_ context.Context, shell string) error {
 	return gr.save()
 }
 
-func (f *Fake) AddToGroup(_ context.Context, group string) error {
+func (f *Fake) AddToGroup(_ context.Context, group string) (err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.synced(&err)
 	if err := f.begin("add-group", "usermod --append --groups "+group+" "+layout.Account); err != nil {
 		return err
 	}
@@ -151,9 +162,10 @@ func (f *Fake) AddToGroup(_ context.Context, group string) error {
 	})
 }
 
-func (f *Fake) RemoveFromGroup(_ context.Context, group string) error {
+func (f *Fake) RemoveFromGroup(_ context.Context, group string) (err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.synced(&err)
 	if err := f.begin("remove-group", "gpasswd --delete "+layout.Account+" "+group); err != nil {
 		return err
 	}
@@ -194,9 +206,10 @@ func (f *Fake) editMembers(group string, edit func([]string) ([]string, error)) 
 	return gr.save()
 }
 
-func (f *Fake) DeleteServiceAccount(context.Context) error {
+func (f *Fake) DeleteServiceAccount(context.Context) (err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.synced(&err)
 	if err := f.begin("delete", "userdel "+layout.Account); err != nil {
 		return err
 	}

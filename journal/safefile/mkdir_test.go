@@ -1,0 +1,57 @@
+package safefile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestMkdirAll(t *testing.T) {
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	base := t.TempDir()
+	dir := filepath.Join(base, "var/lib/oac-node-install/id")
+	must(t, MkdirAll(dir, 0o755))
+	for p := dir; p != base; p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("%s: %v, %v", p, fi, err)
+		}
+	}
+	// Found in place: success, and the mode of an existing directory is
+	// left as it is.
+	must(t, os.Chmod(dir, 0o700))
+	must(t, MkdirAll(dir, 0o755))
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("existing directory's mode changed to %v", fi.Mode())
+	}
+
+	writeFile(t, filepath.Join(base, "file"), "x", 0o600)
+	if err := MkdirAll(filepath.Join(base, "file", "sub"), 0o700); !errors.Is(err, unix.ENOTDIR) {
+		t.Fatalf("a file in the path: %v", err)
+	}
+	if err := MkdirAll("relative/dir", 0o700); err == nil {
+		t.Fatal("a relative path must be refused")
+	}
+}
+
+func TestRemovePath(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "unit.service")
+	writeFile(t, p, "x", 0o644)
+	must(t, os.Symlink(p, filepath.Join(dir, "link")))
+	must(t, Remove(filepath.Join(dir, "link")))
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the link's target went too: %v", err)
+	}
+	must(t, Remove(p))
+	if err := Remove(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("already gone: %v", err)
+	}
+	if err := Remove(filepath.Join(dir, "gone", "f")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("directory gone: %v", err)
+	}
+}

@@ -1,0 +1,137 @@
+//go:build crashtest
+
+package install
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// syncWatch remembers how often each path was fsynced, to see which ones a
+// step synced since (a SIGKILL test cannot see a missing fsync; a power
+// cut would).
+type syncWatch map[string]int
+
+func watchSyncs(paths ...string) syncWatch {
+	w := syncWatch{}
+	for _, p := range paths {
+		w[p] = safefile.SyncCount(p)
+	}
+	return w
+}
+
+// unsynced returns the watched paths not fsynced since watchSyncs.
+func (w syncWatch) unsynced() []string {
+	var out []string
+	for p, n := range w {
+		if safefile.SyncCount(p) == n {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Every change root's install steps make on the host is fsynced before
+// the step is recorded done: the account databases and /etc after
+// useradd and usermod (shadow-utils syncs nothing), the new home and its
+// name in /var/lib, /etc/oac-node and its name, installer.db's name
+// (bbolt syncs only the file), and the unit file's directory.
+func TestInstallMakesItsHostChangesDurable(t *testing.T) {
+	f := newHostFixture(t)
+	r := f.host.Root
+	w := watchSyncs(
+		filepath.Join(r, "etc/passwd"), filepath.Join(r, "etc/group"), filepath.Join(r, "etc"),
+		f.host.Home(), filepath.Dir(f.host.Home()),
+		f.host.EtcDir(), filepath.Join(r, "etc/systemd/system"),
+	)
+	rep, err := f.run(t)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("%v %v", rep, err)
+	}
+	for _, p := range w.unsynced() {
+		t.Errorf("the installation changed %s without fsync", p)
+	}
+}
+
+// A step that finds its change already made (by an earlier run, which a
+// power cut may have stopped before it synced) makes it durable before it
+// reports done.
+func TestInstallStepsMakeWhatTheyFindDurable(t *testing.T) {
+	f := newHostFixture(t)
+	rep, err := f.run(t)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("%v %v", rep, err)
+	}
+	ctx := context.Background()
+	r := f.host.Root
+	dbs := []string{filepath.Join(r, "etc/passwd"), filepath.Join(r, "etc/group"), filepath.Join(r, "etc")}
+	id := generationtest.InstallationID
+	verify := func(v workflow.Verifier) func() error {
+		return func() error {
+			out, _, err := v.Verify(ctx, workflow.Facts{})
+			if err == nil && out != workflow.Done {
+				t.Fatalf("verify: %v", out)
+			}
+			return err
+		}
+	}
+	run := func(s workflow.Step) func() error {
+		return func() error { _, err := s.Run(ctx, workflow.Facts{}); return err }
+	}
+	proxy := privsep.ProxyEnv{"https_proxy": "http://proxy.example:3128"}
+	for _, tc := range []struct {
+		name  string
+		proxy privsep.ProxyEnv
+		call  func() error
+		paths []string
+	}{
+		{"the account (run)", nil, run(accountStep{f.env}), append(dbs, f.host.Home(), filepath.Dir(f.host.Home()))},
+		{"the account (verify)", nil, verify(accountStep{f.env}), dbs},
+		{"the group membership (run)", nil, run(groupStep{f.env}), dbs},
+		{"the group membership (verify)", nil, verify(groupStep{f.env}), dbs},
+		{"the unit file", nil, run(unitStep{f.env}), []string{f.host.Unit(id), filepath.Dir(f.host.Unit(id))}},
+		{"the removed env file", nil, run(envFileStep{f.env}), []string{f.host.EtcDir()}},
+		{"the env file", proxy, run(envFileStep{f.env}), []string{f.host.EnvFile(id), f.host.EtcDir()}},
+	} {
+		f.env.ProxyEnv = tc.proxy
+		if tc.proxy != nil {
+			// The file an earlier run wrote.
+			if _, err := (envFileStep{f.env}).Run(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := watchSyncs(tc.paths...)
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, p := range w.unsynced() {
+			t.Errorf("%s: found in place without fsync of %s", tc.name, p)
+		}
+	}
+	if _, err := f.env.DBs.LookupUser(layout.Account); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// /etc/oac-node is made durable with its name in /etc when it is created
+// and when it is found (an earlier run may have created it unsynced).
+func TestEnsureDirIsDurable(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "oac-node")
+	for _, run := range []string{"creates", "finds"} {
+		w := watchSyncs(dir, parent)
+		if err := ensureDir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range w.unsynced() {
+			t.Errorf("ensureDir %s %s without fsync of %s", run, dir, p)
+		}
+	}
+}
