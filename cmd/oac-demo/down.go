@@ -72,7 +72,8 @@ func (d *demo) down() int {
 
 	// Uninstall in the test host, as the operator would.
 	for _, h := range hosts {
-		if id == "" {
+		if id == "" || !st.Installing {
+			d.step("uninstall: the installer never ran in the test host")
 			break
 		}
 		home := d.statePath(homeDir)

@@ -35,6 +35,9 @@ type state struct {
 	Snapshot testhost.Snapshot `json:"snapshot"`
 	Devcore  *devcoreState     `json:"devcore,omitempty"`
 	Image    *imageState       `json:"image,omitempty"`
+	// Installing is set before the bootstrap command runs in the test
+	// host: from then on down uninstalls there.
+	Installing bool `json:"installing,omitempty"`
 }
 
 // devcoreState is the running console.

@@ -21,6 +21,9 @@ import (
 // hostPath is PATH inside the test host.
 const hostPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// exitInterrupted is the installer's exit status after SIGINT.
+const exitInterrupted = 130
+
 // errInterrupted: up stopped at a signal.
 var errInterrupted = errors.New("interrupted")
 
@@ -57,7 +60,7 @@ func (d *demo) up(ctx context.Context) int {
 	switch {
 	case errors.Is(err, errInterrupted) || ctx.Err() != nil:
 		d.fail("interrupted; `make demo-uninstall` (oac-demo down) removes what was started")
-		return 130
+		return exitInterrupted
 	case err != nil:
 		d.fail("%v", err)
 		d.fail("what was started stays for inspection (state in %s); `make demo-uninstall` (oac-demo down) removes it", d.state)
@@ -158,12 +161,17 @@ func (d *demo) doUp(ctx context.Context) (int, error) {
 		return 0, errInterrupted
 	}
 
+	st.Installing = true
+	if err := d.saveState(st); err != nil {
+		return 0, err
+	}
 	d.step("paste the command into a root shell of the test host (bash reads it on standard input; the token is in no argument)")
 	status, err := d.hostRun(h, home, strings.NewReader(script), "bash")
 	if err != nil {
 		return 0, err
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || status == exitInterrupted {
+		// The installer may see Ctrl-C and end before this process does.
 		return 0, errInterrupted
 	}
 	if status != 0 {
@@ -178,7 +186,7 @@ func (d *demo) doUp(ctx context.Context) (int, error) {
 	if status, err = d.hostRun(h, home, nil, rerun...); err != nil {
 		return 0, err
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || status == exitInterrupted {
 		return 0, errInterrupted
 	}
 	if status != 0 {
