@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -103,6 +105,32 @@ func stopDevcore(c *devcoreState) error {
 		return fmt.Errorf("oac-devcore (pid %d) did not end after SIGKILL", c.PID)
 	}
 	return nil
+}
+
+// strayDevcores lists the consoles serving data other than the recorded
+// one: started by an up killed before it recorded them (their command
+// line names the data directory).
+func strayDevcores(data string, recorded *devcoreState) []*devcoreState {
+	var found []*devcoreState
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil || (recorded != nil && pid == recorded.PID) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if len(argv) < 3 || filepath.Base(argv[0]) != "oac-devcore" || argv[1] != "--data" || argv[2] != data {
+			continue
+		}
+		if start, ok := testhost.ProcessStart(pid); ok {
+			found = append(found, &devcoreState{PID: pid, Start: start, Data: data})
+		}
+	}
+	return found
 }
 
 // admin runs `oac-devcore admin --data DIR args…` and returns its output.

@@ -111,7 +111,11 @@ func (d *demo) down() int {
 			d.say("test host %s removed", dir)
 		}
 	}
+	consoles := strayDevcores(d.statePath(devcoreData), c)
 	if c != nil {
+		consoles = append([]*devcoreState{c}, consoles...)
+	}
+	for _, c := range consoles {
 		if err := stopDevcore(c); err != nil {
 			errs = append(errs, err)
 		} else {
