@@ -28,9 +28,11 @@ import (
 // the fixture release first).
 const devcoreStartTimeout = 3 * time.Minute
 
+// The console's start lines in its log; each pattern ends in text after
+// the value, so that a line read half-written does not match.
 var (
 	servingLine      = regexp.MustCompile(`oac-devcore: serving (https://\S+) \(CA (\S+)\)`)
-	installationLine = regexp.MustCompile(`Core stand-in for installation ([0-9a-f-]{36})`)
+	installationLine = regexp.MustCompile(`Core stand-in for installation ([0-9a-f-]{36}) \(`)
 )
 
 // startDevcore starts the console in a session of its own with its output
