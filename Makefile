@@ -12,7 +12,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: all build test fuzz check bench diagrams clean demo e2e
+.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e
 
 all: check test
 
@@ -63,12 +63,19 @@ clean:
 # The main job: a full node installation against the bundled development
 # console. The node is installed in the test host (a private systemd as PID 1
 # with private /etc, /var/lib and /run, and this machine's Docker Engine), so
-# the machine itself is left untouched: it builds everything, starts
-# oac-devcore, runs the command Web would generate, and prints the
-# installer's output with its summary, a rerun, and `status`. Needs root.
-demo:
-	$(GO) test -tags e2e -count=1 -timeout 20m -run 'TestEndToEndInstall$$' -v ./cmd/oac-node-install/
+# the machine itself is left untouched: oac-demo up starts oac-devcore and
+# the test host, runs the command Web would generate, prints the installer's
+# output with its summary, a rerun, and `status`, and leaves both running
+# (state in /tmp/oac-demo). demo-uninstall uninstalls the node, ends them and
+# checks that the machine is as before; it also cleans up after an
+# interrupted demo. Needs root.
+demo: build
+	$(BIN)/oac-demo up
+
+demo-uninstall:
+	$(BIN)/oac-demo down
 
 # The end-to-end tests (the same test host and console); .ci/run runs them.
 e2e:
 	$(GO) test -tags e2e -count=1 -timeout 20m -run 'TestEndToEnd' -v ./cmd/oac-node-install/
+	$(GO) test -tags e2e -count=1 -timeout 10m -run 'TestDemo' -v ./cmd/oac-demo/

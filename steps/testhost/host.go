@@ -44,6 +44,10 @@ type Host struct {
 	BootTime time.Duration
 	// DockerSocket is the engine socket bound into /run, "" for none.
 	DockerSocket string
+
+	// detach, when set, adjusts the launcher so that the host outlives
+	// this process (BootDetached).
+	detach func(*exec.Cmd)
 }
 
 // Start boots a test host, or skips the test with one line saying why the
@@ -145,6 +149,9 @@ func (h *Host) boot() error {
 	h.launcher.Dir = "/"
 	h.launcher.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
 	h.launcher.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if h.detach != nil {
+		h.detach(h.launcher)
+	}
 	start := time.Now()
 	if err := h.launcher.Start(); err != nil {
 		return fmt.Errorf("launch: %w", err)
