@@ -31,6 +31,8 @@ type Manager interface {
 	// State reads the unit's load and active state and, for a service, its
 	// restart count and last main process exit status.
 	State(ctx context.Context, unit string) (UnitState, error)
+	// Properties reads what status shows of the unit (properties.go).
+	Properties(ctx context.Context, unit string) (UnitProperties, error)
 	// Close releases the connection.
 	Close() error
 }

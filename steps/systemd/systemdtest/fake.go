@@ -28,6 +28,7 @@ type Fake struct {
 	// OnStart, when set, decides the state a started unit enters instead
 	// of active/running (a unit that fails, or keeps restarting).
 	OnStart func(unit string) systemd.UnitState
+	props   map[string]systemd.UnitProperties // SetProperties (properties.go)
 }
 
 type unit struct {
