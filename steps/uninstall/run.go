@@ -45,7 +45,9 @@ func JournalPath(h layout.Host, id string) string {
 // refusal comes before the first change: a host without a record of the
 // installation needs --force, then Core must confirm the removal (unless
 // --force or the node never registered). A complete journal is a no-op,
-// unless its run kept the account for a rerun.
+// unless its run kept the account for a rerun or the node was installed
+// again since; then it is kept aside and a new run starts. The install
+// journal is kept aside as a receipt before the workflow runs.
 func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	id := c.Options.InstallationID
 	e := &Env{Opts: c.Options, HostPaths: c.Host, Adapter: c.Accounts, DBs: accounts.Under(c.Host.Root),
@@ -54,7 +56,11 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	prev, err := workflow.InspectJournal(path, workflow.Lookup)
 	resuming := err == nil && prev.Condition != workflow.Complete
 	if err == nil && prev.Condition == workflow.Complete {
-		if !accountKept(c.Host) {
+		again, err := installedAgain(c.Host, id)
+		if err != nil {
+			return nil, fmt.Errorf("%w. Nothing was changed.", err)
+		}
+		if !again && !accountKept(c.Host) {
 			e.Printf("The node %s is already uninstalled from this host.", id)
 			return prev, nil
 		}
@@ -93,6 +99,9 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		if err := journal.KeepAside(path); err != nil {
 			return nil, err
 		}
+	}
+	if err := keepInstallReceipt(c.Host, id); err != nil {
+		return nil, err
 	}
 	r := &workflow.Runner{
 		Def: workflow.UninstallDefinition(), Steps: Steps(e), Journal: path,
@@ -161,6 +170,40 @@ func readRecords(h layout.Host, id string) (bookkeeping.Installation, bool, erro
 		return bookkeeping.Installation{}, false, nil
 	}
 	return inst, err == nil, err
+}
+
+// installedAgain reports whether the installation was installed again
+// after the uninstallation its complete uninstall journal records: an
+// install journal exists (the uninstallation kept the one before it aside),
+// or the host record does (the uninstallation removed it).
+func installedAgain(h layout.Host, id string) (bool, error) {
+	for _, p := range []string{install.JournalPath(h, id), h.Record(id)} {
+		_, err := os.Lstat(p)
+		switch {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, os.ErrNotExist):
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// keepInstallReceipt keeps the install journal aside (install.journal.<n>)
+// as a receipt before the uninstall workflow runs: once the node is being
+// removed, that journal describes a run that is over, whatever it says, and
+// neither status nor a later installation of the same id may take its
+// unfinished steps for a run to continue. Doing it before the first step,
+// under the host lock, leaves no moment when a complete uninstall journal
+// sits beside the install journal of the installation it removed, so an
+// install journal next to a complete uninstall journal always means the
+// node was installed again (installedAgain).
+func keepInstallReceipt(h layout.Host, id string) error {
+	path := install.JournalPath(h, id)
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return journal.KeepAside(path)
 }
 
 // accountKept reports whether an earlier run kept the account for a

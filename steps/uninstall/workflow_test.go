@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -181,6 +183,41 @@ func (f *hostFixture) install(t *testing.T) {
 	}))
 	must(t, fileEngineOf(f.host.Home()).save(engineState{Nets: map[string]map[string]string{
 		docker.NetworkName(id): {generation.InstallationLabel: id}}}))
+	installJournal(t, f.host)
+}
+
+// installJournal leaves root's install journal as an installation whose
+// last run failed at the readiness wait leaves it: a journal that looks
+// like a run to continue.
+func installJournal(t *testing.T, h layout.Host) {
+	t.Helper()
+	must(t, os.MkdirAll(h.JournalDir(id), 0o700))
+	def := workflow.InstallDefinition()
+	steps := map[string]workflow.Step{}
+	for _, sd := range def.States {
+		name := sd.Step
+		st := workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
+			if name == string(workflow.InstallWaitReady) {
+				return workflow.Result{}, errors.New("the node did not become ready")
+			}
+			return workflow.Result{}, nil
+		})
+		if sd.Policy == workflow.Verify {
+			steps[name] = verifying{st}
+		} else {
+			steps[name] = st
+		}
+	}
+	r := &workflow.Runner{Def: def, Steps: steps, Journal: install.JournalPath(h, id), Binding: workflow.Binding{Version: "test", InstallationID: id}}
+	if _, err := r.Run(context.Background()); err == nil {
+		t.Fatal("the install journal's run did not fail")
+	}
+}
+
+type verifying struct{ workflow.StepFunc }
+
+func (verifying) Verify(context.Context, workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	return workflow.NotDone, workflow.Result{}, nil
 }
 
 func writeFile(t *testing.T, p, text string, mode os.FileMode) {
@@ -217,13 +254,15 @@ func (f *hostFixture) uninstall(t *testing.T, force bool) (*workflow.Report, err
 // leftovers is what differs from the host before the installation, but
 // for what stays by design: the journals and the host lock.
 func (f *hostFixture) leftovers(t *testing.T) string {
-	after := generationtest.Snapshot(t, f.host.Root)
-	for k := range after {
-		if k == "run/oac-node.lock" || strings.HasPrefix(k, "var/lib/oac-node-install") {
-			delete(after, k)
+	before, after := maps.Clone(f.before), generationtest.Snapshot(t, f.host.Root)
+	for _, m := range []map[string]string{before, after} {
+		for k := range m {
+			if k == "run/oac-node.lock" || strings.HasPrefix(k, "var/lib/oac-node-install") {
+				delete(m, k)
+			}
 		}
 	}
-	return generationtest.Diff(f.before, after)
+	return generationtest.Diff(before, after)
 }
 
 func (f *hostFixture) engine(t *testing.T) engineState {
@@ -261,6 +300,14 @@ func TestUninstallLeavesTheHostAsBeforeTheInstallation(t *testing.T) {
 		}
 	}
 
+	// The install journal is kept aside as a receipt, unchanged.
+	if _, err := os.Lstat(install.JournalPath(f.host, id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the install journal remains: %v", err)
+	}
+	if rep, err := workflow.InspectJournal(install.JournalPath(f.host, id)+".1", workflow.Lookup); err != nil || rep.Condition != workflow.Failed {
+		t.Errorf("the install receipt: %+v %v", rep, err)
+	}
+
 	t.Run("rerun after completion is a no-op", func(t *testing.T) {
 		before, n := generationtest.Snapshot(t, f.host.Root), f.children.Load()
 		f.out.Reset()
@@ -275,6 +322,47 @@ func TestUninstallLeavesTheHostAsBeforeTheInstallation(t *testing.T) {
 			t.Errorf("output: %s", f.out.String())
 		}
 	})
+}
+
+// TestUninstallAfterAReinstallation: a node installed again after an
+// uninstallation is uninstalled again, not reported "already uninstalled";
+// each run keeps its install journal aside, and the earlier uninstall
+// journal too.
+func TestUninstallAfterAReinstallation(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	if _, err := f.uninstall(t, false); err != nil {
+		t.Fatalf("%v\n%s", err, f.out.String())
+	}
+	f.install(t)
+	f.out.Reset()
+	rep, err := f.uninstall(t, false)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
+	}
+	if strings.Contains(f.out.String(), "already uninstalled") {
+		t.Fatalf("the reinstalled node was taken for uninstalled:\n%s", f.out.String())
+	}
+	if d := f.leftovers(t); d != "" {
+		t.Errorf("the host differs from before the second installation:\n%s\noutput:\n%s", d, f.out.String())
+	}
+	if _, err := f.dbs.LookupUser(layout.Account); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("the account remains: %v", err)
+	}
+	for _, p := range []string{install.JournalPath(f.host, id) + ".1", install.JournalPath(f.host, id) + ".2", JournalPath(f.host, id) + ".1", JournalPath(f.host, id)} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("journal %s: %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(install.JournalPath(f.host, id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the install journal remains: %v", err)
+	}
+
+	// Once more, nothing to do.
+	f.out.Reset()
+	if _, err := f.uninstall(t, false); err != nil || !strings.Contains(f.out.String(), "already uninstalled") {
+		t.Errorf("the third run: %v\n%s", err, f.out.String())
+	}
 }
 
 func TestUninstallRefusalsChangeNothing(t *testing.T) {
