@@ -12,6 +12,8 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
@@ -29,6 +31,10 @@ type inspectRequest struct {
 	InstallationID string `json:"installation_id"`
 	Leases         bool   `json:"leases"`
 	Journals       bool   `json:"journals"`
+	// Status asks for each node's registration and, for the nodes Core
+	// names (root's records of Core, by installation), Core's view.
+	Status bool                                    `json:"status"`
+	Core   map[string]generation.NodeStatusRequest `json:"core"`
 }
 
 // nodeLeases is one node root's generation leases: an element of
@@ -41,11 +47,58 @@ type nodeLeases struct {
 }
 
 // nodeInspection is the inspect child's answer for one node root: its
-// leases, and the reports of its journals (prepare, repair, collect), which
-// status lists among the installation's workflows.
+// leases, the reports of its journals (prepare, repair, collect), which
+// status lists among the installation's workflows, and for status the
+// node's registration and Core's view of it.
 type nodeInspection struct {
 	nodeLeases
-	Journals []*workflow.Report `json:"journals"`
+	Journals     []workflowStatus         `json:"journals"`
+	Registration *generation.Registration `json:"registration,omitempty"`
+	Core         *generation.CoreView     `json:"core,omitempty"`
+}
+
+// workflowStatus is one workflow journal's report and, while a live
+// process holds the journal's lock, that process: the workflow is running.
+type workflowStatus struct {
+	workflow.Report
+	Running *processInfo `json:"running,omitempty"`
+}
+
+// processInfo is a process holding a journal's lock. Command is argv[0],
+// which the process sets freely: it is printed only through field.
+type processInfo struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	UID     int    `json:"uid"`
+}
+
+// inspectWorkflow reads the journal at path and whether a live process
+// holds its lock, taking no lock and changing nothing.
+func inspectWorkflow(path string) workflowStatus {
+	rep, err := workflow.InspectJournal(path, workflow.Lookup)
+	if err != nil {
+		rep = &workflow.Report{Journal: path, Condition: workflow.NeedsInspection, Note: "cannot read: " + err.Error()}
+	}
+	normalizeReport(rep)
+	ws := workflowStatus{Report: *rep}
+	holders, err := lease.LockHolders(path + ".lock")
+	if err != nil {
+		ws.Note = joinNote(ws.Note, "cannot tell whether it is running: "+err.Error())
+	}
+	for _, h := range holders {
+		if !h.Waiting {
+			ws.Running = &processInfo{PID: h.PID, Command: h.Command, UID: h.UID}
+			break
+		}
+	}
+	return ws
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // inspectionFormat is the child's answer as root decodes it: strict (one
@@ -57,7 +110,7 @@ func serveInspect(ctx context.Context, c *privsep.Child) (any, error) {
 	if err := c.Decode(&req); err != nil {
 		return nil, err
 	}
-	nodes, err := inspectNodes(req)
+	nodes, err := inspectNodes(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +120,7 @@ func serveInspect(ctx context.Context, c *privsep.Child) (any, error) {
 
 // inspectNodes reads every node root under req.Home (or the one named),
 // as whoever runs it.
-func inspectNodes(req inspectRequest) ([]nodeInspection, error) {
+func inspectNodes(ctx context.Context, req inspectRequest) ([]nodeInspection, error) {
 	nodes := filepath.Join(req.Home, ".oac", "nodes")
 	var ids []string
 	if req.InstallationID != "" {
@@ -107,12 +160,17 @@ func inspectNodes(req inspectRequest) ([]nodeInspection, error) {
 			paths, _ := filepath.Glob(filepath.Join(n.Journals(), "*.journal"))
 			sort.Strings(paths)
 			for _, p := range paths {
-				rep, err := workflow.InspectJournal(p, workflow.Lookup)
-				if err != nil {
-					rep = &workflow.Report{Journal: p, Condition: workflow.NeedsInspection, Note: "cannot read: " + err.Error()}
-				}
-				ni.Journals = append(ni.Journals, rep)
+				ni.Journals = append(ni.Journals, inspectWorkflow(p))
 			}
+		}
+		if req.Status {
+			sr, ok := req.Core[id]
+			if !ok {
+				sr = generation.NodeStatusRequest{InstallationID: id}
+			}
+			sr.InstallationID = id
+			reg, core := generation.NodeStatus(ctx, req.Home, os.Getuid(), download.ProxyEnvFromEnviron(os.Environ()), sr)
+			ni.Registration, ni.Core = &reg, core
 		}
 		out = append(out, ni)
 	}
@@ -136,7 +194,7 @@ func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr
 	req.Home = host.Home()
 	var nodes []nodeInspection
 	if os.Geteuid() != 0 {
-		if nodes, err = inspectNodes(req); err != nil {
+		if nodes, err = inspectNodes(ctx, req); err != nil {
 			return nil, err
 		}
 		return normalizeNodes(nodes), nil
@@ -156,6 +214,7 @@ func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr
 	res, err := privsep.Run(ctx, privsep.Options{
 		Binary: bin, UID: u.UID, GID: u.GID, Groups: groups, Home: req.Home,
 		Role: roleInspect, Request: req, Output: stderr, Signals: childSignals,
+		Proxy: privsep.ProxyFromEnviron(os.Environ()),
 	})
 	if err != nil {
 		return nil, err
@@ -179,8 +238,8 @@ func normalizeNodes(nodes []nodeInspection) []nodeInspection {
 			n.Generations[j].Holders = nonNil(n.Generations[j].Holders)
 		}
 		n.Journals = nonNil(n.Journals)
-		for _, r := range n.Journals {
-			normalizeReport(r)
+		for j := range n.Journals {
+			normalizeReport(&n.Journals[j].Report)
 		}
 	}
 	return nodes

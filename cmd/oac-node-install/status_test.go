@@ -50,18 +50,6 @@ func (verifyingStep) Verify(context.Context, workflow.Facts) (workflow.Outcome, 
 	return workflow.NotDone, workflow.Result{}, nil
 }
 
-// statusJSON is `status --json` as the README documents it.
-type statusJSON struct {
-	Format        int `json:"format"`
-	Installations []struct {
-		InstallationID string             `json:"installation_id"`
-		Condition      string             `json:"condition"`
-		Next           string             `json:"next,omitempty"`
-		Workflows      []*workflow.Report `json:"workflows"`
-		Node           *nodeLeases        `json:"node,omitempty"`
-	} `json:"installations"`
-}
-
 // TestStatusShowsRootAndNodeWorkflows runs status over a host with a failed
 // install journal (root's) and a complete prepare journal in the node root
 // (the service account's, read through the child). Each journal is listed
@@ -86,14 +74,8 @@ func TestStatusShowsRootAndNodeWorkflows(t *testing.T) {
 		t.Fatalf("chown: %v %s", err, out)
 	}
 
-	code, out, errOut := runOn(t, root, "status", "--json")
-	if code != exitAttention {
-		t.Fatalf("exit %d, want %d (the install failed): %s", code, exitAttention, errOut)
-	}
-	var got statusJSON
-	if err := inspectionFormat.Decode([]byte(out), &got); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	useSystemd(t, nil)
+	got, out := statusDoc(t, root, exitAttention)
 	if got.Format != 1 || len(got.Installations) != 1 {
 		t.Fatalf("want format 1 and one installation:\n%s", out)
 	}
@@ -101,10 +83,10 @@ func TestStatusShowsRootAndNodeWorkflows(t *testing.T) {
 	if inst.InstallationID != testID || inst.Condition != "needs-attention" || !strings.Contains(inst.Next, "rerun the install command") {
 		t.Errorf("installation: %s %s next %q", inst.InstallationID, inst.Condition, inst.Next)
 	}
-	byName := map[string]*workflow.Report{}
+	byName := map[string]*workflowStatus{}
 	listed := map[string]int{}
-	for _, r := range inst.Workflows {
-		byName[r.Workflow] = r
+	for i, r := range inst.Workflows {
+		byName[r.Workflow] = &inst.Workflows[i]
 		listed[r.Journal]++
 	}
 	if r := byName["install"]; r == nil || r.Condition != workflow.Failed || r.State != workflow.InstallRegister || r.LastError == nil {
@@ -120,7 +102,7 @@ func TestStatusShowsRootAndNodeWorkflows(t *testing.T) {
 		t.Errorf("node: %+v", inst.Node)
 	}
 
-	code, out, errOut = runOn(t, root, "status")
+	code, out, errOut := runOn(t, root, "status")
 	if code != exitAttention {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -154,7 +136,9 @@ func TestStatusExitCodes(t *testing.T) {
 		want  string
 	}{
 		{"no installation", func(*testing.T, layout.Host) {}, exitOK, "No installation on this host."},
-		{"complete", func(t *testing.T, h layout.Host) { install(t, h, "") }, exitOK, "installation " + testID + ": ok"},
+		// A complete install journal on a host without the node it
+		// installed is no healthy installation.
+		{"complete without its node", func(t *testing.T, h layout.Host) { install(t, h, "") }, exitAttention, "is missing"},
 		{"failed", func(t *testing.T, h layout.Host) { install(t, h, "start") }, exitAttention, "next:          rerun the install command"},
 		{"unreadable account database", func(t *testing.T, h layout.Host) {
 			os.Remove(filepath.Join(h.Root, "etc/passwd"))
@@ -162,6 +146,7 @@ func TestStatusExitCodes(t *testing.T) {
 		}, exitFailure, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			useSystemd(t, nil)
 			h := newHost(t)
 			tc.setup(t, h)
 			code, out, errOut := runOn(t, h.Root, "status")
@@ -179,6 +164,7 @@ func TestStatusExitCodes(t *testing.T) {
 // into its journal, with escape sequences and a newline forging a line,
 // reaches root's terminal without controls and on its own line.
 func TestStatusSanitizesNodeJournals(t *testing.T) {
+	useSystemd(t, nil)
 	root, _ := fakeHost(t)
 	host := layout.Host{Root: root}
 	node := layout.Node{Root: host.NodeRoot(testID)}
@@ -206,6 +192,7 @@ func TestStatusSanitizesNodeJournals(t *testing.T) {
 // TestStatusShowsTheLastCut: a journal whose torn tail a rerun cut off shows
 // the cut and the copy kept; one with a torn tail not cut yet shows it.
 func TestStatusShowsTheLastCut(t *testing.T) {
+	useSystemd(t, nil)
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
@@ -228,12 +215,13 @@ func TestStatusShowsTheLastCut(t *testing.T) {
 		t.Errorf("a torn tail not cut yet: exit %d\n%s%s", code, out, errOut)
 	}
 	runWorkflow(t, workflow.InstallDefinition(), journal, b, "")
+	// The install is complete; the host has no node for it (exit 2).
 	code, out, errOut = runOn(t, root, "status")
-	if code != exitOK || !strings.Contains(out, "    last cut:      torn final record at offset") || !strings.Contains(out, "(7 bytes) cut off; original kept as "+journal) {
+	if code != exitAttention || !strings.Contains(out, "    last cut:      torn final record at offset") || !strings.Contains(out, "(7 bytes) cut off; original kept as "+journal) {
 		t.Errorf("the rerun's cut: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runOn(t, root, "status", "--json")
-	if code != exitOK || !strings.Contains(out, `"last_cut": {`) {
+	if code != exitAttention || !strings.Contains(out, `"last_cut": {`) {
 		t.Errorf("status --json lacks the last cut: exit %d\n%s", code, out)
 	}
 }

