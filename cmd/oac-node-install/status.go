@@ -16,15 +16,22 @@ import (
 
 const statusLong = `Show, for every installation on this host (or the one named), the state of
 its workflow journals — root's install and uninstall, and the node's prepare,
-repair and collect — and of its Runtime generations' leases. An installation
-that needs attention is shown with the one thing to run or check next.
+repair and collect, each "running" while a live process holds its lock —
+its unit as systemd reports it, its registration and Core's view of it (read
+as the service account, at most 5 s), what the installer's bookkeeping
+records, and its Runtime generations' leases. An installation that needs
+attention is shown with the one thing to run or check next. status changes
+nothing; systemd or Core that cannot be reached are shown, and are no reason
+for attention by themselves.
 
 Exit codes, for scripts and fleet tools (like systemctl is-active):
-  0  every installation is complete and healthy (or there is none)
+  0  every installation is complete and healthy, or running (or there is none)
   1  status itself failed (a bad flag, a file it could not read)
   2  something needs attention: a workflow that is not complete (failed,
-     interrupted, in progress or waiting for inspection), a node root that
-     cannot be read, or a stuck generation lease`
+     interrupted or waiting for inspection), a node root that cannot be
+     read, a stuck generation lease, or an installed node whose
+     registration, unit or Core connection is not healthy (removed in Core,
+     not connected, provider not ready)`
 
 const statusExample = `  sudo oac-node-install status
   sudo oac-node-install status --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c

