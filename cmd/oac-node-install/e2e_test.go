@@ -209,6 +209,12 @@ func TestEndToEndInstall(t *testing.T) {
 	if res.Status != 0 {
 		t.Errorf("status exited %d after a healthy installation", res.Status)
 	}
+	for _, want := range []string{"  unit:          oac-node-" + core.installationID + ".service: active (running)",
+		"  registration:  registered, node ", "  core:          " + core.url + ": connected, provider ready"} {
+		if !strings.Contains(string(res.Stdout), want) {
+			t.Errorf("status lacks %q", want)
+		}
+	}
 	t.Logf("Core's nodes: %s", core.admin(t, "nodes"))
 	// check on the installed node: every check passes, nothing changes.
 	etc := hostSnapshot(t, h.Etc())

@@ -56,9 +56,11 @@ func readUnits(ctx context.Context, ids []string) map[string]*unitStatus {
 	if len(ids) == 0 {
 		return out
 	}
-	dctx, cancel := context.WithTimeout(ctx, systemdTimeout)
+	// go-systemd closes the connection when the dial's context ends: it
+	// lasts for all the queries, each bounded by its own timeout.
+	dctx, cancel := context.WithTimeout(ctx, systemdTimeout*time.Duration(1+len(ids)))
+	defer cancel()
 	sd, err := dialSystemd(dctx)
-	cancel()
 	if err != nil {
 		for _, u := range out {
 			u.Error = err.Error()
@@ -67,7 +69,7 @@ func readUnits(ctx context.Context, ids []string) map[string]*unitStatus {
 	}
 	defer sd.Close()
 	for _, u := range out {
-		qctx, cancel := context.WithTimeout(ctx, systemdTimeout)
+		qctx, cancel := context.WithTimeout(dctx, systemdTimeout)
 		p, err := sd.Properties(qctx, u.Name)
 		cancel()
 		if err != nil {
