@@ -251,6 +251,10 @@ func TestEndToEndInstall(t *testing.T) {
 	if res.Status == 0 {
 		t.Errorf("after uninstall the account, records or unit remain:\n%s", res.Stdout)
 	}
+	res = run(filepath.Join(bin, "oac-node-install") + " status")
+	if res.Status != 0 || !strings.Contains(string(res.Stdout), core.installationID+": ok (uninstalled)") {
+		t.Errorf("status after the uninstallation (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
+	}
 }
 
 // cleanupEngine removes what the installation left in the machine's
