@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -137,6 +136,9 @@ const (
 	bookkeepingNone    = "none"    // no database on this host
 	bookkeepingBusy    = "busy"    // another process held it open
 	bookkeepingError   = "error"   // it cannot be read
+	// bookkeepingDenied: this process may not read it (status not run as
+	// root); no reason for attention.
+	bookkeepingDenied = "denied"
 )
 
 // bookkeepingStatus is what the bbolt bookkeeping records for one
@@ -178,6 +180,8 @@ func readBookkeeping(h layout.Host) bookkeepingSnapshot {
 		return bookkeepingSnapshot{state: bookkeepingNone}
 	case errors.Is(err, bookkeeping.ErrBusy):
 		return bookkeepingSnapshot{state: bookkeepingBusy, err: err.Error()}
+	case errors.Is(err, fs.ErrPermission):
+		return bookkeepingSnapshot{state: bookkeepingDenied, err: err.Error()}
 	case err != nil:
 		return bookkeepingSnapshot{state: bookkeepingError, err: err.Error()}
 	}
@@ -254,10 +258,4 @@ func coreRequests(records map[string]*hostRecord) map[string]generation.NodeStat
 			AllowInsecureOrigin: rec.AllowInsecureOrigin, CoreCASHA256: rec.CoreCASHA256}
 	}
 	return out
-}
-
-// exists reports whether path exists (not following a link).
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }

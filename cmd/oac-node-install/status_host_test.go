@@ -443,3 +443,41 @@ func TestStatusAfterUninstall(t *testing.T) {
 		t.Errorf("after a new installation failed: exit %d:\n%s", code, out)
 	}
 }
+
+// TestStatusShowsARunningNodeWorkflow: a prepare the node runs, whose
+// journal in the node root is read as the service account, is running
+// while its lock is held: exit 0, no next command.
+func TestStatusShowsARunningNodeWorkflow(t *testing.T) {
+	h := newStatusHost(t)
+	must(t, os.MkdirAll(h.node.Journals(), 0o700))
+	journal := h.node.GenerationJournal("prepare", 2)
+	runWorkflow(t, workflow.PrepareDefinition(), journal,
+		workflow.Binding{Version: workflow.Version, InstallationID: testID, Generation: 2, SpecificationDigest: testDigest}, "import")
+	chownHome(t, h.host)
+	code, out, _ := runOn(t, h.root, "status")
+	if code != exitAttention || !strings.Contains(out, "prepare: failed") {
+		t.Fatalf("a failed prepare nobody runs: exit %d\n%s", code, out)
+	}
+	pid := holdLock(t, journal+".lock", "generation-preparer")
+	code, out, errOut := runOn(t, h.root, "status")
+	if code != exitOK || !strings.Contains(out, ": running\n") || !strings.Contains(out, "  prepare: running\n") ||
+		!strings.Contains(out, fmt.Sprintf("    running:       pid %d (generation-preparer), uid 0\n", pid)) || strings.Contains(out, "next:") {
+		t.Errorf("exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// TestStatusOneInstallation: --installation-id shows that installation
+// only, though the host records another.
+func TestStatusOneInstallation(t *testing.T) {
+	h := newStatusHost(t)
+	const other = "1c5b3d7f-2e4a-4b6c-8d9e-0f1a2b3c4d5e"
+	must(t, os.WriteFile(h.host.Record(other), []byte(`{"format": 1, "installation_id": "`+other+`", "provider": "docker", "core_url": "`+h.core.URL+`"}`+"\n"), 0o644))
+	doc, _ := statusDoc(t, h.root, exitAttention)
+	if len(doc.Installations) != 2 || doc.Installations[1].InstallationID != other || !strings.Contains(doc.Installations[1].Next, "is missing") {
+		t.Errorf("every installation: %+v", doc.Installations)
+	}
+	code, out, errOut := runOn(t, h.root, "status", "--installation-id", testID)
+	if code != exitOK || strings.Contains(out, other) {
+		t.Errorf("exit %d:\n%s%s", code, out, errOut)
+	}
+}
