@@ -100,8 +100,12 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			return nil, err
 		}
 	}
-	if err := keepInstallReceipt(c.Host, id); err != nil {
-		return nil, err
+	// A journal that needs inspection is refused by the run, which then
+	// changes nothing: the install journal stays too.
+	if prev == nil || prev.Condition != workflow.NeedsInspection {
+		if err := keepInstallReceipt(c.Host, id); err != nil {
+			return nil, err
+		}
 	}
 	r := &workflow.Runner{
 		Def: workflow.UninstallDefinition(), Steps: Steps(e), Journal: path,
