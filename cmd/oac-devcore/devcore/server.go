@@ -185,12 +185,15 @@ const URLFileName = "url"
 // generationPublisher returns the function that builds the Runtime
 // release of a later generation (its own image label, so its own
 // identities and source commit), publishes it beside the active release
-// (which stays active) and returns its specification.
+// (which stays active) and returns its specification. The label names the
+// installation too, so an image another installation on the same Docker
+// Engine prepared (or left behind) is never this generation's: its node
+// downloads and imports it. The Core calls it with its mutex held.
 func (s *Server) generationPublisher(cfg Config) func(int64, string) (*release.Specification, error) {
 	return func(g int64, provider string) (*release.Specification, error) {
 		opts := cfg.Fixture
 		opts.ReleaseHost = "" // the console holds a later release's artifacts
-		opts.Label = fmt.Sprintf("oac-devcore generation %d", g)
+		opts.Label = fmt.Sprintf("oac-devcore generation %d of installation %s", g, s.Core.state.InstallationID)
 		fx, err := BuildFixture(filepath.Join(cfg.DataDir, fmt.Sprintf("build-generation-%d", g)), opts)
 		if err != nil {
 			return nil, err
