@@ -62,7 +62,12 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 		}
 	}
 
+	// A shared holder is a native helper serving the generation: the
+	// normal state of a generation in use, not a stuck one. It is named
+	// only beside another reason to look.
+	before, sharedOnly := len(next), true
 	for _, h := range r.Holders {
+		sharedOnly = sharedOnly && h.Mode == ModeShared && !h.Waiting
 		switch {
 		case h.Waiting:
 			add("PID %d (%s) waits for the lease %s; check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.Mode, h.PID)
@@ -94,6 +99,9 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 		add("Generation %d is planned but no import started (downloads may be pending); the node retries with backoff up to 30 minutes; check `%s`.", g, logs)
 	case !rs.Prepared && !rs.Base && r.Lease.State == StateOK && len(r.Holders) == 0:
 		add("Generation %d has a lease but no plan or configuration: preparation has not started or stopped before its plan; the node prepares it when Core asks; check `%s`.", g, logs)
+	}
+	if before == 0 && sharedOnly && len(next) == len(r.Holders) {
+		return nil
 	}
 	return next
 }
