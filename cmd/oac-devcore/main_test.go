@@ -89,9 +89,9 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatalf("drop-generation: %d %q %q", code, out, errs)
 	}
 	for _, c := range []struct{ cmd, want string }{
-		{"pause-artifacts", `{"paused":true,"held":0}`},
-		{"artifacts", `{"paused":true,"held":0}`},
-		{"resume-artifacts", `{"paused":false,"held":0}`},
+		{"pause-artifacts", `{"paused":true,"held":0,"ranged":0}`},
+		{"artifacts", `{"paused":true,"held":0,"ranged":0}`},
+		{"resume-artifacts", `{"paused":false,"held":0,"ranged":0}`},
 	} {
 		if code, out, errs := admin(c.cmd); code != 0 || out != c.want+"\n" {
 			t.Fatalf("%s: %d %q %q", c.cmd, code, out, errs)

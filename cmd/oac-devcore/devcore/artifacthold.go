@@ -19,13 +19,16 @@ type ArtifactHold struct {
 	paused  bool
 	resumed chan struct{} // closed by Resume; a new one on Pause
 	held    int
+	ranged  int
 }
 
 // ArtifactHoldView is GET /core/v1/devcore/artifacts: whether new artifact
-// downloads are held, and how many are waiting now.
+// downloads are held, how many are waiting now, and how many artifact
+// requests asked for a range (a download that resumed a part file).
 type ArtifactHoldView struct {
 	Paused bool `json:"paused"`
 	Held   int  `json:"held"`
+	Ranged int  `json:"ranged"`
 }
 
 // Pause holds the artifact downloads that start from now on.
@@ -51,14 +54,17 @@ func (h *ArtifactHold) Resume() {
 func (h *ArtifactHold) View() ArtifactHoldView {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return ArtifactHoldView{Paused: h.paused, Held: h.held}
+	return ArtifactHoldView{Paused: h.paused, Held: h.held, Ranged: h.ranged}
 }
 
-// gate is the channel a request starting now waits on, or nil when
-// downloads are not held.
-func (h *ArtifactHold) gate() chan struct{} {
+// gate counts an artifact request and returns the channel it waits on, or
+// nil when downloads are not held.
+func (h *ArtifactHold) gate(r *http.Request) chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if r.Header.Get("Range") != "" {
+		h.ranged++
+	}
 	if !h.paused {
 		return nil
 	}
@@ -90,7 +96,7 @@ func (h *ArtifactHold) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		gate := h.gate()
+		gate := h.gate(r)
 		if gate == nil {
 			next.ServeHTTP(w, r)
 			return

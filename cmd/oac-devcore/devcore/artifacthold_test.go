@@ -73,4 +73,8 @@ func TestArtifactHold(t *testing.T) {
 	if resp, body := get(t, c, url); resp.StatusCode != 200 || sha(body) != a.SHA256 {
 		t.Fatalf("after resume: %d, sha256 %s", resp.StatusCode, sha(body))
 	}
+	// A request for a range is counted.
+	if resp, _ := get(t, c, url, "Range", "bytes=10-"); resp.StatusCode != 206 || s.Hold.View().Ranged != 1 {
+		t.Fatalf("range request: %d, view %+v", resp.StatusCode, s.Hold.View())
+	}
 }
