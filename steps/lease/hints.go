@@ -73,6 +73,8 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 			add("PID %d (%s) waits for the lease %s; check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.Mode, h.PID)
 		case h.Mode == ModeShared:
 			add("PID %d (%s) holds the lease shared: a native helper is running; collection and repair retry after it exits. Check `ps -o pid,etime,args -p %d` and `pstree -p %d`.", h.PID, h.Command, h.PID, h.PID)
+		case r.Records.Preparing:
+			add("PID %d (%s) holds the lease exclusively: the generation's preparation is running (each attempt has a 30-minute deadline). Check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.PID)
 		default:
 			add("PID %d (%s) holds the lease exclusively: a collection or repair is running (collection has a 2-minute timeout). Check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.PID)
 		}
