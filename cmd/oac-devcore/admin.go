@@ -23,7 +23,10 @@ const adminUsage = `usage: oac-devcore admin --data DIR COMMAND
   deployment                                  show the generations (JSON)
   publish-generation                          publish a new Runtime release as the next generation (JSON)
   drop-generation N                           grant the collection of generation N (JSON)
-  bundle OUT                                  write an offline bundle at the new directory OUT`
+  bundle OUT                                  write an offline bundle at the new directory OUT
+  pause-artifacts                             hold artifact downloads halfway until resume-artifacts (JSON)
+  resume-artifacts                            let held artifact downloads finish (JSON)
+  artifacts                                   show whether artifact downloads are held, and how many (JSON)`
 
 // admin calls the admin routes of the console running on --data, with the
 // admin key and the CA found there.
@@ -40,6 +43,9 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return adminBundle(ctx, *data, rest[1:], stdout, stderr)
 	}
 	var method, path, body string
+	if code, ok := adminArtifacts(ctx, *data, rest, stdout, stderr); ok {
+		return code
+	}
 	switch rest[0] {
 	case "token":
 		tf := flag.NewFlagSet("token", flag.ContinueOnError)
@@ -162,4 +168,31 @@ func decodeJSON(data []byte, v any) error {
 		return fmt.Errorf("the answer is not JSON: %w", err)
 	}
 	return nil
+}
+
+// adminArtifacts runs the artifact hold's commands (pause-artifacts,
+// resume-artifacts, artifacts); ok is false for any other command.
+func adminArtifacts(ctx context.Context, data string, rest []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var method, path string
+	switch rest[0] {
+	case "pause-artifacts":
+		method, path = http.MethodPost, "/core/v1/devcore/artifacts/pause"
+	case "resume-artifacts":
+		method, path = http.MethodPost, "/core/v1/devcore/artifacts/resume"
+	case "artifacts":
+		method, path = http.MethodGet, "/core/v1/devcore/artifacts"
+	default:
+		return 0, false
+	}
+	if len(rest) != 1 {
+		fmt.Fprintln(stderr, adminUsage)
+		return 2, true
+	}
+	answer, err := adminCall(ctx, data, method, path, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "oac-devcore admin: %v\n", err)
+		return 1, true
+	}
+	stdout.Write(answer)
+	return 0, true
 }

@@ -21,7 +21,9 @@
 //
 // "oac-devcore admin --data DIR ..." calls those routes of the console
 // running on DIR (see admin.go): token, nodes, remove-node, deployment,
-// publish-generation, drop-generation, bundle.
+// publish-generation, drop-generation, bundle; and pause-artifacts,
+// resume-artifacts and artifacts, which hold artifact downloads halfway
+// (tests).
 //
 // When ready it prints one line with the console URL and the CA file on
 // stdout (and the admin key file and installation on stderr), and it exits

@@ -88,10 +88,19 @@ func TestAdminCommands(t *testing.T) {
 	if code, out, errs := admin("drop-generation", "1"); code != 0 || !strings.Contains(out, `"dropped":true`) {
 		t.Fatalf("drop-generation: %d %q %q", code, out, errs)
 	}
+	for _, c := range []struct{ cmd, want string }{
+		{"pause-artifacts", `{"paused":true,"held":0,"ranged":0}`},
+		{"artifacts", `{"paused":true,"held":0,"ranged":0}`},
+		{"resume-artifacts", `{"paused":false,"held":0,"ranged":0}`},
+	} {
+		if code, out, errs := admin(c.cmd); code != 0 || out != c.want+"\n" {
+			t.Fatalf("%s: %d %q %q", c.cmd, code, out, errs)
+		}
+	}
 	if code, _, errs := admin("remove-node", "0b6c3f4e-8a51-4d2e-9c1f-5a7b3d2e1f00"); code != 1 || !strings.Contains(errs, "HTTP 404") {
 		t.Fatalf("remove-node of an unknown node: %d %q", code, errs)
 	}
-	for _, args := range [][]string{{}, {"nodes", "x"}, {"remove-node", "not-a-uuid"}, {"drop-generation", "x"}, {"bogus"}} {
+	for _, args := range [][]string{{}, {"nodes", "x"}, {"remove-node", "not-a-uuid"}, {"drop-generation", "x"}, {"pause-artifacts", "x"}, {"bogus"}} {
 		if code, _, _ := admin(args...); code != 2 {
 			t.Errorf("admin %q: exit %d, want 2", args, code)
 		}

@@ -20,7 +20,10 @@
 // every 10 s with the provider's readiness and the first failing check's
 // diagnostic code of CONTRACT §6.1) and, when <config dir>/generation-preparer
 // exists (0700), calls it with --generation-action prepare when Core's
-// deployment names a new generation and collect on a drop grant.
+// deployment names a new generation and collect on a drop grant. It holds
+// a shared lock on the lease of each generation it reports ready, as
+// oac-node does around the native helpers serving it, and lets go of it
+// before the generation's collection (serving.go).
 //
 // Exit status: 0, 1 on errors, 2 on usage errors, and 78 (EX_CONFIG) when
 // Core answers 401 to the token or the credential.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+	"github.com/openagentcore/oac-node-install/steps/lease"
 )
 
 // PreparerName is the retained generation helper next to provider.json.
@@ -46,11 +47,12 @@ func prepareBackoff(attempt int) time.Duration {
 // process group (killed as a group with SIGKILL when the node stops).
 //
 // The helper takes the generation's lease exclusively itself; the node
-// holds no lease while it runs (a shared lock held here would make the
-// helper refuse).
+// holds a shared reference only on the generations it serves, never on the
+// one a helper prepares or collects (serving.go).
 type generations struct {
 	ctx            context.Context
 	root, helper   string
+	config         string // provider.json, the base generation's configuration
 	installationID string
 	base           int64
 	log            io.Writer
@@ -61,7 +63,8 @@ type generations struct {
 	mu      sync.Mutex
 	obs     map[int64]nodeproto.Observation
 	dropped map[int64]bool
-	busy    map[int64]bool // a goroutine prepares or collects it
+	busy    map[int64]bool             // a goroutine prepares or collects it
+	refs    map[int64]*lease.HelperRef // serving references (serving.go)
 }
 
 // findPreparer returns the retained helper next to the configuration when
@@ -75,13 +78,17 @@ func findPreparer(configPath string) string {
 	return p
 }
 
-func newGenerations(ctx context.Context, helper, installationID string, base int64, digest string, log io.Writer) *generations {
-	return &generations{
-		ctx: ctx, root: filepath.Dir(helper), helper: helper, installationID: installationID, base: base, log: log,
+// newGenerations starts with the base generation ready and takes its
+// serving reference.
+func newGenerations(ctx context.Context, helper, config, installationID string, base int64, digest string, log io.Writer) *generations {
+	g := &generations{
+		ctx: ctx, root: filepath.Dir(helper), helper: helper, config: config, installationID: installationID, base: base, log: log,
 		changed: make(chan struct{}, 1),
 		obs:     map[int64]nodeproto.Observation{base: {Generation: base, SpecificationDigest: digest, State: nodeproto.StateReady}},
-		dropped: map[int64]bool{}, busy: map[int64]bool{},
+		dropped: map[int64]bool{}, busy: map[int64]bool{}, refs: map[int64]*lease.HelperRef{},
 	}
+	g.hold(base, digest)
+	return g
 }
 
 func (g *generations) notify() {
@@ -132,6 +139,7 @@ func (g *generations) prepare(gen int64, digest string) {
 		g.set(nodeproto.Observation{Generation: gen, SpecificationDigest: digest, State: nodeproto.StatePreparing})
 		err := g.runHelper(g.ctx, "prepare", gen, digest)
 		if err == nil {
+			g.hold(gen, digest)
 			g.set(nodeproto.Observation{Generation: gen, SpecificationDigest: digest, State: nodeproto.StateReady})
 			return
 		}
@@ -164,6 +172,8 @@ func (g *generations) drop(d nodeproto.Drop) {
 	g.mu.Unlock()
 	go func() {
 		defer func() { g.mu.Lock(); delete(g.busy, d.Generation); g.mu.Unlock() }()
+		// The collector locks the lease exclusively: let go of it first.
+		g.unhold(d.Generation)
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := context.WithTimeout(g.ctx, collectTimeout)
 			err := g.runHelper(ctx, "collect", d.Generation, d.SpecificationDigest)

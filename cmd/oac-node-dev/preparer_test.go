@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,16 +10,21 @@ import (
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+	"github.com/openagentcore/oac-node-install/steps/lease"
 )
 
-// fakePreparer records each call with its process group, and fails one
-// preparation with exit 65 while the file fail65 exists.
+// fakePreparer records each call with its process group, fails one
+// preparation with exit 65 while the file fail65 exists, and records
+// whether a collection could lock generation 1's lease exclusively, as the
+// real collector does.
 const fakePreparer = `#!/bin/sh
 d=$(dirname "$0")
 read -r _ _ _ _ pgid _ < /proc/$$/stat
 printf '%s pgid=%s pid=%s\n' "$*" "$pgid" "$$" >> "$d/calls"
 case "$*" in *"--generation-action prepare"*)
   if [ -e "$d/fail65" ]; then rm "$d/fail65"; echo 'artifact transfer failed' >&2; exit 65; fi;;
+*"--generation-action collect --generation 1 "*)
+  if flock -n -x "$d/state/node/generations/1.lease" true; then echo free > "$d/collect-lease"; else echo busy > "$d/collect-lease"; fi;;
 esac
 exit 0
 `
@@ -35,8 +41,28 @@ func TestRunPreparesAndCollectsGenerations(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.root, "fail65"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Generation 1's lease, as the installation leaves it.
+	leases := filepath.Join(e.state, "generations")
+	if err := os.MkdirAll(leases, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	g1 := lease.Identity{InstallationID: id.Identity.InstallationID, Generation: 1, SpecificationDigest: id.Identity.SpecificationDigest}
+	l, err := lease.Initialize(leases, g1, os.Getuid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
 	n := e.run(t)
 	e.waitNode(t, id.Identity.NodeID, func(v devcore.NodeView) bool { return v.Online })
+	// The node holds a shared reference on the generation it serves: an
+	// exclusive lock is refused.
+	if l, err = lease.Open(leases, g1, os.Getuid()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TryExclusive(); !errors.Is(err, lease.ErrHelperActive) {
+		t.Errorf("generation 1's lease while the node serves it: %v, want %v", err, lease.ErrHelperActive)
+	}
+	l.Close()
 
 	var g2 devcore.GenerationView
 	if st := e.admin(t, "POST", "/core/v1/sandbox/deployment/generations", &g2); st != 201 {
@@ -85,6 +111,13 @@ func TestRunPreparesAndCollectsGenerations(t *testing.T) {
 		if got := group.ReplaceAllString(c, ""); got != want[i] {
 			t.Errorf("call %d: %q, want %q", i, got, want[i])
 		}
+	}
+	// The node let go of generation 1's lease before its collection.
+	if data, err := os.ReadFile(filepath.Join(e.root, "collect-lease")); err != nil || string(data) != "free\n" {
+		t.Errorf("generation 1's lease during its collection: %q %v, want free", data, err)
+	}
+	if strings.Contains(n.log.String(), "generation 1: no shared lease reference") {
+		t.Errorf("the node took no reference on generation 1: %s", n.log.String())
 	}
 	if !strings.Contains(n.log.String(), "artifact transfer failed") {
 		t.Errorf("the helper's stderr did not reach the node's: %q", n.log.String())

@@ -52,6 +52,9 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitError
 	}
 	defer lock.Unlock()
+	if n.gens != nil {
+		defer n.gens.close()
+	}
 	if err := n.loop(ctx); err != nil {
 		fmt.Fprintf(stderr, "oac-node-dev run: %v\n", err)
 		if errors.Is(err, errRejected) {
@@ -109,7 +112,7 @@ func openNode(ctx context.Context, config, stateDir, coreURL string, log io.Writ
 		if want := filepath.Join(filepath.Dir(config), "state", "node"); filepath.Clean(stateDir) != want {
 			return nil, nil, fmt.Errorf("with %s the state directory must be %s", PreparerName, want)
 		}
-		n.gens = newGenerations(ctx, helper, cfg.InstallationID, id.Identity.DeploymentGeneration, id.Identity.SpecificationDigest, log)
+		n.gens = newGenerations(ctx, helper, config, cfg.InstallationID, id.Identity.DeploymentGeneration, id.Identity.SpecificationDigest, log)
 	}
 	ok = true
 	return n, lock, nil

@@ -47,10 +47,10 @@ func buildAll(t testing.TB) string {
 	return bin
 }
 
-func startDevcore(t testing.TB, bin string) *devcore {
+func startDevcore(t testing.TB, bin string, flags ...string) *devcore {
 	t.Helper()
 	data := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "oac-devcore"), "--data", data, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(filepath.Join(bin, "oac-devcore"), append([]string{"--data", data, "--listen", "127.0.0.1:0"}, flags...)...)
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

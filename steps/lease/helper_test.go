@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,8 +93,19 @@ func TestHelperHoldsSharedLease(t *testing.T) {
 	if !found {
 		t.Fatalf("helper PID %d not among holders %+v", helperPID, reports[0].Holders)
 	}
-	if len(reports[0].Next) == 0 {
-		t.Error("no next step names the running helper")
+	// A generation a helper serves is in use, not stuck: no next step.
+	if len(reports[0].Next) != 0 {
+		t.Errorf("next steps %q for a generation a helper serves", reports[0].Next)
+	}
+	// Beside another reason to look, the next steps name the helper.
+	if err := WriteCollecting(dir, Collecting{Identity: testID(12)}, uid); err != nil {
+		t.Fatal(err)
+	}
+	if reports, err = Inspect(dir, uid); err != nil {
+		t.Fatal(err)
+	}
+	if next := strings.Join(reports[0].Next, "\n"); !strings.Contains(next, fmt.Sprintf("PID %d", helperPID)) || !strings.Contains(next, "holds the lease shared") {
+		t.Errorf("next steps %q of an unfinished collection do not name the helper holding the lease", reports[0].Next)
 	}
 
 	// The helper exits, but our copy keeps the lease until Release.

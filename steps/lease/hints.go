@@ -62,12 +62,19 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 		}
 	}
 
+	// A shared holder is a native helper serving the generation: the
+	// normal state of a generation in use, not a stuck one. It is named
+	// only beside another reason to look.
+	before, sharedOnly := len(next), true
 	for _, h := range r.Holders {
+		sharedOnly = sharedOnly && h.Mode == ModeShared && !h.Waiting
 		switch {
 		case h.Waiting:
 			add("PID %d (%s) waits for the lease %s; check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.Mode, h.PID)
 		case h.Mode == ModeShared:
 			add("PID %d (%s) holds the lease shared: a native helper is running; collection and repair retry after it exits. Check `ps -o pid,etime,args -p %d` and `pstree -p %d`.", h.PID, h.Command, h.PID, h.PID)
+		case r.Records.Preparing:
+			add("PID %d (%s) holds the lease exclusively: the generation's preparation is running (each attempt has a 30-minute deadline). Check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.PID)
 		default:
 			add("PID %d (%s) holds the lease exclusively: a collection or repair is running (collection has a 2-minute timeout). Check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.PID)
 		}
@@ -94,6 +101,9 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 		add("Generation %d is planned but no import started (downloads may be pending); the node retries with backoff up to 30 minutes; check `%s`.", g, logs)
 	case !rs.Prepared && !rs.Base && r.Lease.State == StateOK && len(r.Holders) == 0:
 		add("Generation %d has a lease but no plan or configuration: preparation has not started or stopped before its plan; the node prepares it when Core asks; check `%s`.", g, logs)
+	}
+	if before == 0 && sharedOnly && len(next) == len(r.Holders) {
+		return nil
 	}
 	return next
 }

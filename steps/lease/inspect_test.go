@@ -2,6 +2,7 @@ package lease
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,5 +197,32 @@ func TestInspectNodeBaseGeneration(t *testing.T) {
 	}
 	if other[0].Records.Base || len(other[0].Next) == 0 {
 		t.Fatalf("a generation that is not the base: %+v", other[0])
+	}
+}
+
+// TestPreparationHoldingTheLease: the next steps of a planned generation
+// whose lease is held exclusively name a running preparation, not a
+// collection.
+func TestPreparationHoldingTheLease(t *testing.T) {
+	dir := genDir(t)
+	initLease(t, dir, 3)
+	if err := WritePreparing(dir, Preparing{Identity: testID(3)}, uid); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "3.lease"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	reports, err := Inspect(dir, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := strings.Join(reports[0].Next, "\n")
+	if !strings.Contains(next, fmt.Sprintf("PID %d", os.Getpid())) || !strings.Contains(next, "preparation is running") || strings.Contains(next, "collection or repair is running") {
+		t.Errorf("next steps %q", reports[0].Next)
 	}
 }

@@ -41,6 +41,11 @@
 //	GET  /core/v1/sandbox/deployment          admin key; generations
 //	POST /core/v1/sandbox/deployment/generations              admin key; a new release as generation N+1
 //	POST /core/v1/sandbox/deployment/generations/{g}/drop     admin key; a drop grant
+//	GET  /core/v1/devcore/artifacts           admin key; whether artifact downloads are held
+//	POST /core/v1/devcore/artifacts/pause|resume              admin key; hold or release them
+//
+// The last two are not Core's: they drive the console's ArtifactHold, which
+// lets a test watch, or interrupt, a download in progress.
 //
 // Errors are {"error":{"code":…,"message":…}} with CONTRACT §2.2's codes.
 // Enrollment tokens (single use, ten minutes) and connections live in

@@ -62,6 +62,8 @@ type Server struct {
 	Fixture *Fixture
 	// Core is the stand-in for Core's node and admin routes.
 	Core *Core
+	// Hold holds artifact downloads on request (tests).
+	Hold *ArtifactHold
 
 	mu      sync.RWMutex
 	routes  []route
@@ -96,7 +98,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start development console: %w", err)
 	}
-	s := &Server{CA: ca, PayloadDir: filepath.Join(cfg.DataDir, "node-payload")}
+	s := &Server{CA: ca, PayloadDir: filepath.Join(cfg.DataDir, "node-payload"), Hold: &ArtifactHold{}}
 	ok := false
 	var listeners []net.Listener
 	defer func() {
@@ -134,7 +136,7 @@ func Start(cfg Config) (*Server, error) {
 	if err := console.Switch(s.PayloadDir, fx.SourceCommit); err != nil {
 		return nil, fmt.Errorf("start development console: %w", err)
 	}
-	s.Handle(console.Prefix, console.Handler(s.PayloadDir, host))
+	s.Handle(console.Prefix, s.Hold.Wrap(console.Handler(s.PayloadDir, host)))
 	if cfg.Provider == "" {
 		cfg.Provider = release.ProviderDocker
 	}
@@ -148,6 +150,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	s.Core.Routes(mux)
+	s.holdRoutes(mux)
 	s.Handle("/api/v1/", mux)
 	s.Handle("/core/v1/", mux)
 
@@ -161,7 +164,7 @@ func Start(cfg Config) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("start development console: %w", err)
 		}
-		if err := s.serve(hostLn, strings.TrimPrefix(s.ReleaseHostURL, "https://"), rh, errLog); err != nil {
+		if err := s.serve(hostLn, strings.TrimPrefix(s.ReleaseHostURL, "https://"), s.Hold.Wrap(rh), errLog); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -182,12 +185,15 @@ const URLFileName = "url"
 // generationPublisher returns the function that builds the Runtime
 // release of a later generation (its own image label, so its own
 // identities and source commit), publishes it beside the active release
-// (which stays active) and returns its specification.
+// (which stays active) and returns its specification. The label names the
+// installation too, so an image another installation on the same Docker
+// Engine prepared (or left behind) is never this generation's: its node
+// downloads and imports it. The Core calls it with its mutex held.
 func (s *Server) generationPublisher(cfg Config) func(int64, string) (*release.Specification, error) {
 	return func(g int64, provider string) (*release.Specification, error) {
 		opts := cfg.Fixture
 		opts.ReleaseHost = "" // the console holds a later release's artifacts
-		opts.Label = fmt.Sprintf("oac-devcore generation %d", g)
+		opts.Label = fmt.Sprintf("oac-devcore generation %d of installation %s", g, s.Core.state.InstallationID)
 		fx, err := BuildFixture(filepath.Join(cfg.DataDir, fmt.Sprintf("build-generation-%d", g)), opts)
 		if err != nil {
 			return nil, err
