@@ -262,8 +262,14 @@ func (s *installationStatus) assess(host layout.Host) {
 func (s *installationStatus) attention(host layout.Host) string {
 	id := s.InstallationID
 	rootRunning := false
+	// A generation whose prepare, repair or collect runs is held by it:
+	// its lease's state is that run's, not a stuck one.
+	busy := map[int64]bool{}
 	for _, w := range s.Workflows {
 		rootRunning = rootRunning || w.Running != nil && filepath.Dir(w.Journal) == host.JournalDir(id)
+		if w.Running != nil && w.Binding != nil && w.Binding.Generation > 0 && filepath.Dir(w.Journal) != host.JournalDir(id) {
+			busy[w.Binding.Generation] = true
+		}
 	}
 	for _, cond := range []workflow.Condition{workflow.NeedsInspection, workflow.Failed, workflow.Resumable} {
 		for _, w := range s.Workflows {
@@ -283,7 +289,7 @@ func (s *installationStatus) attention(host layout.Host) string {
 			return "check the node root " + n.NodeRoot + ": " + n.Error
 		}
 		for _, g := range n.Generations {
-			if len(g.Next) > 0 {
+			if len(g.Next) > 0 && !busy[g.Generation] {
 				return g.Next[0]
 			}
 		}
