@@ -5,6 +5,7 @@ package safefile
 import (
 	"os"
 	"path"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -67,4 +68,30 @@ func SyncCount(p string) int {
 	syncs.Lock()
 	defer syncs.Unlock()
 	return syncs.n[path.Clean(p)]
+}
+
+// SyncWatch remembers how often each of its paths was made durable, so a
+// test can tell which ones an operation synced since WatchSyncs.
+type SyncWatch map[string]int
+
+// WatchSyncs starts watching paths. It exists only in the crashtest build.
+func WatchSyncs(paths ...string) SyncWatch {
+	w := SyncWatch{}
+	for _, p := range paths {
+		w[p] = SyncCount(p)
+	}
+	return w
+}
+
+// Unsynced returns the watched paths not made durable since WatchSyncs,
+// sorted.
+func (w SyncWatch) Unsynced() []string {
+	var out []string
+	for p, n := range w {
+		if SyncCount(p) == n {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -14,30 +14,6 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// syncWatch remembers how often each path was fsynced, to see which ones a
-// step synced since (a SIGKILL test cannot see a missing fsync; a power
-// cut would).
-type syncWatch map[string]int
-
-func watchSyncs(paths ...string) syncWatch {
-	w := syncWatch{}
-	for _, p := range paths {
-		w[p] = safefile.SyncCount(p)
-	}
-	return w
-}
-
-// unsynced returns the watched paths not fsynced since watchSyncs.
-func (w syncWatch) unsynced() []string {
-	var out []string
-	for p, n := range w {
-		if safefile.SyncCount(p) == n {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // Every change root's install steps make on the host is fsynced before
 // the step is recorded done: the account databases and /etc after
 // useradd and usermod (shadow-utils syncs nothing), the new home and its
@@ -46,7 +22,7 @@ func (w syncWatch) unsynced() []string {
 func TestInstallMakesItsHostChangesDurable(t *testing.T) {
 	f := newHostFixture(t)
 	r := f.host.Root
-	w := watchSyncs(
+	w := safefile.WatchSyncs(
 		filepath.Join(r, "etc/passwd"), filepath.Join(r, "etc/group"), filepath.Join(r, "etc"),
 		f.host.Home(), filepath.Dir(f.host.Home()),
 		f.host.EtcDir(), filepath.Join(r, "etc/systemd/system"),
@@ -55,7 +31,7 @@ func TestInstallMakesItsHostChangesDurable(t *testing.T) {
 	if err != nil || rep.Condition != workflow.Complete {
 		t.Fatalf("%v %v", rep, err)
 	}
-	for _, p := range w.unsynced() {
+	for _, p := range w.Unsynced() {
 		t.Errorf("the installation changed %s without fsync", p)
 	}
 }
@@ -107,11 +83,11 @@ func TestInstallStepsMakeWhatTheyFindDurable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w := watchSyncs(tc.paths...)
+		w := safefile.WatchSyncs(tc.paths...)
 		if err := tc.call(); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		for _, p := range w.unsynced() {
+		for _, p := range w.Unsynced() {
 			t.Errorf("%s: found in place without fsync of %s", tc.name, p)
 		}
 	}
@@ -126,11 +102,11 @@ func TestEnsureDirIsDurable(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "oac-node")
 	for _, run := range []string{"creates", "finds"} {
-		w := watchSyncs(dir, parent)
+		w := safefile.WatchSyncs(dir, parent)
 		if err := ensureDir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range w.unsynced() {
+		for _, p := range w.Unsynced() {
 			t.Errorf("ensureDir %s %s without fsync of %s", run, dir, p)
 		}
 	}

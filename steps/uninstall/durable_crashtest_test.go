@@ -11,30 +11,6 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// syncWatch remembers how often each path was fsynced, to see which ones
-// were synced since (a SIGKILL test cannot see a missing fsync; a power
-// cut would).
-type syncWatch map[string]int
-
-func watchSyncs(paths ...string) syncWatch {
-	w := syncWatch{}
-	for _, p := range paths {
-		w[p] = safefile.SyncCount(p)
-	}
-	return w
-}
-
-// unsynced returns the watched paths not fsynced since watchSyncs.
-func (w syncWatch) unsynced() []string {
-	var out []string
-	for p, n := range w {
-		if safefile.SyncCount(p) == n {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // Every removal of the uninstallation is followed by an fsync of the
 // directory it was made in, and the journal's directory is created
 // durably: the journal directory and its parent, the unit's directory,
@@ -45,7 +21,7 @@ func TestUninstallMakesItsRemovalsDurable(t *testing.T) {
 	f := newHostFixture(t)
 	f.install(t)
 	r := f.host.Root
-	w := watchSyncs(
+	w := safefile.WatchSyncs(
 		f.host.JournalDir(id), filepath.Dir(f.host.JournalDir(id)),
 		filepath.Dir(f.host.Unit(id)), f.host.EtcDir(), filepath.Join(r, "etc"),
 		filepath.Join(r, "etc/passwd"), filepath.Join(r, "etc/group"), filepath.Dir(f.host.Home()),
@@ -54,7 +30,7 @@ func TestUninstallMakesItsRemovalsDurable(t *testing.T) {
 	if err != nil || rep.Condition != workflow.Complete {
 		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
 	}
-	for _, p := range w.unsynced() {
+	for _, p := range w.Unsynced() {
 		t.Errorf("the uninstallation changed %s without fsync", p)
 	}
 }
@@ -83,11 +59,11 @@ func TestUninstallStepsMakeWhatTheyFindDurable(t *testing.T) {
 		{"the unit and env file", removeUnitStep{e}, []string{filepath.Dir(f.host.Unit(id)), f.host.EtcDir()}},
 		{"the account and its home", accountStep{e}, []string{filepath.Join(r, "etc/passwd"), filepath.Join(r, "etc/group"), filepath.Join(r, "etc"), filepath.Dir(f.host.Home())}},
 	} {
-		w := watchSyncs(tc.paths...)
+		w := safefile.WatchSyncs(tc.paths...)
 		if _, err := tc.step.Run(ctx, workflow.Facts{}); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		for _, p := range w.unsynced() {
+		for _, p := range w.Unsynced() {
 			t.Errorf("%s: found removed without fsync of %s", tc.name, p)
 		}
 	}
@@ -99,12 +75,12 @@ func TestUninstallRestoresTheAdoptedHomeDurably(t *testing.T) {
 	f := newHostFixture(t)
 	f.adoptable(t)
 	f.install(t)
-	w := watchSyncs(f.host.Home())
+	w := safefile.WatchSyncs(f.host.Home())
 	rep, err := f.uninstall(t, false)
 	if err != nil || rep.Condition != workflow.Complete {
 		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
 	}
-	for _, p := range w.unsynced() {
+	for _, p := range w.Unsynced() {
 		t.Errorf("the home's mode was restored without fsync of %s", p)
 	}
 }
