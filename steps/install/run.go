@@ -127,6 +127,9 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		bc := &BundleCheck{Dir: o.Bundle, Provider: conf.Provider, Spec: conf.Specification, Host: c.Host}
 		checks = append(checks, bc.Run())
 	}
+	if FirstRefusal(checks) == nil {
+		checks = append(checks, c.spaceCheck(conf, known).Run(ctx))
+	}
 	if err := FirstRefusal(checks); err != nil {
 		return nil, err
 	}
