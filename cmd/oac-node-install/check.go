@@ -22,7 +22,8 @@ each one's result: ok, FAIL with what to do, or skipped with why. It takes
 the install command's flags, changes nothing on the host, contacts neither
 the console nor Core, and never reads standard input: the checks that need
 the enrollment token or Core's deployment specification (the sandbox size)
-are shown as skipped. Without root, the checks that need root (the Docker
+are shown as skipped, and so is the free disk space for the node's files
+unless --bundle gives the release metadata to count from. Without root, the checks that need root (the Docker
 Engine, the installer's bookkeeping) are skipped and say so.
 
 The provider checked is the one --provider names, else the one this host

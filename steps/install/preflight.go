@@ -398,7 +398,7 @@ func (p Probe) Run(ctx context.Context) []Check {
 		if name == release.ProviderMicrosandbox {
 			pf.HostCPUs, pf.HostMemoryMiB = hostCapacity()
 		}
-		for _, c := range pf.ProviderChecks(ctx, name) {
+		for _, c := range append(pf.ProviderChecks(ctx, name), p.space(ctx, name, known)) {
 			if len(providers) > 1 {
 				c.Name = name + ": " + c.Name
 			}

@@ -75,6 +75,21 @@ func (c *Command) spaceCheck(conf *generation.Configuration, known bool) *SpaceC
 	return sc
 }
 
+// space is the check command's space check for provider: without Core's
+// specification it counts the current release's Runtime, and it reads
+// only a bundle's metadata (check contacts no one).
+func (p Probe) space(ctx context.Context, provider string, known bool) Check {
+	sc := &SpaceCheck{Host: p.Host, Provider: provider, Bundle: p.Options.Bundle}
+	if ins, ok := p.Engine.(image.Inspector); ok && provider == release.ProviderDocker && p.NoEngine == "" {
+		sc.Images = ins
+	}
+	sc.Skip = spaceSkip(p.Host, p.Options.InstallationID, known)
+	if sc.Skip == "" && sc.Bundle == "" {
+		sc.Skip = "the sizes are in the console's release metadata, and check contacts no one; install checks the space before any change"
+	}
+	return sc.Run(ctx)
+}
+
 // spaceSkip says why the space check is left to the downloads step, or "".
 func spaceSkip(h layout.Host, id string, known bool) string {
 	if known {

@@ -180,6 +180,18 @@ func TestSpaceCheck(t *testing.T) {
 				t.Errorf("%d bytes available: %+v", tc.avail, c)
 			}
 		}
+		// The check command counts from a bundle too, with the current
+		// release's Runtime (it has no specification); without a bundle it
+		// contacts no console and skips.
+		pr := Probe{Options: Options{InstallationID: generationtest.InstallationID, Bundle: bundle}, Host: host}
+		fakeSpace(t, spaceNeed(cur, cur, release.ProviderMicrosandbox, false)-1)
+		if c := pr.space(context.Background(), release.ProviderMicrosandbox, false); !c.Failed() {
+			t.Errorf("check command, one byte short: %+v", c)
+		}
+		pr.Options.Bundle = ""
+		if c := pr.space(context.Background(), release.ProviderMicrosandbox, false); c.Failed() || !strings.Contains(c.Skipped, "contacts no one") {
+			t.Errorf("check command without a bundle: %+v", c)
+		}
 	})
 }
 
@@ -216,5 +228,26 @@ func TestInstallRefusesWithoutSpace(t *testing.T) {
 	}
 	if len(*asked) != 0 {
 		t.Errorf("the registered rerun's preflight counted the space of %v", *asked)
+	}
+}
+
+// From a bundle, a Docker node without the space refuses before any
+// change, counting the bundle's releases (Core selected B's Runtime).
+func TestInstallFromBundleRefusesWithoutSpace(t *testing.T) {
+	r := newBundleRun(t)
+	r.writeBundle(t, r.sel.Commit)
+	fakeSpace(t, spaceNeed(r.cur, r.sel, release.ProviderDocker, false)-1)
+	host := generationtest.Snapshot(t, r.f.host.Root)
+	_, err := Run(context.Background(), r.cmd)
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("error %v, want the space refusal", err)
+	}
+	if d := generationtest.Diff(host, generationtest.Snapshot(t, r.f.host.Root)); d != "" {
+		t.Errorf("the host root changed:\n%s", d)
+	}
+	fakeSpace(t, spaceNeed(r.cur, r.sel, release.ProviderDocker, false))
+	if rep, err := Run(context.Background(), r.cmd); err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("with exactly the space: %v %+v", err, rep)
 	}
 }
