@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -164,12 +165,13 @@ func (s *SpaceCheck) releases(ctx context.Context) (cur, sel *release.Release, e
 		return nil, nil, err
 	}
 	defer cl.Close()
+	source := strings.TrimRight(s.SourceURL, "/")
 	fetch := func(dir string) (*release.Release, error) {
-		m, err := cl.FetchMetadata(ctx, s.SourceURL+"/node-install/"+dir+release.ManifestName, release.MaxMetadataSize)
+		m, err := cl.FetchMetadata(ctx, source+"/node-install/"+dir+release.ManifestName, release.MaxMetadataSize)
 		if err != nil {
 			return nil, err
 		}
-		sums, err := cl.FetchMetadata(ctx, s.SourceURL+"/node-install/"+dir+release.SumsName, release.MaxMetadataSize)
+		sums, err := cl.FetchMetadata(ctx, source+"/node-install/"+dir+release.SumsName, release.MaxMetadataSize)
 		if err != nil {
 			return nil, err
 		}
