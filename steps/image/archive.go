@@ -10,6 +10,8 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 const (
@@ -75,9 +77,9 @@ func (s *scanner) scan(r io.Reader) error {
 		if err != nil {
 			return err
 		}
-		isMeta := name == ociLayoutFile || name == ociIndexFile || name == legacyManifest
+		isMeta := name == ocispec.ImageLayoutFile || name == ocispec.ImageIndexFile || name == legacyManifest
 		rest, isBlob := strings.CutPrefix(name, blobDir)
-		isBlob = isBlob && hexRE.MatchString(rest)
+		isBlob = isBlob && validEncoded(rest)
 		if !isMeta && !isBlob {
 			continue // legacy layer directories, repositories, links: not ours to judge
 		}
@@ -156,11 +158,11 @@ func (s *scanner) blob(r io.Reader, name string, n int64) error {
 
 // fetch returns the bytes of the JSON blob d references after checking that
 // the archive holds it with the descriptor's size.
-func (s *scanner) fetch(what string, d descriptor) ([]byte, error) {
+func (s *scanner) fetch(what string, d ocispec.Descriptor) ([]byte, error) {
 	if err := s.present(what, d); err != nil {
 		return nil, err
 	}
-	b, ok := s.meta[digestHex(d.Digest)]
+	b, ok := s.meta[d.Digest.Encoded()]
 	if !ok {
 		return nil, malformed("%s %s is not a JSON document", what, d.Digest)
 	}
@@ -169,11 +171,11 @@ func (s *scanner) fetch(what string, d descriptor) ([]byte, error) {
 
 // present checks that the archive holds the blob d references, with the
 // descriptor's size (its bytes were checked against the name while reading).
-func (s *scanner) present(what string, d descriptor) error {
+func (s *scanner) present(what string, d ocispec.Descriptor) error {
 	if !validDigest(d.Digest) {
 		return malformed("%s digest %q is not sha256:<64 hex>", what, d.Digest)
 	}
-	size, ok := s.blobs[digestHex(d.Digest)]
+	size, ok := s.blobs[d.Digest.Encoded()]
 	if !ok {
 		return fmt.Errorf("%w: %s %s (%s)", ErrMissingBlob, what, d.Digest, blobPath(d.Digest))
 	}
@@ -190,11 +192,13 @@ func decodeJSON(what string, b []byte, v any) error {
 	return nil
 }
 
-func isLinuxAmd64(p platform) bool {
+// isLinuxAmd64 reports whether p is linux/amd64 without a variant;
+// os.version and os.features are not read (Linux images do not use them).
+func isLinuxAmd64(p ocispec.Platform) bool {
 	return p.OS == "linux" && p.Architecture == "amd64" && p.Variant == ""
 }
 
-func platformString(p platform) string {
+func platformString(p ocispec.Platform) string {
 	s := p.OS + "/" + p.Architecture
 	if p.Variant != "" {
 		s += "/" + p.Variant
@@ -206,51 +210,49 @@ func platformString(p platform) string {
 // the blobs, and returns the image's two identities. See Identify for the
 // list of checks.
 func (s *scanner) identity() (Identity, error) {
-	layout, ok := s.files[ociLayoutFile]
+	layout, ok := s.files[ocispec.ImageLayoutFile]
 	if !ok {
-		return Identity{}, malformed("no %s: not an OCI layout as docker save (Docker 25 or later) writes it; the legacy form cannot prove the manifest digest", ociLayoutFile)
+		return Identity{}, malformed("no %s: not an OCI layout as docker save (Docker 25 or later) writes it; the legacy form cannot prove the manifest digest", ocispec.ImageLayoutFile)
 	}
-	var lay struct {
-		Version string `json:"imageLayoutVersion"`
-	}
-	if err := decodeJSON(ociLayoutFile, layout, &lay); err != nil {
+	var lay ocispec.ImageLayout
+	if err := decodeJSON(ocispec.ImageLayoutFile, layout, &lay); err != nil {
 		return Identity{}, err
 	}
-	if lay.Version != "1.0.0" {
-		return Identity{}, malformed("%s has imageLayoutVersion %q, want 1.0.0", ociLayoutFile, lay.Version)
+	if lay.Version != ocispec.ImageLayoutVersion {
+		return Identity{}, malformed("%s has imageLayoutVersion %q, want %s", ocispec.ImageLayoutFile, lay.Version, ocispec.ImageLayoutVersion)
 	}
 
-	raw, ok := s.files[ociIndexFile]
+	raw, ok := s.files[ocispec.ImageIndexFile]
 	if !ok {
-		return Identity{}, malformed("no %s", ociIndexFile)
+		return Identity{}, malformed("no %s", ocispec.ImageIndexFile)
 	}
-	var top index
-	if err := decodeJSON(ociIndexFile, raw, &top); err != nil {
+	var top ocispec.Index
+	if err := decodeJSON(ocispec.ImageIndexFile, raw, &top); err != nil {
 		return Identity{}, err
 	}
-	if top.SchemaVersion != 2 || (top.MediaType != "" && top.MediaType != mediaTypeOCIIndex) {
-		return Identity{}, malformed("%s is not an OCI image index (schemaVersion %d, mediaType %q)", ociIndexFile, top.SchemaVersion, top.MediaType)
+	if top.SchemaVersion != 2 || (top.MediaType != "" && top.MediaType != ocispec.MediaTypeImageIndex) {
+		return Identity{}, malformed("%s is not an OCI image index (schemaVersion %d, mediaType %q)", ocispec.ImageIndexFile, top.SchemaVersion, top.MediaType)
 	}
 	// Several descriptors may name the same image (one per tag); more than
 	// one distinct digest is more than one image.
-	var root descriptor
+	var root ocispec.Descriptor
 	for i, d := range top.Manifests {
 		if i > 0 && d.Digest != root.Digest {
-			return Identity{}, fmt.Errorf("%w: %s lists %s and %s", ErrPlatform, ociIndexFile, root.Digest, d.Digest)
+			return Identity{}, fmt.Errorf("%w: %s lists %s and %s", ErrPlatform, ocispec.ImageIndexFile, root.Digest, d.Digest)
 		}
 		if i > 0 && (d.Size != root.Size || d.MediaType != root.MediaType) {
-			return Identity{}, fmt.Errorf("%w: %s describes %s twice, differently", ErrInconsistent, ociIndexFile, d.Digest)
+			return Identity{}, fmt.Errorf("%w: %s describes %s twice, differently", ErrInconsistent, ocispec.ImageIndexFile, d.Digest)
 		}
 		if d.Platform != nil && !isLinuxAmd64(*d.Platform) {
-			return Identity{}, fmt.Errorf("%w: %s lists an image for %s", ErrPlatform, ociIndexFile, platformString(*d.Platform))
+			return Identity{}, fmt.Errorf("%w: %s lists an image for %s", ErrPlatform, ocispec.ImageIndexFile, platformString(*d.Platform))
 		}
 		root = d
 	}
 	if len(top.Manifests) == 0 {
-		return Identity{}, malformed("%s lists no image", ociIndexFile)
+		return Identity{}, malformed("%s lists no image", ocispec.ImageIndexFile)
 	}
 
-	id := Identity{ManifestDigest: root.Digest}
+	id := Identity{ManifestDigest: root.Digest.String()}
 	mdesc := root
 	if isIndexType(root.MediaType) {
 		// The containerd image store saves an image by its index; the
@@ -260,8 +262,8 @@ func (s *scanner) identity() (Identity, error) {
 		if err != nil {
 			return Identity{}, err
 		}
-		var ix index
-		if err := decodeJSON("image index "+root.Digest, b, &ix); err != nil {
+		var ix ocispec.Index
+		if err := decodeJSON("image index "+root.Digest.String(), b, &ix); err != nil {
 			return Identity{}, err
 		}
 		if ix.SchemaVersion != 2 || (ix.MediaType != "" && ix.MediaType != root.MediaType) {
@@ -286,8 +288,8 @@ func (s *scanner) identity() (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	var m manifest
-	if err := decodeJSON("image manifest "+mdesc.Digest, b, &m); err != nil {
+	var m manifestBlob
+	if err := decodeJSON("image manifest "+mdesc.Digest.String(), b, &m); err != nil {
 		return Identity{}, err
 	}
 	if m.SchemaVersion != 2 || (m.MediaType != "" && m.MediaType != mdesc.MediaType) || m.Manifests != nil {
@@ -302,13 +304,13 @@ func (s *scanner) identity() (Identity, error) {
 		return Identity{}, err
 	}
 	var cfg imageConfig
-	if err := decodeJSON("image config "+m.Config.Digest, cb, &cfg); err != nil {
+	if err := decodeJSON("image config "+m.Config.Digest.String(), cb, &cfg); err != nil {
 		return Identity{}, err
 	}
-	if p := (platform{cfg.Architecture, cfg.OS, cfg.Variant}); !isLinuxAmd64(p) {
-		return Identity{}, fmt.Errorf("%w: image config %s is for %s", ErrPlatform, m.Config.Digest, platformString(p))
+	if !isLinuxAmd64(cfg.Platform) {
+		return Identity{}, fmt.Errorf("%w: image config %s is for %s", ErrPlatform, m.Config.Digest, platformString(cfg.Platform))
 	}
-	id.ConfigDigest = m.Config.Digest
+	id.ConfigDigest = m.Config.Digest.String()
 
 	if len(m.Layers) == 0 {
 		return Identity{}, malformed("image manifest %s lists no layers", mdesc.Digest)
@@ -330,7 +332,7 @@ func (s *scanner) identity() (Identity, error) {
 		}
 	}
 
-	if err := s.checkLegacy(m); err != nil {
+	if err := s.checkLegacy(m.Manifest); err != nil {
 		return Identity{}, err
 	}
 	return id, nil
@@ -338,7 +340,7 @@ func (s *scanner) identity() (Identity, error) {
 
 // checkLegacy checks that manifest.json, which docker load reads, names
 // exactly the OCI manifest's config and layer blobs, in order.
-func (s *scanner) checkLegacy(m manifest) error {
+func (s *scanner) checkLegacy(m ocispec.Manifest) error {
 	raw, ok := s.files[legacyManifest]
 	if !ok {
 		return malformed("no %s (docker load needs it)", legacyManifest)

@@ -14,6 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
@@ -34,6 +38,10 @@ type FixtureOptions struct {
 	// it untagged, as the installer's Runtime is loaded.
 	RepoTag string
 }
+
+// annotationImageName is the descriptor annotation in which docker save
+// (and containerd) record an image's full name; image-spec has none.
+const annotationImageName = "io.containerd.image.name"
 
 // fixtureEpoch is the timestamp of every fixture file and record.
 var fixtureEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -87,13 +95,13 @@ func writeArchive(w io.Writer, entries []archiveEntry) error {
 // blob is content with its digest, produced on demand.
 type blob struct {
 	mediaType string
-	digest    string
+	digest    digest.Digest
 	size      int64
 	open      func() io.Reader
 }
 
-func (b blob) descriptor() descriptor {
-	return descriptor{MediaType: b.mediaType, Digest: b.digest, Size: b.size}
+func (b blob) descriptor() ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: b.mediaType, Digest: b.digest, Size: b.size}
 }
 
 func (b blob) entry() archiveEntry {
@@ -102,12 +110,12 @@ func (b blob) entry() archiveEntry {
 
 // newBlob hashes the content open yields once to name it.
 func newBlob(mediaType string, open func() io.Reader) (blob, error) {
-	h := sha256.New()
-	n, err := io.CopyBuffer(h, open(), make([]byte, copyBufSize))
+	d := digest.SHA256.Digester()
+	n, err := io.CopyBuffer(d.Hash(), open(), make([]byte, copyBufSize))
 	if err != nil {
 		return blob{}, err
 	}
-	return blob{mediaType, "sha256:" + hex.EncodeToString(h.Sum(nil)), n, open}, nil
+	return blob{mediaType, d.Digest(), n, open}, nil
 }
 
 func jsonBlob(mediaType string, v any) (blob, []byte, error) {
@@ -157,13 +165,13 @@ type fixtureImage struct {
 	tag    string
 
 	// Hooks for tests that need an archive altered yet self-consistent.
-	editManifest func(*manifest)
-	editIndex    func(*index)
+	editManifest func(*ocispec.Manifest)
+	editIndex    func(*ocispec.Index)
 	editLegacy   func(*[]legacyEntry)
 	// nested wraps the manifest in an image index listing it (as
 	// linux/amd64) plus these descriptors, as the containerd store saves.
 	nested      bool
-	nestedExtra []descriptor
+	nestedExtra []ocispec.Descriptor
 }
 
 type historyEntry struct {
@@ -173,7 +181,7 @@ type historyEntry struct {
 
 func newFixtureImage(opts FixtureOptions) (*fixtureImage, error) {
 	label := []byte(opts.Label + "\n")
-	l1, err := newBlob(mediaTypeOCILayer, layerTar("fixture", int64(len(label)), func() io.Reader { return bytes.NewReader(label) }))
+	l1, err := newBlob(ocispec.MediaTypeImageLayer, layerTar("fixture", int64(len(label)), func() io.Reader { return bytes.NewReader(label) }))
 	if err != nil {
 		return nil, fmt.Errorf("build fixture layer: %w", err)
 	}
@@ -181,7 +189,7 @@ func newFixtureImage(opts FixtureOptions) (*fixtureImage, error) {
 	if psize <= 0 {
 		psize = 64
 	}
-	l2, err := newBlob(mediaTypeOCILayer, layerTar("payload", psize, func() io.Reader { return newPayload(opts.Label, psize) }))
+	l2, err := newBlob(ocispec.MediaTypeImageLayer, layerTar("payload", psize, func() io.Reader { return newPayload(opts.Label, psize) }))
 	if err != nil {
 		return nil, fmt.Errorf("build fixture payload layer: %w", err)
 	}
@@ -207,32 +215,33 @@ func newFixtureImage(opts FixtureOptions) (*fixtureImage, error) {
 // root is the blob index.json lists: the manifest, or a nested index.
 func (f *fixtureImage) parts() (config, mfst, root blob, ix []byte, legacy []byte, err error) {
 	if _, ok := f.config["rootfs"]; !ok {
-		var diffIDs []string
+		var diffIDs []digest.Digest
 		for _, l := range f.layers {
 			diffIDs = append(diffIDs, l.digest)
 		}
 		f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": diffIDs}
 	}
-	config, _, err = jsonBlob(mediaTypeOCIConfig, f.config)
+	config, _, err = jsonBlob(ocispec.MediaTypeImageConfig, f.config)
 	if err != nil {
 		return
 	}
-	m := manifest{SchemaVersion: 2, MediaType: mediaTypeOCIManifest, Config: config.descriptor()}
+	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config.descriptor()}
 	for _, l := range f.layers {
 		m.Layers = append(m.Layers, l.descriptor())
 	}
 	if f.editManifest != nil {
 		f.editManifest(&m)
 	}
-	mfst, _, err = jsonBlob(mediaTypeOCIManifest, m)
+	mfst, _, err = jsonBlob(ocispec.MediaTypeImageManifest, m)
 	if err != nil {
 		return
 	}
 	root = mfst
 	if f.nested {
 		md := mfst.descriptor()
-		md.Platform = &platform{Architecture: "amd64", OS: "linux"}
-		root, _, err = jsonBlob(mediaTypeOCIIndex, index{SchemaVersion: 2, MediaType: mediaTypeOCIIndex, Manifests: append([]descriptor{md}, f.nestedExtra...)})
+		md.Platform = &ocispec.Platform{Architecture: "amd64", OS: "linux"}
+		root, _, err = jsonBlob(ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2},
+			MediaType: ocispec.MediaTypeImageIndex, Manifests: append([]ocispec.Descriptor{md}, f.nestedExtra...)})
 		if err != nil {
 			return
 		}
@@ -241,12 +250,12 @@ func (f *fixtureImage) parts() (config, mfst, root blob, ix []byte, legacy []byt
 	var tags []string
 	if f.tag != "" {
 		tags = []string{f.tag}
-		d.Annotations = map[string]string{"io.containerd.image.name": f.tag}
+		d.Annotations = map[string]string{annotationImageName: f.tag}
 		if i := strings.LastIndex(f.tag, ":"); i > strings.LastIndex(f.tag, "/") {
-			d.Annotations["org.opencontainers.image.ref.name"] = f.tag[i+1:]
+			d.Annotations[ocispec.AnnotationRefName] = f.tag[i+1:]
 		}
 	}
-	top := index{SchemaVersion: 2, MediaType: mediaTypeOCIIndex, Manifests: []descriptor{d}}
+	top := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{d}}
 	if f.editIndex != nil {
 		f.editIndex(&top)
 	}
@@ -284,11 +293,11 @@ func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
 		es = append(es, root.entry())
 	}
 	es = append(es,
-		bytesEntry(ociIndexFile, ix),
+		bytesEntry(ocispec.ImageIndexFile, ix),
 		bytesEntry(legacyManifest, legacy),
-		bytesEntry(ociLayoutFile, []byte(`{"imageLayoutVersion":"1.0.0"}`)),
+		bytesEntry(ocispec.ImageLayoutFile, []byte(`{"imageLayoutVersion":"`+ocispec.ImageLayoutVersion+`"}`)),
 	)
-	return es, Identity{ConfigDigest: config.digest, ManifestDigest: root.digest}, nil
+	return es, Identity{ConfigDigest: config.digest.String(), ManifestDigest: root.digest.String()}, nil
 }
 
 // BuildFixtureArchive writes to w a Runtime image archive built from bytes,

@@ -3,6 +3,8 @@ package image
 import (
 	"bytes"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // FuzzIdentifyReader feeds arbitrary archives to the identity check: it
@@ -15,7 +17,7 @@ func FuzzIdentifyReader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !validDigest(id.ConfigDigest) || !validDigest(id.ManifestDigest) {
+		if !validDigest(digest.Digest(id.ConfigDigest)) || !validDigest(digest.Digest(id.ManifestDigest)) {
 			t.Fatalf("accepted with identity %+v", id)
 		}
 	})

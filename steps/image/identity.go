@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/opencontainers/go-digest"
 	"golang.org/x/sys/unix"
 )
 
@@ -96,7 +97,7 @@ func IdentifyReader(r io.Reader) (Identity, error) {
 // image_manifest_digests.runtime (wantManifest). A mismatch wraps
 // ErrIdentityMismatch.
 func Verify(tarPath, wantConfig, wantManifest string) error {
-	if !validDigest(wantConfig) || !validDigest(wantManifest) {
+	if !validDigest(digest.Digest(wantConfig)) || !validDigest(digest.Digest(wantManifest)) {
 		return fmt.Errorf("verify image archive %s: %w: want %q and %q", tarPath, ErrBadDigest, wantConfig, wantManifest)
 	}
 	id, err := Identify(tarPath)

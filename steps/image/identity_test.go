@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // buildArchive writes the fixture image's archive after edit changed its
@@ -167,7 +170,7 @@ func TestIdentifyRefuses(t *testing.T) {
 	flip := func(off int) func([]byte) []byte {
 		return func(b []byte) []byte { b = bytes.Clone(b); b[off%len(b)] ^= 1; return b }
 	}
-	arm := &platform{Architecture: "arm64", OS: "linux"}
+	arm := &ocispec.Platform{Architecture: "arm64", OS: "linux"}
 	cases := []struct {
 		name    string
 		edit    func(*fixtureImage)
@@ -183,36 +186,36 @@ func TestIdentifyRefuses(t *testing.T) {
 			return bytes.Replace(b, []byte(`"schemaVersion":2`), []byte(`"schemaVersion":2 `), 1)
 		}), want: ErrBlobMismatch},
 		{name: "layer size differs from descriptor", edit: func(f *fixtureImage) {
-			f.editManifest = func(m *manifest) { m.Layers[1].Size++ }
+			f.editManifest = func(m *ocispec.Manifest) { m.Layers[1].Size++ }
 		}, want: ErrBlobMismatch},
 		{name: "config size differs from descriptor", edit: func(f *fixtureImage) {
-			f.editManifest = func(m *manifest) { m.Config.Size-- }
+			f.editManifest = func(m *ocispec.Manifest) { m.Config.Size-- }
 		}, want: ErrBlobMismatch},
 		{name: "manifest size differs from index", edit: func(f *fixtureImage) {
-			f.editIndex = func(ix *index) { ix.Manifests[0].Size += 2 }
+			f.editIndex = func(ix *ocispec.Index) { ix.Manifests[0].Size += 2 }
 		}, want: ErrBlobMismatch},
 		{name: "missing layer blob", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atLayer2 }), want: ErrMissingBlob},
 		{name: "missing config blob", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atConfig }), want: ErrMissingBlob},
 		{name: "missing manifest blob", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atManifest }), want: ErrMissingBlob},
 		{name: "two images in index.json", edit: func(f *fixtureImage) {
-			f.editIndex = func(ix *index) {
+			f.editIndex = func(ix *ocispec.Index) {
 				d := ix.Manifests[0]
-				d.Digest = "sha256:" + strings.Repeat("ab", 32)
+				d.Digest = digest.Digest("sha256:" + strings.Repeat("ab", 32))
 				ix.Manifests = append(ix.Manifests, d)
 			}
 		}, want: ErrPlatform},
 		{name: "same image twice in index.json", edit: func(f *fixtureImage) {
-			f.editIndex = func(ix *index) { ix.Manifests = append(ix.Manifests, ix.Manifests[0]) }
+			f.editIndex = func(ix *ocispec.Index) { ix.Manifests = append(ix.Manifests, ix.Manifests[0]) }
 		}, want: nil},
 		{name: "index.json lists arm64", edit: func(f *fixtureImage) {
-			f.editIndex = func(ix *index) { ix.Manifests[0].Platform = arm }
+			f.editIndex = func(ix *ocispec.Index) { ix.Manifests[0].Platform = arm }
 		}, want: ErrPlatform},
 		{name: "config for arm64", edit: func(f *fixtureImage) { f.config["architecture"] = "arm64" }, want: ErrPlatform},
 		{name: "config for windows", edit: func(f *fixtureImage) { f.config["os"] = "windows" }, want: ErrPlatform},
 		{name: "config amd64 variant", edit: func(f *fixtureImage) { f.config["variant"] = "v3" }, want: ErrPlatform},
 		{name: "nested index with two platforms", edit: func(f *fixtureImage) {
 			f.nested = true
-			f.nestedExtra = []descriptor{{MediaType: mediaTypeOCIManifest, Digest: "sha256:" + strings.Repeat("cd", 32), Size: 10, Platform: arm}}
+			f.nestedExtra = []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest("sha256:" + strings.Repeat("cd", 32)), Size: 10, Platform: arm}}
 		}, want: ErrPlatform},
 		{name: "legacy manifest.json layers swapped", edit: func(f *fixtureImage) {
 			f.editLegacy = func(l *[]legacyEntry) { e := &(*l)[0]; e.Layers[0], e.Layers[1] = e.Layers[1], e.Layers[0] }
@@ -228,13 +231,15 @@ func TestIdentifyRefuses(t *testing.T) {
 		}, want: ErrPlatform},
 		{name: "no legacy manifest.json", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atLegacy }), want: ErrMalformed},
 		{name: "diff_ids differ from layers", edit: func(f *fixtureImage) {
-			f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": []string{f.layers[0].digest, f.layers[0].digest}}
+			f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": []digest.Digest{f.layers[0].digest, f.layers[0].digest}}
 		}, want: ErrInconsistent},
 		{name: "diff_ids too few", edit: func(f *fixtureImage) {
-			f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": []string{f.layers[0].digest}}
+			f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": []digest.Digest{f.layers[0].digest}}
 		}, want: ErrInconsistent},
 		{name: "unknown layer media type", edit: func(f *fixtureImage) {
-			f.editManifest = func(m *manifest) { m.Layers[0].MediaType = "application/vnd.oci.image.layer.nondistributable.v1.tar" }
+			f.editManifest = func(m *ocispec.Manifest) {
+				m.Layers[0].MediaType = "application/vnd.oci.image.layer.nondistributable.v1.tar"
+			}
 		}, want: ErrMalformed},
 		{name: "no oci-layout", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atLayout }), want: ErrMalformed},
 		{name: "no index.json", entries: dropEntry(func(i int, _ archiveEntry) bool { return i == atIndex }), want: ErrMalformed},
@@ -251,13 +256,13 @@ func TestIdentifyRefuses(t *testing.T) {
 		}, want: ErrMalformed},
 		{name: "index.json not JSON", entries: replaceAt(atIndex, func([]byte) []byte { return []byte("{") }), want: ErrMalformed},
 		{name: "index.json wrong schema", edit: func(f *fixtureImage) {
-			f.editIndex = func(ix *index) { ix.SchemaVersion = 1 }
+			f.editIndex = func(ix *ocispec.Index) { ix.SchemaVersion = 1 }
 		}, want: ErrMalformed},
 		{name: "index.json lists no image", edit: func(f *fixtureImage) {
-			f.editIndex = func(ix *index) { ix.Manifests = nil }
+			f.editIndex = func(ix *ocispec.Index) { ix.Manifests = nil }
 		}, want: ErrMalformed},
 		{name: "index.json bad digest", edit: func(f *fixtureImage) {
-			f.editIndex = func(ix *index) { ix.Manifests[0].Digest = "sha512:00" }
+			f.editIndex = func(ix *ocispec.Index) { ix.Manifests[0].Digest = "sha512:00" }
 		}, want: ErrMalformed},
 	}
 	for _, c := range cases {

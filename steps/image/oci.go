@@ -1,80 +1,51 @@
 package image
 
 import (
-	"regexp"
-	"strings"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// Media types of the records `docker save` writes, in their OCI and Docker
-// (schema 2) spellings.
+// Media types of the Docker (schema 2) records `docker save` may write
+// besides the OCI ones of ocispec. image-spec does not define them; like
+// containerd's core/images, this package names the few it reads.
 const (
-	mediaTypeOCIIndex      = "application/vnd.oci.image.index.v1+json"
-	mediaTypeOCIManifest   = "application/vnd.oci.image.manifest.v1+json"
-	mediaTypeOCIConfig     = "application/vnd.oci.image.config.v1+json"
-	mediaTypeOCILayer      = "application/vnd.oci.image.layer.v1.tar"
-	mediaTypeOCILayerGzip  = "application/vnd.oci.image.layer.v1.tar+gzip"
-	mediaTypeOCILayerZstd  = "application/vnd.oci.image.layer.v1.tar+zstd"
 	mediaTypeDockerList    = "application/vnd.docker.distribution.manifest.list.v2+json"
 	mediaTypeDockerManif   = "application/vnd.docker.distribution.manifest.v2+json"
 	mediaTypeDockerConfig  = "application/vnd.docker.container.image.v1+json"
 	mediaTypeDockerLayer   = "application/vnd.docker.image.rootfs.diff.tar"
 	mediaTypeDockerLayerGz = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+)
 
-	ociLayoutFile  = "oci-layout"
-	ociIndexFile   = "index.json"
+// Names in the archive: the OCI layout's files and the legacy manifest
+// docker load reads.
+const (
 	legacyManifest = "manifest.json"
-	blobDir        = "blobs/sha256/"
+	blobDir        = ocispec.ImageBlobsDir + "/" + string(digest.SHA256) + "/"
 )
 
 // layerMediaTypes lists the layer types accepted, and whether the blob is
 // the uncompressed tar (so its digest must equal the config's diff_id).
 var layerMediaTypes = map[string]bool{
-	mediaTypeOCILayer:      true,
-	mediaTypeDockerLayer:   true,
-	mediaTypeOCILayerGzip:  false,
-	mediaTypeOCILayerZstd:  false,
-	mediaTypeDockerLayerGz: false,
+	ocispec.MediaTypeImageLayer:     true,
+	mediaTypeDockerLayer:            true,
+	ocispec.MediaTypeImageLayerGzip: false,
+	ocispec.MediaTypeImageLayerZstd: false,
+	mediaTypeDockerLayerGz:          false,
 }
 
-type platform struct {
-	Architecture string `json:"architecture"`
-	OS           string `json:"os"`
-	Variant      string `json:"variant,omitempty"`
+// manifestBlob is an image manifest as read from the archive. Manifests
+// is not part of an image manifest: it catches an image index presented
+// under a manifest's media type.
+type manifestBlob struct {
+	ocispec.Manifest
+	Manifests []ocispec.Descriptor `json:"manifests,omitempty"`
 }
 
-type descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Size        int64             `json:"size"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	Platform    *platform         `json:"platform,omitempty"`
-}
-
-// index is an OCI image index (index.json, or a nested index blob).
-type index struct {
-	SchemaVersion int          `json:"schemaVersion"`
-	MediaType     string       `json:"mediaType,omitempty"`
-	Manifests     []descriptor `json:"manifests"`
-}
-
-// manifest is an OCI image manifest.
-type manifest struct {
-	SchemaVersion int          `json:"schemaVersion"`
-	MediaType     string       `json:"mediaType,omitempty"`
-	Config        descriptor   `json:"config"`
-	Layers        []descriptor `json:"layers"`
-	Manifests     []descriptor `json:"manifests,omitempty"` // present only if the blob is an index
-}
-
-// imageConfig is the part of the Docker/OCI image config this package reads.
+// imageConfig is the part of the Docker/OCI image config (ocispec.Image)
+// this package reads: its platform and rootfs.
 type imageConfig struct {
-	Architecture string `json:"architecture"`
-	OS           string `json:"os"`
-	Variant      string `json:"variant,omitempty"`
-	RootFS       struct {
-		Type    string   `json:"type"`
-		DiffIDs []string `json:"diff_ids"`
-	} `json:"rootfs"`
+	ocispec.Platform
+	RootFS ocispec.RootFS `json:"rootfs"`
 }
 
 // legacyEntry is one element of the legacy manifest.json that docker load
@@ -85,22 +56,28 @@ type legacyEntry struct {
 	Layers   []string `json:"Layers"`
 }
 
-var (
-	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	hexRE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-)
+// validDigest reports whether d is sha256:<64 lowercase hex>, the only
+// digests `docker save` writes and the release manifest names.
+func validDigest(d digest.Digest) bool {
+	// Validate first: Algorithm panics on a string without a colon.
+	return d.Validate() == nil && d.Algorithm() == digest.SHA256
+}
 
-// validDigest reports whether d is sha256:<64 lowercase hex>.
-func validDigest(d string) bool { return digestRE.MatchString(d) }
-
-// digestHex returns the hex part of a valid digest.
-func digestHex(d string) string { return strings.TrimPrefix(d, "sha256:") }
+// validEncoded reports whether hex is the encoded part of a valid sha256
+// digest: 64 lowercase hex.
+func validEncoded(hex string) bool { return digest.SHA256.Validate(hex) == nil }
 
 // blobPath is the archive path of the blob with digest d.
-func blobPath(d string) string { return blobDir + digestHex(d) }
+func blobPath(d digest.Digest) string { return blobDir + d.Encoded() }
 
-func isIndexType(mt string) bool { return mt == mediaTypeOCIIndex || mt == mediaTypeDockerList }
+func isIndexType(mt string) bool {
+	return mt == ocispec.MediaTypeImageIndex || mt == mediaTypeDockerList
+}
 
-func isManifestType(mt string) bool { return mt == mediaTypeOCIManifest || mt == mediaTypeDockerManif }
+func isManifestType(mt string) bool {
+	return mt == ocispec.MediaTypeImageManifest || mt == mediaTypeDockerManif
+}
 
-func isConfigType(mt string) bool { return mt == mediaTypeOCIConfig || mt == mediaTypeDockerConfig }
+func isConfigType(mt string) bool {
+	return mt == ocispec.MediaTypeImageConfig || mt == mediaTypeDockerConfig
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // Inspector looks an image up in the local engine. steps/docker's Client
@@ -36,7 +38,7 @@ func IsNotFound(err error) bool {
 // only something else under those names): the caller loads the archive and
 // resolves again. An error means the engine could not be asked.
 func Resolve(ctx context.Context, ins Inspector, want Identity) (localID string, found bool, err error) {
-	if !validDigest(want.ConfigDigest) || !validDigest(want.ManifestDigest) {
+	if !validDigest(digest.Digest(want.ConfigDigest)) || !validDigest(digest.Digest(want.ManifestDigest)) {
 		return "", false, fmt.Errorf("resolve image: %w: %q, %q", ErrBadDigest, want.ConfigDigest, want.ManifestDigest)
 	}
 	for _, ref := range []string{want.ConfigDigest, want.ManifestDigest} {

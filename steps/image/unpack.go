@@ -60,7 +60,7 @@ func UnpackIdentify(gzPath, tarPath string, wantSize int64, wantSHA256 string) (
 }
 
 func unpack(gzPath, tarPath string, wantSize int64, wantSHA256 string, identify bool) (Identity, error) {
-	if wantSize <= 0 || !hexRE.MatchString(wantSHA256) {
+	if wantSize <= 0 || !validEncoded(wantSHA256) {
 		return Identity{}, fmt.Errorf("unpack %s: %w: unpacked size %d, sha256 %q", gzPath, ErrBadDigest, wantSize, wantSHA256)
 	}
 	src, err := openRegular(gzPath)
