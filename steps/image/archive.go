@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path"
@@ -186,7 +185,7 @@ func (s *scanner) present(what string, d ocispec.Descriptor) error {
 }
 
 func decodeJSON(what string, b []byte, v any) error {
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := archiveJSON.Decode(b, v); err != nil {
 		return malformed("parse %s: %v", what, err)
 	}
 	return nil
@@ -345,7 +344,7 @@ func (s *scanner) checkLegacy(m ocispec.Manifest) error {
 	if !ok {
 		return malformed("no %s (docker load needs it)", legacyManifest)
 	}
-	var entries []legacyEntry
+	var entries []legacyImage
 	if err := decodeJSON(legacyManifest, raw, &entries); err != nil {
 		return err
 	}

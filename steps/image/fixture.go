@@ -157,6 +157,14 @@ func writeLayer(w io.Writer, file string, size int64, r io.Reader) error {
 	return tw.Close()
 }
 
+// legacyEntry is one element of the legacy manifest.json as docker save
+// writes it (RepoTags null for an untagged image).
+type legacyEntry struct {
+	Config   string   `json:"Config"`
+	RepoTags []string `json:"RepoTags"`
+	Layers   []string `json:"Layers"`
+}
+
 // fixtureImage is the parts of a fixture archive, built from Go values so
 // that tests can alter any of them consistently.
 type fixtureImage struct {

@@ -264,6 +264,52 @@ func TestIdentifyRefuses(t *testing.T) {
 		{name: "index.json bad digest", edit: func(f *fixtureImage) {
 			f.editIndex = func(ix *ocispec.Index) { ix.Manifests[0].Digest = "sha512:00" }
 		}, want: ErrMalformed},
+
+		// The records are decoded strictly (journal/strictjson), with the
+		// unknown keys the OCI spec tells readers to ignore.
+		{name: "unknown keys and annotations", edit: func(f *fixtureImage) {
+			f.config["future"] = nil // Docker writes null for unset container settings
+			f.editManifest = func(m *ocispec.Manifest) {
+				m.Annotations = map[string]string{ocispec.AnnotationCreated: "2020-01-01T00:00:00Z"}
+				m.Config.URLs = []string{"https://example.com/config"}
+			}
+			f.editIndex = func(ix *ocispec.Index) { ix.Annotations = map[string]string{"io.oac.note": "x"} }
+		}, entries: replaceAt(atIndex, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`{"schemaVersion":2,`), []byte(`{"schemaVersion":2,"x-future":{"k":[null,1.5]},`), 1)
+		}), want: nil},
+		{name: "index.json key twice", entries: replaceAt(atIndex, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"schemaVersion":2,`), []byte(`"schemaVersion":2,"schemaVersion":2,`), 1)
+		}), want: ErrMalformed},
+		{name: "index.json key in other case", entries: replaceAt(atIndex, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"manifests"`), []byte(`"Manifests"`), 1)
+		}), want: ErrMalformed},
+		{name: "index.json null platform", entries: replaceAt(atIndex, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"size":`), []byte(`"platform":null,"size":`), 1)
+		}), want: ErrMalformed},
+		{name: "index.json fractional size", entries: replaceAt(atIndex, func(b []byte) []byte {
+			i := bytes.Index(b, []byte(`"size":`)) + len(`"size":`)
+			j := i + bytes.IndexAny(b[i:], ",}")
+			return append(append(append([]byte(nil), b[:j]...), ".0"...), b[j:]...)
+		}), want: ErrMalformed},
+		{name: "legacy manifest.json key twice", entries: replaceAt(atLegacy, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"Config":`), []byte(`"Config":"x","Config":`), 1)
+		}), want: ErrMalformed},
+		// image-spec's Descriptor.Data is base64 in JSON; the strict decoder
+		// reads a []byte as an array of integers, so a descriptor that
+		// embeds its content is refused. docker save never embeds one.
+		{name: "descriptor with embedded data", edit: func(f *fixtureImage) {
+			f.editIndex = func(ix *ocispec.Index) { ix.Manifests[0].Data = []byte("{}") }
+		}, want: ErrMalformed},
+		// The release build disables provenance attestations, so that an
+		// archive holds one platform manifest in both image stores
+		// (installer design rules); an index that also lists an
+		// attestation manifest is refused.
+		{name: "nested index with an attestation manifest", edit: func(f *fixtureImage) {
+			f.nested = true
+			f.nestedExtra = []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest("sha256:" + strings.Repeat("ef", 32)), Size: 10,
+				Platform:    &ocispec.Platform{Architecture: "unknown", OS: "unknown"},
+				Annotations: map[string]string{"vnd.docker.reference.type": "attestation-manifest"}}}
+		}, want: ErrPlatform},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package image
 import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 )
 
 // Media types of the Docker (schema 2) records `docker save` may write
@@ -48,13 +50,21 @@ type imageConfig struct {
 	RootFS ocispec.RootFS `json:"rootfs"`
 }
 
-// legacyEntry is one element of the legacy manifest.json that docker load
-// of every engine version reads.
-type legacyEntry struct {
-	Config   string   `json:"Config"`
-	RepoTags []string `json:"RepoTags"`
-	Layers   []string `json:"Layers"`
+// legacyImage is the part of one element of the legacy manifest.json,
+// which docker load of every engine version reads, that this package
+// checks. RepoTags is not read: docker save writes null for an untagged
+// image, and the strict decoder refuses null where a list is declared.
+type legacyImage struct {
+	Config string   `json:"Config"`
+	Layers []string `json:"Layers"`
 }
+
+// archiveJSON decodes every JSON record of an archive: oci-layout,
+// index.json, manifest.json and the index, manifest and config blobs. The
+// records are image-spec's (and Docker's), which grow keys: the OCI spec
+// requires readers to ignore unknown properties, so unknown keys are
+// skipped; every key read obeys the strict rules.
+var archiveJSON = strictjson.Format{MaxSize: maxMetaBlob, AllowUnknownKeys: true}
 
 // validDigest reports whether d is sha256:<64 lowercase hex>, the only
 // digests `docker save` writes and the release manifest names.
