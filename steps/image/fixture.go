@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -346,29 +345,41 @@ type Fixture struct {
 // WriteFixture builds the fixture archive once and writes it to
 // dir/runtime.tar and, gzip-compressed (gzip.BestSpeed, in members of
 // 4 MiB of input compressed on all cores), to dir/runtime.tar.gz, each
-// through a private temporary file that is fsynced and renamed into place
-// (mode 0600).
+// through a pending file (safefile.Pending) that is fsynced and renamed
+// into place (mode 0600), replacing what was there, with the directory
+// fsynced.
 func WriteFixture(dir string, opts FixtureOptions) (Fixture, error) {
 	fx := Fixture{TarPath: filepath.Join(dir, "runtime.tar"), GzPath: filepath.Join(dir, "runtime.tar.gz")}
-	tarF, err := os.CreateTemp(dir, ".runtime.tar.tmp-*")
+	root, err := safefile.OpenRootTrusted(dir)
 	if err != nil {
 		return Fixture{}, fmt.Errorf("write fixture: %w", err)
 	}
-	defer os.Remove(tarF.Name())
-	defer tarF.Close()
-	gzF, err := os.CreateTemp(dir, ".runtime.tar.gz.tmp-*")
-	if err != nil {
-		return Fixture{}, fmt.Errorf("write fixture: %w", err)
+	defer root.Close()
+	var files [2]*safefile.Pending
+	defer func() {
+		for _, p := range files {
+			if p != nil {
+				p.Discard()
+			}
+		}
+	}()
+	for i, p := range []string{fx.TarPath, fx.GzPath} {
+		pf, err := root.OpenPending("."+filepath.Base(p)+".tmp-fixture", "fixture")
+		if err == nil {
+			files[i] = pf
+			err = pf.File().Truncate(0)
+		}
+		if err != nil {
+			return Fixture{}, fmt.Errorf("write fixture: %w", err)
+		}
 	}
-	defer os.Remove(gzF.Name())
-	defer gzF.Close()
 
 	// The archive streams to the tar file and to the parallel compressor.
 	gzHash := sha256.New()
-	gzCount := &countWriter{w: io.MultiWriter(gzF, gzHash)}
+	gzCount := &countWriter{w: io.MultiWriter(files[1].File(), gzHash)}
 	zw := newPgzipWriter(gzCount, gzip.BestSpeed)
 	tarHash := sha256.New()
-	tarCount := &countWriter{w: io.MultiWriter(tarF, tarHash, zw)}
+	tarCount := &countWriter{w: io.MultiWriter(files[0].File(), tarHash, zw)}
 	id, err := BuildFixtureArchive(tarCount, opts)
 	if zerr := zw.Close(); err == nil && zerr != nil {
 		err = fmt.Errorf("compress fixture: %w", zerr)
@@ -379,31 +390,13 @@ func WriteFixture(dir string, opts FixtureOptions) (Fixture, error) {
 	fx.Identity = id
 	fx.TarSize, fx.TarSHA256 = tarCount.n, hex.EncodeToString(tarHash.Sum(nil))
 	fx.GzSize, fx.GzSHA256 = gzCount.n, hex.EncodeToString(gzHash.Sum(nil))
-	for _, p := range []struct {
-		f      *os.File
-		target string
-	}{{tarF, fx.TarPath}, {gzF, fx.GzPath}} {
-		if err := publishTemp(p.f, p.target); err != nil {
+	for i, target := range []string{fx.TarPath, fx.GzPath} {
+		if err := files[i].CommitReplace(filepath.Base(target), 0o600); err != nil {
 			return Fixture{}, fmt.Errorf("write fixture: %w", err)
 		}
-	}
-	if err := safefile.SyncDir(dir); err != nil {
-		return Fixture{}, fmt.Errorf("write fixture: %w", err)
+		files[i] = nil
 	}
 	return fx, nil
-}
-
-// publishTemp makes the temporary file f private and durable and renames it
-// to target. The caller still closes and removes f's name (a no-op once
-// renamed) and syncs the directory.
-func publishTemp(f *os.File, target string) error {
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), target)
 }
 
 type countWriter struct {

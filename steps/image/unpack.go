@@ -29,12 +29,13 @@ const (
 var directIO = true
 
 // Unpack gunzips gzPath (the verified runtime.tar.gz) to tarPath. The
-// decompressed bytes go to a private temporary file next to tarPath while
-// their size and sha256 are computed in the same pass; only when they equal
-// wantSize and wantSHA256 (the manifest's unpacked_size and unpacked_sha256,
-// 64 lowercase hex) is the file given mode 0600, fsynced and renamed over
-// tarPath, and the directory fsynced. On any failure the temporary file is
-// removed and tarPath is left as it was: it never holds unverified bytes. A
+// decompressed bytes go to a private pending file next to tarPath
+// (safefile.Pending) while their size and sha256 are computed in the same
+// pass; only when they equal wantSize and wantSHA256 (the manifest's
+// unpacked_size and unpacked_sha256, 64 lowercase hex) is the file given
+// mode 0600, fsynced and renamed over tarPath, and the directory fsynced
+// (Pending.CommitReplace). On any failure the pending file is removed and
+// tarPath is left as it was: it never holds unverified bytes. A
 // stream longer than wantSize is stopped as soon as it passes it. gzPath is
 // opened without following a final symbolic link. Temporary files of an
 // interrupted earlier unpack of tarPath are removed first; the caller
@@ -73,17 +74,27 @@ func unpack(gzPath, tarPath string, wantSize int64, wantSHA256 string, identify 
 		dir = "."
 	}
 	removeStaleTemps(dir, base)
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	root, err := safefile.OpenRootTrusted(dir)
+	if err != nil {
+		return Identity{}, fmt.Errorf("unpack %s: %w", gzPath, err)
+	}
+	defer root.Close()
+	pending, err := root.OpenPending(pendingName(base), "unpack")
 	if err != nil {
 		return Identity{}, fmt.Errorf("unpack %s: %w", gzPath, err)
 	}
 	published := false
 	defer func() {
 		if !published {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			pending.Discard()
 		}
 	}()
+	tmp := pending.File()
+	// removeStaleTemps removed what a killed unpack left; should a file
+	// have appeared since, its bytes are not ours.
+	if err := tmp.Truncate(0); err != nil {
+		return Identity{}, fmt.Errorf("unpack %s: %w", gzPath, err)
+	}
 
 	stop := make(chan struct{})
 	chunks := make(chan chunk, chunkCount)
@@ -137,23 +148,26 @@ func unpack(gzPath, tarPath string, wantSize int64, wantSHA256 string, identify 
 	if scanErr != nil {
 		return Identity{}, fmt.Errorf("image archive %s: %w", gzPath, scanErr)
 	}
-	if err := publishTemp(tmp, tarPath); err != nil {
+	// Mode 0600, fsync, rename over tarPath, fsync the directory; the
+	// failpoints are unpack-before-rename and unpack-after-rename.
+	if err := pending.CommitReplace(base, 0o600); err != nil {
 		return Identity{}, fmt.Errorf("unpack %s to %s: %w", gzPath, tarPath, err)
 	}
 	published = true
-	tmp.Close()
-	safefile.Failpoint("unpack-after-rename")
-	if err := safefile.SyncDir(dir); err != nil {
-		return Identity{}, fmt.Errorf("unpack %s to %s: %w", gzPath, tarPath, err)
-	}
 	return id, nil
 }
 
+// pendingName is the private name tarPath's bytes are written under until
+// they are verified. It matches the pattern of removeStaleTemps (and of
+// the generation step's cleanup of unpack leftovers).
+func pendingName(base string) string { return "." + base + ".tmp-unpack" }
+
 // removeStaleTemps removes the temporary files an interrupted earlier
-// unpack of the same target left (a SIGKILL skips the cleanup); each can be
-// as large as the archive. Only regular files are removed. The caller
-// holds the installation lock, so no other unpack of this target runs; if
-// one did, it would fail its rename, never publish wrong bytes.
+// unpack of the same target left (a SIGKILL skips the cleanup): the
+// pending file, and the randomly named temporary files of earlier
+// versions. Each can be as large as the archive. Only regular files are
+// removed. The caller holds the installation lock, so no other unpack of
+// this target runs (two would share the pending file).
 func removeStaleTemps(dir, base string) {
 	stale, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(base)+".tmp-*"))
 	for _, p := range stale {

@@ -1,0 +1,59 @@
+//go:build crashtest
+
+package image
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+)
+
+// An unpacked archive and a written fixture are durable before they are
+// reported: the file is fsynced under its pending name before the rename
+// and the directory after it. A SIGKILL test cannot see an fsync; the
+// safe-file layer's crashtest record can.
+func TestUnpackIsDurable(t *testing.T) {
+	bothWriteModes(t, func(t *testing.T) {
+		content := make([]byte, chunkSize+4097)
+		for i := range content {
+			content[i] = byte(i * 7)
+		}
+		dir := t.TempDir()
+		gzPath := filepath.Join(dir, "runtime.tar.gz")
+		if err := os.WriteFile(gzPath, gz(t, content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tarPath := filepath.Join(dir, "runtime.tar")
+		pending := filepath.Join(dir, pendingName("runtime.tar"))
+		file, d := safefile.SyncCount(pending), safefile.SyncCount(dir)
+		if err := Unpack(gzPath, tarPath, int64(len(content)), hexSum(content)); err != nil {
+			t.Fatal(err)
+		}
+		if safefile.SyncCount(pending) == file || safefile.SyncCount(dir) == d {
+			t.Fatalf("unpacked without fsync of the file (%d) and its directory (%d)",
+				safefile.SyncCount(pending)-file, safefile.SyncCount(dir)-d)
+		}
+	})
+}
+
+func TestWriteFixtureIsDurable(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{".runtime.tar.tmp-fixture", ".runtime.tar.gz.tmp-fixture", "."}
+	before := map[string]int{}
+	for _, n := range names {
+		before[n] = safefile.SyncCount(filepath.Join(dir, n))
+	}
+	if _, err := WriteFixture(dir, FixtureOptions{Label: "durable"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if safefile.SyncCount(filepath.Join(dir, n)) == before[n] {
+			t.Errorf("fixture written without fsync of %s", filepath.Join(dir, n))
+		}
+	}
+	if got := onlyFiles(t, dir); len(got) != 2 {
+		t.Fatalf("fixture directory holds %v", got)
+	}
+}
