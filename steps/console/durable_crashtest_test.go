@@ -39,3 +39,28 @@ func TestRepublishMakesPresentFilesDurable(t *testing.T) {
 		}
 	}
 }
+
+// A first publication makes every artifact it adds durable: the copy is
+// fsynced under its staging name before it is committed and the artifacts
+// directory after.
+func TestPublishMakesAddedArtifactsDurable(t *testing.T) {
+	payload := filepath.Join(t.TempDir(), "node-payload")
+	fx := newFixture(t, commitA, "https://releases.example/oac/build-"+commitA)
+	if len(fx.content) == 0 {
+		t.Fatal("the fixture offers no artifact")
+	}
+	artDir := filepath.Join(payload, relPath(commitA, "artifacts"))
+	before := map[string]int{artDir: safefile.SyncCount(artDir)}
+	for name := range fx.content {
+		p := filepath.Join(artDir, stagePrefix+name)
+		before[p] = safefile.SyncCount(p)
+	}
+	if err := Publish(payload, fx.files); err != nil {
+		t.Fatal(err)
+	}
+	for p, n := range before {
+		if safefile.SyncCount(p) == n {
+			t.Errorf("published without fsync of %s", p)
+		}
+	}
+}

@@ -47,11 +47,12 @@ type ReleaseFiles struct {
 // It checks before it adds: the offered metadata must verify, every file
 // already published must be byte-identical to the offered one (artifacts:
 // their declared size and sha256), no undeclared file may be there, and
-// every missing offered artifact is copied into a private temporary file
-// and must have its declared size and sha256. Any failure returns an error
-// (*ConflictError for published bytes that differ) and adds nothing. Then
-// the missing artifacts are hard-linked into place, the missing fixed
-// files published write-once, SHA256SUMS last, each directory fsynced.
+// every missing offered artifact is copied into a private pending file
+// (safefile.Pending) and must have its declared size and sha256. Any
+// failure returns an error (*ConflictError for published bytes that
+// differ) and adds nothing. Then the missing artifacts are committed into
+// place without replacing anything, the missing fixed files published
+// write-once, SHA256SUMS last, each file and directory fsynced.
 // Nothing is ever overwritten. Publishers are serialized by a lock file in
 // payloadDir.
 func Publish(payloadDir string, files ReleaseFiles) error {
@@ -83,42 +84,40 @@ func Publish(payloadDir string, files ReleaseFiles) error {
 	if err != nil {
 		return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
 	}
-	artDir := filepath.Join(payloadDir, rel, artifactsDir)
+	artDir := rel + "/" + artifactsDir
 	var staged []stagedFile
 	defer func() {
 		for _, s := range staged {
-			os.Remove(s.tmp)
+			if s.p != nil {
+				s.p.Discard()
+			}
 		}
 	}()
 	for _, name := range sortedNames(files.Artifacts) {
 		if present[name] {
 			// Already there and verified: make it durable before it
 			// counts (an earlier run may have died before its fsync).
-			if err := root.Durable(rel+"/"+artifactsDir+"/"+name, safefile.Expect{UID: safefile.AnyUID}); err != nil {
+			if err := root.Durable(artDir+"/"+name, safefile.Expect{UID: safefile.AnyUID}); err != nil {
 				return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
 			}
 			continue
 		}
 		_, a, _ := m.ByFileName(name)
-		tmp, err := stage(artDir, name, files.Artifacts[name], a)
+		p, err := stage(root, artDir, name, files.Artifacts[name], a)
 		if err != nil {
 			return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
 		}
-		staged = append(staged, stagedFile{tmp: tmp, name: name})
+		staged = append(staged, stagedFile{p: p, name: name})
 	}
 
-	// Everything checked: add what is missing, never replacing a file.
-	for _, s := range staged {
-		err := os.Link(s.tmp, filepath.Join(artDir, s.name))
-		os.Remove(s.tmp) // at once: a published file has one link
+	// Everything checked: add what is missing, never replacing a file
+	// (the file and its directory fsynced).
+	for i, s := range staged {
+		err := s.p.Commit(artDir+"/"+s.name, filePerm)
 		if err != nil {
 			return fmt.Errorf("publish release %s: add artifact %s: %w", m.SourceCommit, s.name, err)
 		}
-	}
-	if len(staged) > 0 {
-		if err := safefile.SyncDir(artDir); err != nil {
-			return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
-		}
+		staged[i].p = nil
 	}
 	for _, name := range publishOrder(files.Files) {
 		if err := root.PublishOnce(rel+"/"+name, files.Files[name], filePerm); err != nil {
@@ -132,7 +131,11 @@ func Publish(payloadDir string, files ReleaseFiles) error {
 	return nil
 }
 
-type stagedFile struct{ tmp, name string }
+// stagedFile is an artifact copied and verified, to be committed as name.
+type stagedFile struct {
+	p    *safefile.Pending
+	name string
+}
 
 // checkOffered verifies the offered release on its own and returns its
 // manifest.
@@ -268,37 +271,36 @@ func onlyNames(root *safefile.Root, rel string, allowed map[string]bool) error {
 	return nil
 }
 
-// stage copies src into a new private temporary file in dir and checks the
-// copy against the declared artifact a. It returns the temporary file's
-// path; the caller links and removes it.
-func stage(dir, name, src string, a release.Artifact) (string, error) {
+// stage copies src into the pending file stagePrefix+name in directory
+// dir (below root) and checks the copy against the declared artifact a.
+// The caller commits the returned pending file as dir/name, or discards
+// it; on error nothing is left.
+func stage(root *safefile.Root, dir, name, src string, a release.Artifact) (*safefile.Pending, error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return "", fmt.Errorf("read artifact %s: %w", name, err)
+		return nil, fmt.Errorf("read artifact %s: %w", name, err)
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(dir, stagePrefix+name+"-*")
+	p, err := root.OpenPending(dir+"/"+stagePrefix+name, "publish-artifact")
 	if err != nil {
-		return "", fmt.Errorf("stage artifact %s: %w", name, err)
+		return nil, fmt.Errorf("stage artifact %s: %w", name, err)
 	}
-	size, sum, err := hashCopy(tmp, io.LimitReader(in, a.Size+1))
+	// checkPublished removed what an interrupted Publish left; should a
+	// file have appeared since, its bytes are not ours.
+	err = p.File().Truncate(0)
+	var size int64
+	var sum string
 	if err == nil {
-		err = tmp.Chmod(filePerm)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+		size, sum, err = hashCopy(p.File(), io.LimitReader(in, a.Size+1))
 	}
 	if err == nil && (size != a.Size || sum != a.SHA256) {
 		err = fmt.Errorf("%w: %s does not have the declared size %d and sha256 %s: %w", ErrInvalidRelease, src, a.Size, a.SHA256, release.ErrChecksumMismatch)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("stage artifact %s: %w", name, err)
+		p.Discard()
+		return nil, fmt.Errorf("stage artifact %s: %w", name, err)
 	}
-	return tmp.Name(), nil
+	return p, nil
 }
 
 // hashCopy copies r to w and returns the byte count and sha256 in hex.
