@@ -18,7 +18,7 @@
 //	Root.OpenPending, Pending.Commit     a file streamed under a private name, then
 //	                                     fsync + rename + directory fsync           (pending.go)
 //	Root.Durable                         make an existing file and its name durable (sync.go)
-//	MkdirAll, Root.Mkdir                 create directories, each fsynced with its parent;
+//	MkdirAll, Root.Mkdir, Mkdir          create directories, each fsynced with its parent;
 //	                                     MkdirAll also syncs the components it finds (mkdir.go)
 //	Root.Remove, Remove                  unlink, then fsync the directory, also when gone
 //	Lock, TryLock, Root.TryLock          flock(2) on a file whose inode never changes (lock.go)

@@ -90,3 +90,16 @@ func Remove(p string) error {
 	defer r.Close()
 	return r.Remove(base)
 }
+
+// Mkdir is Root.Mkdir for a path (see openParent): the directory p is
+// created with exactly perm, and it and its parent are fsynced, so that
+// its name is on disk when Mkdir returns. An existing entry reports an
+// error matching os.ErrExist and is left as it is.
+func Mkdir(p string, perm os.FileMode) error {
+	r, base, err := openParent(p)
+	if err != nil {
+		return fmt.Errorf("create directory %s: %w", p, err)
+	}
+	defer r.Close()
+	return r.Mkdir(base, perm)
+}

@@ -41,3 +41,14 @@ func TestRemovePathSyncsDirectory(t *testing.T) {
 		}
 	}
 }
+
+// Mkdir by path fsyncs the new directory and its parent.
+func TestMkdirPathSyncsParent(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "d")
+	for i, n := range syncDelta(func() { must(t, Mkdir(dir, 0o700)) }, dir, base) {
+		if n == 0 {
+			t.Errorf("Mkdir %s without fsync of %s", dir, []string{dir, base}[i])
+		}
+	}
+}

@@ -55,3 +55,22 @@ func TestRemovePath(t *testing.T) {
 		t.Fatalf("directory gone: %v", err)
 	}
 }
+
+func TestMkdirPath(t *testing.T) {
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	dir := filepath.Join(t.TempDir(), "payload")
+	must(t, Mkdir(dir, 0o750))
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("%s: %v, %v", dir, fi, err)
+	}
+	if err := Mkdir(dir, 0o700); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("existing directory: %v", err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o750 {
+		t.Fatalf("existing directory's mode changed to %v", fi.Mode())
+	}
+	if err := Mkdir(filepath.Join(dir, "missing", "sub"), 0o700); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing parent: %v", err)
+	}
+}
