@@ -40,9 +40,9 @@ func TestRepublishMakesPresentFilesDurable(t *testing.T) {
 	}
 }
 
-// A first publication makes every artifact it adds durable: the copy is
-// fsynced under its staging name before it is committed and the artifacts
-// directory after.
+// A first publication makes the payload directory and every artifact it
+// adds durable: the copy is fsynced under its staging name before it is
+// committed and the artifacts directory after.
 func TestPublishMakesAddedArtifactsDurable(t *testing.T) {
 	payload := filepath.Join(t.TempDir(), "node-payload")
 	fx := newFixture(t, commitA, "https://releases.example/oac/build-"+commitA)
@@ -50,7 +50,8 @@ func TestPublishMakesAddedArtifactsDurable(t *testing.T) {
 		t.Fatal("the fixture offers no artifact")
 	}
 	artDir := filepath.Join(payload, relPath(commitA, "artifacts"))
-	before := map[string]int{artDir: safefile.SyncCount(artDir)}
+	// The payload directory is new: its name in its parent is fsynced too.
+	before := map[string]int{artDir: safefile.SyncCount(artDir), filepath.Dir(payload): safefile.SyncCount(filepath.Dir(payload))}
 	for name := range fx.content {
 		p := filepath.Join(artDir, stagePrefix+name)
 		before[p] = safefile.SyncCount(p)

@@ -61,7 +61,7 @@ func Publish(payloadDir string, files ReleaseFiles) error {
 		return err
 	}
 	rel := releasesDir + "/" + m.SourceCommit
-	if err := os.Mkdir(payloadDir, dirPerm); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := safefile.Mkdir(payloadDir, dirPerm); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("publish release %s: %w", m.SourceCommit, err)
 	}
 	lock, err := safefile.Lock(filepath.Join(payloadDir, lockName), filePerm)
@@ -225,7 +225,7 @@ func checkPublished(root *safefile.Root, rel string, m *release.Manifest, files 
 	for _, name := range names {
 		full := filepath.Join(dir.Path(), name)
 		if strings.HasPrefix(name, stagePrefix) {
-			if err := os.Remove(full); err != nil {
+			if err := dir.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("remove leftover staging file: %w", err)
 			}
 			continue
