@@ -26,17 +26,15 @@ func TestRepublishMakesPresentFilesDurable(t *testing.T) {
 	for name := range fx.files.Files {
 		paths = append(paths, filepath.Join(payload, relPath(commitA, name)))
 	}
-	before := map[string]int{}
-	for _, p := range paths {
-		before[p], before[filepath.Dir(p)] = safefile.SyncCount(p), safefile.SyncCount(filepath.Dir(p))
+	for _, p := range paths[:len(paths):len(paths)] {
+		paths = append(paths, filepath.Dir(p))
 	}
+	w := safefile.WatchSyncs(paths...)
 	if err := Publish(payload, fx.files); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range paths {
-		if safefile.SyncCount(p) == before[p] || safefile.SyncCount(filepath.Dir(p)) == before[filepath.Dir(p)] {
-			t.Errorf("%s accepted as published without fsync of the file and its directory", p)
-		}
+	for _, p := range w.Unsynced() {
+		t.Errorf("%s accepted as published without fsync", p)
 	}
 }
 
@@ -51,17 +49,15 @@ func TestPublishMakesAddedArtifactsDurable(t *testing.T) {
 	}
 	artDir := filepath.Join(payload, relPath(commitA, "artifacts"))
 	// The payload directory is new: its name in its parent is fsynced too.
-	before := map[string]int{artDir: safefile.SyncCount(artDir), filepath.Dir(payload): safefile.SyncCount(filepath.Dir(payload))}
+	paths := []string{artDir, filepath.Dir(payload)}
 	for name := range fx.content {
-		p := filepath.Join(artDir, stagePrefix+name)
-		before[p] = safefile.SyncCount(p)
+		paths = append(paths, filepath.Join(artDir, stagePrefix+name))
 	}
+	w := safefile.WatchSyncs(paths...)
 	if err := Publish(payload, fx.files); err != nil {
 		t.Fatal(err)
 	}
-	for p, n := range before {
-		if safefile.SyncCount(p) == n {
-			t.Errorf("published without fsync of %s", p)
-		}
+	for _, p := range w.Unsynced() {
+		t.Errorf("published without fsync of %s", p)
 	}
 }

@@ -27,31 +27,24 @@ func TestUnpackIsDurable(t *testing.T) {
 		}
 		tarPath := filepath.Join(dir, "runtime.tar")
 		pending := filepath.Join(dir, pendingName("runtime.tar"))
-		file, d := safefile.SyncCount(pending), safefile.SyncCount(dir)
+		w := safefile.WatchSyncs(pending, dir)
 		if err := Unpack(gzPath, tarPath, int64(len(content)), hexSum(content)); err != nil {
 			t.Fatal(err)
 		}
-		if safefile.SyncCount(pending) == file || safefile.SyncCount(dir) == d {
-			t.Fatalf("unpacked without fsync of the file (%d) and its directory (%d)",
-				safefile.SyncCount(pending)-file, safefile.SyncCount(dir)-d)
+		if u := w.Unsynced(); len(u) > 0 {
+			t.Fatalf("unpacked without fsync of %v", u)
 		}
 	})
 }
 
 func TestWriteFixtureIsDurable(t *testing.T) {
 	dir := t.TempDir()
-	names := []string{".runtime.tar.tmp-fixture", ".runtime.tar.gz.tmp-fixture", "."}
-	before := map[string]int{}
-	for _, n := range names {
-		before[n] = safefile.SyncCount(filepath.Join(dir, n))
-	}
+	w := safefile.WatchSyncs(filepath.Join(dir, ".runtime.tar.tmp-fixture"), filepath.Join(dir, ".runtime.tar.gz.tmp-fixture"), dir)
 	if _, err := WriteFixture(dir, FixtureOptions{Label: "durable"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range names {
-		if safefile.SyncCount(filepath.Join(dir, n)) == before[n] {
-			t.Errorf("fixture written without fsync of %s", filepath.Join(dir, n))
-		}
+	if u := w.Unsynced(); len(u) > 0 {
+		t.Errorf("fixture written without fsync of %v", u)
 	}
 	if got := onlyFiles(t, dir); len(got) != 2 {
 		t.Fatalf("fixture directory holds %v", got)
