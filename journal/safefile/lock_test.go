@@ -222,19 +222,23 @@ func TestLockFile(t *testing.T) {
 	}
 }
 
+// lockFileChanges are the ways a lock file's name stops naming the inode
+// a holder locked.
+var lockFileChanges = []struct {
+	name    string
+	replace func(path string) error
+}{
+	{"renamed over", func(path string) error {
+		if err := os.WriteFile(path+".new", nil, 0o600); err != nil {
+			return err
+		}
+		return os.Rename(path+".new", path)
+	}},
+	{"removed", os.Remove},
+}
+
 func TestLockReplaced(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		replace func(path string) error
-	}{
-		{"renamed over", func(path string) error {
-			if err := os.WriteFile(path+".new", nil, 0o600); err != nil {
-				return err
-			}
-			return os.Rename(path+".new", path)
-		}},
-		{"removed", os.Remove},
-	} {
+	for _, tt := range lockFileChanges {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "install.lock")
 			afterFlock = func() {
@@ -324,25 +328,14 @@ func TestRootLease(t *testing.T) {
 // A holder notices when its lock file is replaced or removed after it was
 // locked: the lock then excludes nobody.
 func TestLockVerify(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		change func(path string) error
-	}{
-		{"renamed over", func(path string) error {
-			if err := os.WriteFile(path+".new", nil, 0o600); err != nil {
-				return err
-			}
-			return os.Rename(path+".new", path)
-		}},
-		{"removed", os.Remove},
-	} {
+	for _, tt := range lockFileChanges {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "install.lock")
 			l, err := TryLock(path, 0o600)
 			must(t, err)
 			defer l.Unlock()
 			must(t, l.Verify())
-			must(t, tt.change(path))
+			must(t, tt.replace(path))
 			if err := l.Verify(); !errors.Is(err, ErrLockReplaced) {
 				t.Fatalf("got %v, want ErrLockReplaced", err)
 			}
