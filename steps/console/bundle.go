@@ -59,7 +59,8 @@ func WriteBundle(payloadDir, dst string, others []string) (*BundleResult, error)
 		return nil, fmt.Errorf("write bundle: %w", err)
 	}
 	defer src.Close()
-	if err := os.Mkdir(dst, 0o700); err != nil {
+	// Durably: a bundle whose directory's name a power cut loses is gone.
+	if err := safefile.Mkdir(dst, 0o700); err != nil {
 		return nil, fmt.Errorf("write bundle: %w", err)
 	}
 	out, err := safefile.OpenRoot(dst)
