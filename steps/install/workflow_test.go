@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,7 +132,49 @@ func (r fileRegistrar) Register(_ context.Context, req generation.RegisterReques
 	}
 	f.WriteString("registered\n")
 	f.Close()
-	return os.WriteFile(filepath.Join(req.StateDir, "identity.json"), []byte("{}\n"), 0o600)
+	// The identity oac-node register writes, for the enrolled generation of
+	// installation.json.
+	var inst struct {
+		Provider            string `json:"provider"`
+		Generation          int64  `json:"generation"`
+		SpecificationDigest string `json:"specification_digest"`
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(req.StateDir)), "installation.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &inst); err != nil {
+		return err
+	}
+	nid := map[string]any{
+		"identity": map[string]any{"specification_digest": inst.SpecificationDigest, "deployment_generation": inst.Generation,
+			"node_id": generationtest.NodeID, "installation_id": generationtest.InstallationID, "provider": inst.Provider,
+			"backend_fingerprint": strings.Repeat("f", 64), "max_active": 2, "max_retained": 4},
+		"credential": generationtest.Credential, "core_url": req.CoreURL, "owner_epoch": 1,
+	}
+	if req.AllowInsecureOrigin {
+		nid["allow_insecure_origin"] = true
+	}
+	if req.CoreCA != "" {
+		ca, err := os.ReadFile(req.CoreCA)
+		if err != nil {
+			return err
+		}
+		nid["core_ca"], nid["core_ca_sha256"] = req.CoreCA, release.SHA256Hex(ca)
+	}
+	idb, _ := json.MarshalIndent(nid, "", "  ")
+	return os.WriteFile(filepath.Join(req.StateDir, "identity.json"), append(idb, '\n'), 0o600)
+}
+
+// Info is the engine's host facts: limits available, room for sandboxes.
+func (f *fileEngine) Info(context.Context) (docker.HostInfo, error) {
+	return docker.HostInfo{NCPU: 8, MemTotal: 16 << 30, MemoryLimit: true, CPUCfsQuota: true, CgroupVersion: "2"}, nil
+}
+
+func mustPool(ca []byte) *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AppendCertsFromPEM(ca)
+	return p
 }
 
 // hostFixture is a host root with the fakes around a real privsep child.

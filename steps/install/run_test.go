@@ -1,0 +1,323 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/console"
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// runFixture is a host root for install.Run: a Core and console over TLS
+// (the real console handler, Core's configuration and identity routes),
+// a Docker socket and engine, fakes for the accounts and systemd, and the
+// real service-account child.
+type runFixture struct {
+	base    string
+	host    layout.Host
+	srv     *httptest.Server
+	ca      []byte
+	spec    *release.Specification
+	token   string
+	accts   *accountstest.Fake
+	systemd *systemdtest.Fake
+	engine  *fileEngine
+	child   ChildRunner
+	version string
+	environ []string
+	machine string
+	// coreReply, when set, answers Core's configuration route first.
+	mu        sync.Mutex
+	coreReply func(w http.ResponseWriter, r *http.Request) bool
+	// out is the operator's output of the last run.
+	out bytes.Buffer
+}
+
+const fixtureToken = "enroll-3c9e1f7a22"
+
+func newRunFixture(t *testing.T) *runFixture {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the service-account child runs as another user")
+	}
+	base, err := os.MkdirTemp("", "oac-install-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	f := &runFixture{base: base, host: layout.Host{Root: filepath.Join(base, "host")}, token: fixtureToken,
+		version: "test-1", machine: "x86_64"}
+	for _, d := range []string{"etc/systemd/system", "var/lib", "var/run", "run/systemd/system"} {
+		if err := os.MkdirAll(filepath.Join(f.host.Root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Mkdir(filepath.Join(base, "engine"), 0o777)
+	os.Chmod(filepath.Join(base, "engine"), 0o777)
+	if f.accts, err = accountstest.New(f.host.Root); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(f.host.Root, "etc/group"), []byte("root:x:0:\ndocker:x:4242:\n"), 0o644)
+	l, err := net.Listen("unix", filepath.Join(f.host.Root, "var/run/docker.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	os.Chown(filepath.Join(f.host.Root, "var/run/docker.sock"), 0, 4242)
+	os.Chmod(filepath.Join(f.host.Root, "var/run/docker.sock"), 0o660)
+
+	rel := generationtest.BuildRelease(t, generationtest.CommitA)
+	f.spec = rel.Spec(t, release.ProviderDocker, 2)
+	payload := filepath.Join(base, "payload")
+	if err := console.Publish(payload, console.ReleaseFiles{Files: rel.Files, Artifacts: rel.Artifacts}); err != nil {
+		t.Fatal(err)
+	}
+	f.srv = httptest.NewUnstartedServer(nil)
+	f.srv.StartTLS()
+	t.Cleanup(f.srv.Close)
+	f.ca = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/sandbox-node/configuration", f.configuration)
+	mux.HandleFunc("/api/v1/sandbox-node/identity", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"node_id": generationtest.NodeID, "installation_id": generationtest.InstallationID,
+			"provider": "docker", "deployment_generation": 1, "specification_digest": f.spec.Digest(), "connected": true, "provider_ready": true})
+	})
+	mux.Handle("/node-install/", console.Handler(payload, f.srv.Listener.Addr().String()))
+	for _, name := range []string{release.ManifestName, release.SumsName} {
+		data := rel.Files[name]
+		mux.HandleFunc("/node-install/"+name, func(w http.ResponseWriter, r *http.Request) { w.Write(data) })
+	}
+	f.srv.Config.Handler = mux
+
+	f.systemd = systemdtest.New(filepath.Join(f.host.Root, "etc/systemd/system"))
+	f.engine = &fileEngine{path: filepath.Join(base, "engine", "state.json")}
+	bin, err := privsep.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bin.Close() })
+	f.child = PrivsepChild(privsep.Options{Binary: bin, Home: f.host.Home()}, accounts.Under(f.host.Root))
+	return f
+}
+
+// configuration is Core's configuration route: the enrollment token, or
+// the node credential with the node id.
+func (f *runFixture) configuration(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	reply := f.coreReply
+	f.mu.Unlock()
+	if reply != nil && reply(w, r) {
+		return
+	}
+	auth, node := r.Header.Get("Authorization"), r.Header.Get("X-OAC-Node-ID")
+	if !(auth == "Bearer "+fixtureToken && node == "") && !(auth == "Bearer "+generationtest.Credential && node == generationtest.NodeID) {
+		http.Error(w, `{"error":{"code":"invalid_node_credential"}}`, http.StatusUnauthorized)
+		return
+	}
+	w.Write(f.configurationBody(nil))
+}
+
+// configurationBody is Core's answer, with edit applied to its fields.
+func (f *runFixture) configurationBody(edit func(map[string]any)) []byte {
+	raw, _ := f.spec.MarshalJSON()
+	m := map[string]any{
+		"installation_id": generationtest.InstallationID, "provider": "docker", "core_url": f.srv.URL, "generation": 1,
+		"specification": json.RawMessage(raw), "specification_digest": f.spec.Digest(), "max_active": 2, "max_retained": 4,
+	}
+	if edit != nil {
+		edit(m)
+	}
+	data, _ := json.Marshal(m)
+	return data
+}
+
+func (f *runFixture) setCoreReply(h func(w http.ResponseWriter, r *http.Request) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.coreReply = h
+}
+
+func (f *runFixture) options() Options {
+	return Options{InstallationID: generationtest.InstallationID, SourceURL: f.srv.URL, CoreURL: f.srv.URL, CoreCA: f.ca}
+}
+
+func (f *runFixture) command() Command {
+	f.out.Reset()
+	return Command{
+		Options: f.options(), Host: f.host, Token: f.token, Environ: f.environ, Machine: f.machine,
+		Core:   CoreReader{Roots: mustPool(f.ca)},
+		Engine: f.engine, Accounts: f.accts, Systemd: f.systemd, Child: f.child, Version: f.version, Out: &f.out,
+	}
+}
+
+// install runs install.Run with the fixture's command, edited by edit.
+func (f *runFixture) install(t *testing.T, edit func(*Command)) (*workflow.Report, error) {
+	t.Helper()
+	c := f.command()
+	if edit != nil {
+		edit(&c)
+	}
+	return Run(context.Background(), c)
+}
+
+// installed runs a first installation to completion.
+func (f *runFixture) installed(t *testing.T) {
+	t.Helper()
+	rep, err := f.install(t, nil)
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, f.out.String())
+	}
+	if rep.Condition != workflow.Complete {
+		t.Fatalf("install: condition %s", rep.Condition)
+	}
+	f.token = ""
+}
+
+func (f *runFixture) engineState(t *testing.T) engineState {
+	t.Helper()
+	st, err := f.engine.state()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (f *runFixture) registrations() int {
+	data, _ := os.ReadFile(filepath.Join(f.base, "engine", "registrations"))
+	return strings.Count(string(data), "\n")
+}
+
+// changingCalls are the calls of the account and systemd fakes that
+// change the host.
+func (f *runFixture) changingCalls() []string {
+	var out []string
+	out = append(out, f.accts.Calls()...)
+	for _, c := range f.systemd.Calls() {
+		if verb, _, _ := strings.Cut(c, " "); verb != "state" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fileInfo is what a tree comparison looks at of one entry.
+type fileInfo struct {
+	Mode      fs.FileMode
+	UID, GID  uint32
+	Size      int64
+	SHA256    string
+	Link      string
+	Inode     uint64
+	MTime     syscall.Timespec
+	CTime     syscall.Timespec
+	withTimes bool
+}
+
+func (i fileInfo) String() string {
+	s := fmt.Sprintf("%v %d:%d %d %.12s %s", i.Mode, i.UID, i.GID, i.Size, i.SHA256, i.Link)
+	if i.withTimes {
+		s += fmt.Sprintf(" ino %d mtime %d.%09d ctime %d.%09d", i.Inode, i.MTime.Sec, i.MTime.Nsec, i.CTime.Sec, i.CTime.Nsec)
+	}
+	return s
+}
+
+// tree records every entry below the host's /etc and /var/lib and the
+// fake engine's directory: path, mode, owner, size, sha256 and link
+// target; with times, also the inode, mtime and ctime.
+func (f *runFixture) tree(t *testing.T, times bool) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, dir := range []string{filepath.Join(f.host.Root, "etc"), filepath.Join(f.host.Root, "var/lib"), filepath.Join(f.base, "engine")} {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			var st syscall.Stat_t
+			if err := syscall.Lstat(p, &st); err != nil {
+				return err
+			}
+			fi := fileInfo{Mode: fs.FileMode(st.Mode & 0o7777), UID: st.Uid, GID: st.Gid, Size: st.Size, withTimes: times,
+				Inode: st.Ino, MTime: st.Mtim, CTime: st.Ctim}
+			fi.Mode |= d.Type()
+			switch {
+			case d.Type().IsRegular():
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				s := sha256.Sum256(data)
+				fi.SHA256 = hex.EncodeToString(s[:])
+			case d.Type()&fs.ModeSymlink != 0:
+				fi.Link, _ = os.Readlink(p)
+			}
+			if d.IsDir() && !times {
+				fi.Size = 0 // a directory's size says nothing of its entries, which are listed
+			}
+			out[p] = fi.String()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func treeDiff(a, b map[string]string) string {
+	var d []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok {
+			d = append(d, "removed "+k)
+		} else if w != v {
+			d = append(d, fmt.Sprintf("changed %s: %s -> %s", k, v, w))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			d = append(d, "added "+k)
+		}
+	}
+	sort.Strings(d)
+	return strings.Join(d, "\n")
+}
+
+// runCounters are the fakes' counts of what changed outside the tree.
+func (f *runFixture) counters(t *testing.T) (calls int, loads int, regs int) {
+	return len(f.changingCalls()), f.engineState(t).Loads, f.registrations()
+}
+
+var _ = docker.HostInfo{}
+
+func TestRunInstallsThroughRun(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	if n := f.registrations(); n != 1 {
+		t.Fatalf("registrations %d", n)
+	}
+	t.Logf("%s", f.out.String())
+}
