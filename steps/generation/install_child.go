@@ -46,6 +46,8 @@ type InstallStepResult struct {
 	Facts   map[string]string `json:"facts,omitempty"`
 	// Configuration is the answer of a StepConfiguration request.
 	Configuration json.RawMessage `json:"configuration,omitempty"`
+	// Checks is the answer of a StepCheck request.
+	Checks []InstallStepCheck `json:"checks,omitempty"`
 }
 
 // InstallAdapters are the host adapters the child's steps use.
@@ -118,6 +120,9 @@ func classify(err error) error {
 // RunInstallStep runs or verifies one service-account step of an
 // installation.
 func RunInstallStep(ctx context.Context, in InstallOptions, req InstallStepRequest) (InstallStepResult, error) {
+	if req.Step == StepCheck {
+		return CheckInstallSteps(ctx, in, req)
+	}
 	if req.Step == string(workflow.InstallNodeRoot) {
 		if err := EnsureNodeRoot(in.Home, in.InstallationID, in.UID); err != nil {
 			return InstallStepResult{}, err

@@ -69,6 +69,11 @@ type Env struct {
 	Out       io.Writer
 	Locked    bool
 	Style     SummaryStyle
+
+	// checks is the service-account child's answer to the check of every
+	// service-account step (NodeChecks).
+	checks    map[string]generation.InstallStepCheck
+	checksErr error
 }
 
 func (e *Env) Options() Options                         { return e.Opts }

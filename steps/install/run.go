@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal"
@@ -133,18 +134,42 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if err := FirstRefusal(checks); err != nil {
 		return nil, err
 	}
+	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
+		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Style: c.Style}
+	path := JournalPath(c.Host, o.InstallationID)
+	// Every step checks, read-only, whether its effect is already on the
+	// host: a refusal anywhere comes before the first change, and a host
+	// where every step is satisfied is left exactly as it is (no journal,
+	// receipt, bookkeeping transaction or lock file).
+	prev, err := workflow.InspectJournal(path, workflow.Lookup)
+	if errors.Is(err, os.ErrNotExist) {
+		prev, err = nil, nil
+	}
+	if err != nil {
+		prev = nil // the engine decides about it
+	}
+	checked, err := workflow.Check(ctx, workflow.InstallDefinition(), Steps(env))
+	switch {
+	case err != nil && workflow.IsUnchanged(err):
+		return nil, unchanged(err)
+	case err == nil && checked.Satisfied && (prev == nil || prev.Condition == workflow.Complete):
+		summaryStep{env}.Run(ctx, nil)
+		if prev == nil {
+			prev = &workflow.Report{Journal: path, Workflow: "install", State: workflow.InstallInstalled, Condition: workflow.Complete}
+		}
+		return prev, nil
+	}
+	env.checks, env.checksErr = nil, nil
 	lock, err := HostLock(ctx, c.Host, phase)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
-	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
-		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Locked: true, Style: c.Style}
+	env.Locked = true
 	dir := c.Host.JournalDir(o.InstallationID)
 	if err := safefile.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	path := JournalPath(c.Host, o.InstallationID)
 	if err := keepFinished(path); err != nil {
 		return nil, err
 	}
@@ -164,13 +189,44 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		// The journal is of another run (another installer version or
 		// another specification): keep it as a receipt and start over.
 		// Unregistered state is disposable and registered state is checked
-		// by every step, so starting over guesses at nothing.
+		// by every step, so starting over guesses at nothing; except a run
+		// that stopped in an Inspect step, which only an operator may judge.
+		if old, ierr := workflow.InspectJournal(path, workflow.Lookup); ierr == nil && old.Condition != workflow.Complete && old.Policy == workflow.Inspect.String() {
+			return nil, inspectRefusal(path, old, c.Version)
+		}
 		if kerr := journal.KeepAside(path); kerr != nil {
 			return nil, errors.Join(err, kerr)
 		}
 		return r.Run(ctx)
 	}
 	return rep, err
+}
+
+// unchanged is a refusal found by a check: nothing was changed.
+func unchanged(err error) error {
+	if strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		return err
+	}
+	return fmt.Errorf("%w. Nothing was changed.", err)
+}
+
+// inspectRefusal refuses to start over from a journal of another
+// installer that stopped in an Inspect state, naming it as status does.
+func inspectRefusal(path string, old *workflow.Report, version string) error {
+	by := "another installer"
+	if old.Binding != nil && old.Binding.Version != "" {
+		by = "oac-node-install " + old.Binding.Version
+	}
+	step := string(old.State)
+	if old.Pending != nil {
+		step = old.Pending.Step
+	}
+	note := ""
+	if old.Note != "" {
+		note = " (" + old.Note + ")"
+	}
+	return fmt.Errorf("the installation's journal %s, written by %s, stopped in step %q, which leaves a state only an operator may judge%s; this installer (%s) does not start over from it. Inspect it with `oac-node-install status` and `oac-node-install leases`. Nothing was changed.",
+		path, by, step, note, version)
 }
 
 // knownNode reports whether the host records this installation.

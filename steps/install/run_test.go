@@ -321,3 +321,29 @@ func TestRunInstallsThroughRun(t *testing.T) {
 	}
 	t.Logf("%s", f.out.String())
 }
+
+// A registered, healthy node's rerun needs no token and writes nothing:
+// no journal, receipt, bookkeeping transaction or lock file; every entry
+// keeps its inode, mtime and ctime.
+func TestRerunOfAHealthyNodeWritesNothing(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	before := f.tree(t, true)
+	calls, loads, regs := f.counters(t)
+	rep, err := f.install(t, nil)
+	if err != nil {
+		t.Fatalf("rerun: %v\n%s", err, f.out.String())
+	}
+	if rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: condition %s", rep.Condition)
+	}
+	if d := treeDiff(before, f.tree(t, true)); d != "" {
+		t.Errorf("the rerun changed the host:\n%s", d)
+	}
+	if c, l, r := f.counters(t); c != calls || l != loads || r != regs {
+		t.Errorf("the rerun called %v (loads %d->%d, registrations %d->%d)", f.changingCalls()[calls:], loads, l, regs, r)
+	}
+	if !strings.Contains(f.out.String(), "Node installation complete.") {
+		t.Errorf("no summary:\n%s", f.out.String())
+	}
+}

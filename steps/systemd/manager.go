@@ -44,6 +44,7 @@ type UnitState struct {
 	SubState       string // running, exited, auto-restart, dead, …
 	NRestarts      uint32 // automatic restarts since the last start or reset-failed
 	ExecMainStatus int32  // exit status (or signal) of the last main process
+	UnitFileState  string // enabled, disabled, static, … ("" when not known)
 }
 
 func (s UnitState) String() string {

@@ -242,7 +242,15 @@ func (f *Fake) State(_ context.Context, name string) (systemd.UnitState, error) 
 	if err := f.begin("state", name); err != nil {
 		return systemd.UnitState{}, err
 	}
-	return f.get(name).state, nil
+	u := f.get(name)
+	st := u.state
+	if u.file {
+		st.UnitFileState = "disabled"
+		if u.enabled {
+			st.UnitFileState = "enabled"
+		}
+	}
+	return st, nil
 }
 
 func (f *Fake) Close() error {

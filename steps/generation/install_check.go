@@ -1,0 +1,402 @@
+package generation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// StepCheck asks the child to check, without changing anything, every
+// service-account step of the installation in order (workflow.Checker):
+// one child answers for all of them.
+const StepCheck = "check"
+
+// InstallStepCheck is one step's answer to StepCheck.
+type InstallStepCheck struct {
+	Step    string            `json:"step"`
+	Outcome workflow.Outcome  `json:"outcome"`
+	Event   workflow.Event    `json:"event,omitempty"`
+	Facts   map[string]string `json:"facts,omitempty"`
+}
+
+// CheckInstallSteps checks the service-account steps in the install
+// workflow's order, each seeing the facts the earlier ones reported. A
+// node root that does not exist yet leaves every step unchecked (not
+// done). It writes nothing; a refusal is returned as the step's error.
+func CheckInstallSteps(ctx context.Context, in InstallOptions, req InstallStepRequest) (InstallStepResult, error) {
+	e, err := NewInstallEnv(ctx, in)
+	if errors.Is(err, os.ErrNotExist) {
+		return InstallStepResult{}, nil
+	}
+	if err != nil {
+		return InstallStepResult{}, err
+	}
+	defer e.Close()
+	steps := InstallSteps(e)
+	facts := workflow.Facts(maps.Clone(req.Facts))
+	if facts == nil {
+		facts = workflow.Facts{}
+	}
+	var out []InstallStepCheck
+	for _, sd := range workflow.InstallDefinition().States {
+		st, ok := steps[sd.Step]
+		if !ok {
+			continue
+		}
+		c := InstallStepCheck{Step: sd.Step, Outcome: workflow.NotDone}
+		if ck, ok := st.(workflow.Checker); ok {
+			o, res, err := ck.Check(ctx, maps.Clone(facts))
+			if err != nil {
+				return InstallStepResult{}, fmt.Errorf("check %s: %w", sd.Step, err)
+			}
+			if o == workflow.Done {
+				c.Outcome, c.Event, c.Facts = o, res.Event, res.Facts
+				maps.Copy(facts, res.Facts)
+			}
+		}
+		out = append(out, c)
+	}
+	return InstallStepResult{Checks: out}, nil
+}
+
+var (
+	done    = workflow.Done
+	notDone = workflow.NotDone
+)
+
+// Check: every directory of the node root is there (0700, the account's),
+// no enrollment token file is left, and the Core CA copy is the command's
+// (a registered node's different copy refuses).
+func (s nodeRootStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	h, err := safefile.OpenRoot(e.in.Home)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	defer h.Close()
+	for _, rel := range nodeRootDirs(e.in.InstallationID) {
+		d, err := h.OpenDir(rel, safefile.Expect{UID: e.in.UID, Mode: 0o700})
+		if errors.Is(err, os.ErrNotExist) {
+			return notDone, workflow.Result{}, nil
+		}
+		if err != nil {
+			return 0, workflow.Result{}, err
+		}
+		d.Close()
+	}
+	names, err := e.root.ReadDir()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, tokenFilePrefix) {
+			return notDone, workflow.Result{}, nil
+		}
+	}
+	ca := e.in.CoreCA
+	if len(ca) == 0 {
+		return done, workflow.Result{}, nil
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	old, err := e.readPrivate(CoreCAName, 1<<20)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return notDone, workflow.Result{}, nil
+	case err != nil:
+		return 0, workflow.Result{}, err
+	case !bytes.Equal(old, ca) && registered:
+		return 0, workflow.Result{}, refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", safefile.ErrConflict))
+	case !bytes.Equal(old, ca):
+		return notDone, workflow.Result{}, nil
+	case registered:
+		return done, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Facts: map[string]string{"core_ca_sha256": release.SHA256Hex(ca)}}, nil
+}
+
+// recordState compares a node record with what writeRecord would write.
+func (e *InstallEnv) recordState(rel string, v map[string]any) (fileState, error) {
+	want, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	got, err := e.readPrivate(rel, 1<<16)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fileMissing, nil
+	case err != nil:
+		return 0, err
+	case !bytes.Equal(got, append(want, '\n')):
+		return 0, fmt.Errorf("%w: %s differs from what this command computes", ErrConflict, rel)
+	}
+	return fileOK, nil
+}
+
+// Check: the three records hold what this run computes; a registered
+// node's different record refuses.
+func (s metadataStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	cur, err := e.CurrentRelease(ctx)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	spec := e.spec
+	sel, err := e.Release(ctx, spec.Runtime.SourceCommit)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	if err := release.MatchRelease(spec, sel.Release.Manifest); err != nil {
+		return 0, workflow.Result{}, artifactErr(err)
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	sums := map[string]any{}
+	for _, f := range releaseFiles(sel.Release) {
+		sums[f.Rel] = f.SHA256
+	}
+	out := done
+	for _, r := range []struct {
+		rel string
+		v   map[string]any
+	}{
+		{"installation.json", e.installationRecord()},
+		{"preparation.json", map[string]any{"source_url": e.source}},
+		{"runtime-artifacts.json", map[string]any{"installation_id": e.in.InstallationID, "source_commit": spec.Runtime.SourceCommit, "sha256": sums}},
+	} {
+		st, err := e.recordState(r.rel, r.v)
+		switch {
+		case errors.Is(err, ErrConflict) && registered:
+			return 0, workflow.Result{}, refusalIfConflict(err)
+		case errors.Is(err, ErrConflict):
+			out = notDone
+		case err != nil:
+			return 0, workflow.Result{}, err
+		case st == fileMissing:
+			out = notDone
+		}
+	}
+	return out, workflow.Result{Facts: map[string]string{
+		factSourceCommit: spec.Runtime.SourceCommit,
+		factNodeRelease:  cur.Release.Manifest.SourceCommit,
+	}}, nil
+}
+
+// Check: the node program and the Runtime files are verified copies (the
+// archive only when the provider does not hold the image); a registered
+// node's different node program refuses.
+func (s installDownloadStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	cur, err := e.CurrentRelease(ctx)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	sel, err := e.Release(ctx, e.spec.Runtime.SourceCommit)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	node := cur.Release.Manifest.Artifacts[release.PathNode]
+	st, err := checkFile(e, release.PathNode, runtimeFile{Rel: release.PathNode, SHA256: node.SHA256, Size: node.Size, Filename: node.Filename})
+	switch {
+	case errors.Is(err, ErrConflict) && registered:
+		return 0, workflow.Result{}, refusal("A registered node keeps its node program: remove the node in Web, run this command with --uninstall, then add the node again with a new command", fmt.Errorf("%s differs from the current release's node program: %w", release.PathNode, err))
+	case errors.Is(err, ErrConflict):
+		return notDone, workflow.Result{}, nil
+	case err != nil:
+		return 0, workflow.Result{}, err
+	case st == fileMissing:
+		return notDone, workflow.Result{}, nil
+	}
+	_, warm, err := imageHeld(ctx, e, e.base)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	for _, f := range releaseFiles(sel.Release) {
+		if f.Rel == PathUnpacked || (f.Rel == release.PathRuntimeImage && warm) {
+			continue
+		}
+		st, err := checkFile(e, f.Rel, f)
+		if errors.Is(err, ErrConflict) || (err == nil && st == fileMissing) {
+			return notDone, workflow.Result{}, nil
+		}
+		if err != nil {
+			return 0, workflow.Result{}, err
+		}
+	}
+	facts := map[string]string{}
+	if warm {
+		facts[factWarm] = "true"
+	}
+	return done, workflow.Result{Facts: facts}, nil
+}
+
+// Check: the retained helper holds this installer's bytes; a registered
+// node's different helper refuses.
+func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	if e.in.Helper == nil {
+		return 0, workflow.Result{}, errors.New("no installer bytes to retain as the generation helper")
+	}
+	r, err := e.in.Helper()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, MaxHelperSize+1))
+	if err != nil {
+		return 0, workflow.Result{}, fmt.Errorf("read the installer's bytes: %w", err)
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	old, err := e.root.ReadFile(HelperName, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return notDone, workflow.Result{}, nil
+	case err == nil && bytes.Equal(old, data):
+		return done, workflow.Result{}, nil
+	case registered && (err == nil || errors.Is(err, safefile.ErrUnsafe)):
+		return 0, workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", HelperName, safefile.ErrConflict))
+	case registered:
+		return 0, workflow.Result{}, err
+	}
+	return notDone, workflow.Result{}, nil
+}
+
+// Check: the lease and its identity exist and open (a lease that does not
+// refuses, as the step does).
+func (s installLeaseStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	ok, err := e.LeaseExists()
+	if err != nil || !ok {
+		return notDone, workflow.Result{}, err
+	}
+	l, err := lease.Open(e.node.Generations(), e.opts.Identity, e.opts.UID)
+	if err != nil {
+		return 0, workflow.Result{}, refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("lease of generation %d: %w", e.opts.Identity.Generation, err))
+	}
+	return done, workflow.Result{}, l.Close()
+}
+
+// Check: the provider holds the image and no unpacked copy is left.
+func (s runtimeStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	id, held, err := imageHeld(ctx, s.e, s.e.base)
+	if err != nil || !held {
+		return notDone, workflow.Result{}, err
+	}
+	if _, err := os.Lstat(s.e.node.Root + "/" + PathUnpacked); err == nil {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Facts: map[string]string{factImageID: id}}, nil
+}
+
+// Check is Verify: it only inspects the engine.
+func (s networkStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	out, res, err := s.Verify(ctx, facts)
+	if out == workflow.Unknown && err == nil {
+		out = notDone
+	}
+	return out, res, err
+}
+
+// Check: provider.json holds what the step would publish; a registered
+// node's different file refuses.
+func (s providerConfigStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	c := e.base.Clone()
+	if c.Docker != nil {
+		if facts[factImageID] == "" {
+			return notDone, workflow.Result{}, nil
+		}
+		c.Docker.Image = facts[factImageID]
+	}
+	if err := c.Validate(); err != nil {
+		return 0, workflow.Result{}, err
+	}
+	data, err := c.Marshal()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	old, err := e.readPrivate("provider.json", provider.MaxSize)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return notDone, workflow.Result{}, nil
+	case err == nil && bytes.Equal(old, data):
+		return done, workflow.Result{}, nil
+	case registered:
+		return 0, workflow.Result{}, refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", safefile.ErrConflict))
+	}
+	return notDone, workflow.Result{}, nil
+}
+
+// Check: registered.json exists with installation.json's bytes; other
+// bytes refuse.
+func (s registerStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	reg, err := e.readPrivate("registered.json", 4096)
+	if errors.Is(err, os.ErrNotExist) {
+		return notDone, workflow.Result{}, nil
+	}
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	inst, err := e.readPrivate("installation.json", 4096)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, workflow.Result{}, err
+	}
+	if !bytes.Equal(reg, inst) {
+		return 0, workflow.Result{}, refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
+	}
+	return done, workflow.Result{}, nil
+}
+
+// Check reads Core's identity route once: connected and ready is done;
+// anything else leaves the wait to the run.
+func (s waitReadyStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	nid, err := e.nodeIdentity()
+	if err != nil || nid.CoreURL != trimOrigin(e.in.CoreOrigin) || nid.AllowInsecureOrigin != e.in.AllowInsecureOrigin {
+		return notDone, workflow.Result{}, nil
+	}
+	pool, err := e.certPool()
+	if err != nil {
+		return notDone, workflow.Result{}, nil
+	}
+	c, err := NewCoreClient(nid, pool, e.proxy())
+	if err != nil {
+		return notDone, workflow.Result{}, nil
+	}
+	a, status, err := c.identity(ctx, nid.CoreURL+"/api/v1/sandbox-node/identity?node_id="+url.QueryEscape(nid.Identity.NodeID))
+	if err != nil || status != http.StatusOK || !a.Connected || !a.ProviderReady || a.NodeID != nid.Identity.NodeID ||
+		a.InstallationID != nid.Identity.InstallationID || a.SpecificationDigest != nid.Identity.SpecificationDigest ||
+		a.DeploymentGeneration != nid.Identity.DeploymentGeneration || a.Provider != nid.Identity.Provider {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Facts: map[string]string{"node_id": nid.Identity.NodeID}}, nil
+}

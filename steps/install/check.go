@@ -1,0 +1,291 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// Every step of the install workflow is a workflow.Checker: before a run
+// writes anything, install.Run asks each whether its effect is already on
+// the host. A check reads only: the bookkeeping read-only, files, the
+// accounts, systemd's unit state and, in one service-account child, the
+// node's files, the engine and Core.
+
+var (
+	done    = workflow.Done
+	notDone = workflow.NotDone
+)
+
+// readBookkeeping opens the bookkeeping read-only; ok is false when it
+// does not exist yet.
+func readBookkeeping(h layout.Host) (db *bookkeeping.DB, ok bool, err error) {
+	db, err = bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return db, true, nil
+}
+
+// recordsFile reports whether the bookkeeping lists path for id.
+func recordsFile(db *bookkeeping.DB, id, path string) bool {
+	files, err := db.Files(id)
+	if err != nil {
+		return false
+	}
+	for _, f := range files {
+		if f.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+func (s preflightStep) Check(ctx context.Context, f workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	res, err := s.Run(ctx, f)
+	return done, res, err
+}
+
+func (s readTokenStep) Check(ctx context.Context, f workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	res, err := s.Run(ctx, f)
+	return done, res, err
+}
+
+func (s readConfigurationStep) Check(ctx context.Context, f workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	res, err := s.Run(ctx, f)
+	return done, res, err
+}
+
+// Check: a check needs no lock (it changes nothing).
+func (s hostLockStep) Check(context.Context, workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	return done, workflow.Result{}, nil
+}
+
+func (s summaryStep) Check(context.Context, workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	return done, workflow.Result{}, nil
+}
+
+// Check applies the adoption rules as Run does (an account or home that
+// cannot be adopted refuses); done when the account exists, the
+// bookkeeping says who made it and its home is 0700 and the account's.
+func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	db, ok, err := readBookkeeping(s.d.Host())
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	var rec bookkeeping.Account
+	recorded := false
+	if ok {
+		rec, recorded, err = db.Account()
+		db.Close()
+		if err != nil {
+			return 0, workflow.Result{}, err
+		}
+	}
+	recordedUID := -1
+	if recorded && rec.UID > 0 {
+		recordedUID = rec.UID
+	}
+	home := s.d.Host().Home()
+	facts, err := s.d.Databases().Facts(home, recordedUID)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	if facts.User == nil && recorded && rec.Created {
+		facts.HomeExists = false
+	}
+	decision, err := accounts.Decide(facts)
+	if err != nil {
+		return 0, workflow.Result{}, workflow.Unchanged(err)
+	}
+	if decision == accounts.Create || !recorded || facts.User == nil || (rec.Created && rec.UID != facts.User.UID) {
+		return notDone, workflow.Result{}, nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(home, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || st.Mode&0o7777 != 0o700 ||
+		int(st.Uid) != facts.User.UID || int(st.Gid) != facts.User.GID {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Facts: map[string]string{factUID: fmt.Sprint(facts.User.UID)}}, nil
+}
+
+// Check is Verify's member test.
+func (s groupStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	in, err := s.member()
+	if errors.Is(err, accounts.ErrNotFound) || (err == nil && !in) {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{}, err
+}
+
+// expectedInstallation is the bookkeeping entry the host records step
+// writes.
+func expectedInstallation(d Data) bookkeeping.Installation {
+	o := d.Options()
+	inst := bookkeeping.Installation{
+		ID: o.InstallationID, Provider: d.Configuration().Provider, CoreURL: o.CoreURL,
+		NodeRoot: d.Host().NodeRoot(o.InstallationID), Unit: d.Host().Unit(o.InstallationID), EnvFile: d.Host().EnvFile(o.InstallationID),
+		AllowInsecureOrigin: o.AllowInsecureOrigin,
+	}
+	if len(o.CoreCA) > 0 {
+		inst.CoreCA = sha256Hex(o.CoreCA)
+	}
+	return inst
+}
+
+// Check: the bookkeeping's entry and file record, the host record's bytes
+// and /run/oac-node-docker are what the step writes.
+func (s hostRecordsStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	d, id := s.d, s.d.Options().InstallationID
+	db, ok, err := readBookkeeping(d.Host())
+	if err != nil || !ok {
+		return notDone, workflow.Result{}, err
+	}
+	defer db.Close()
+	got, err := db.GetInstallation(id)
+	if err != nil {
+		return notDone, workflow.Result{}, nil
+	}
+	got.Created = expectedInstallation(d).Created
+	path := d.Host().Record(id)
+	if got != expectedInstallation(d) || !recordsFile(db, id, path) {
+		return notDone, workflow.Result{}, nil
+	}
+	want, err := json.MarshalIndent(HostRecord(d), "", "  ")
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	if data, err := os.ReadFile(path); err != nil || !bytes.Equal(data, append(want, '\n')) {
+		return notDone, workflow.Result{}, nil
+	}
+	if fi, err := os.Lstat(d.Host().DockerConfig()); err != nil || !fi.IsDir() {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{}, nil
+}
+
+// Check: the env file is there with the run's proxy settings (and
+// recorded), or absent when the run has none.
+func (s envFileStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	d, id := s.d, s.d.Options().InstallationID
+	path := d.Host().EnvFile(id)
+	text, write, err := systemd.RenderEnvFile(d.Proxy())
+	if err != nil {
+		return 0, workflow.Result{}, workflow.Unchanged(err)
+	}
+	old, rerr := os.ReadFile(path)
+	if !write {
+		if errors.Is(rerr, os.ErrNotExist) {
+			return done, workflow.Result{}, nil
+		}
+		return notDone, workflow.Result{}, nil
+	}
+	if rerr != nil || !bytes.Equal(old, text) {
+		return notDone, workflow.Result{}, nil
+	}
+	db, ok, err := readBookkeeping(d.Host())
+	if err != nil || !ok {
+		return notDone, workflow.Result{}, err
+	}
+	defer db.Close()
+	if !recordsFile(db, id, path) {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{}, nil
+}
+
+// Check: the unit file holds the text the step writes, and is recorded.
+func (s unitStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	d, id := s.d, s.d.Options().InstallationID
+	text, err := s.unit().Render()
+	if err != nil {
+		return 0, workflow.Result{}, workflow.Unchanged(err)
+	}
+	path := d.Host().Unit(id)
+	if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, text) {
+		return notDone, workflow.Result{}, nil
+	}
+	db, ok, err := readBookkeeping(d.Host())
+	if err != nil || !ok {
+		return notDone, workflow.Result{}, err
+	}
+	defer db.Close()
+	if !recordsFile(db, id, path) {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{}, nil
+}
+
+// Check: systemd reports the unit enabled and active.
+func (s startStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	st, err := s.d.Systemd().State(ctx, (unitStep{s.d}).unit().Name())
+	if err != nil || st.ActiveState != "active" || st.UnitFileState != "enabled" {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{}, nil
+}
+
+// nodeChecker is the part of NodeData that checks every service-account
+// step in one child (Env implements it).
+type nodeChecker interface {
+	NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]generation.InstallStepCheck, error)
+}
+
+// Check implements workflow.Checker with the answer of one child for all
+// service-account steps; without an account, nothing of the node exists
+// yet (not done).
+func (s NodeStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	nc, ok := s.D.(nodeChecker)
+	if !ok {
+		return notDone, workflow.Result{}, nil
+	}
+	checks, err := nc.NodeChecks(ctx, facts)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	c, ok := checks[s.Name]
+	if !ok || c.Outcome != workflow.Done {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Event: c.Event, Facts: c.Facts}, nil
+}
+
+// NodeChecks implements nodeChecker: the first call asks one child to
+// check every service-account step; later calls return its answer.
+func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]generation.InstallStepCheck, error) {
+	if e.checks != nil || e.checksErr != nil {
+		return e.checks, e.checksErr
+	}
+	e.checks = map[string]generation.InstallStepCheck{}
+	if _, err := e.DBs.LookupUser(layout.Account); errors.Is(err, accounts.ErrNotFound) {
+		return e.checks, nil
+	} else if err != nil {
+		e.checksErr = err
+		return nil, err
+	}
+	req := e.NodeRequest()
+	req.Step, req.Facts = generation.StepCheck, facts
+	res, err := e.Runner(ctx, req)
+	if err != nil {
+		e.checksErr = childErr(err)
+		return nil, e.checksErr
+	}
+	for _, c := range res.Checks {
+		e.checks[c.Step] = c
+	}
+	return e.checks, nil
+}
