@@ -110,7 +110,7 @@ func (p *Preflight) Run(ctx context.Context) []Check {
 // systemd, SELinux, the token's absence from the environment, the host's
 // records and the older product's traces.
 func (p *Preflight) HostChecks() []Check {
-	return []Check{p.platform(), p.systemd(), p.selinux(), p.tokenEnv(), p.records(), p.olderProduct()}
+	return []Check{p.platform(), p.systemd(), p.selinux(), p.tokenEnv(), p.records(), p.olderProduct(), p.sudoUserNode()}
 }
 
 // ProviderChecks are the checks of provider's prerequisites on this host

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
@@ -299,6 +300,32 @@ func CheckHostRecord(h layout.Host, o Options) error {
 	if err != nil {
 		return err
 	}
+	if rec.InstallationID != o.InstallationID {
+		return fmt.Errorf("the host record %s names installation %q, not %s; it was not written by this installer for this node: remove it or restore it. Nothing was changed.", h.Record(o.InstallationID), rec.InstallationID, o.InstallationID)
+	}
+	// The bookkeeping is authoritative; a record that disagrees with it
+	// is refused (CONTRACT §10).
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if err != nil {
+		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s cannot be read (%v); uninstall the node and add it again. Nothing was changed.", h.Record(o.InstallationID), h.Bookkeeping(), err)
+	}
+	inst, err := db.GetInstallation(o.InstallationID)
+	db.Close()
+	if err != nil {
+		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s has no entry for it (%v); uninstall the node and add it again. Nothing was changed.", h.Record(o.InstallationID), h.Bookkeeping(), err)
+	}
+	for _, d := range []struct {
+		name     string
+		rec, inv any
+	}{
+		{"provider", rec.Provider, inst.Provider}, {"core_url", rec.CoreURL, inst.CoreURL}, {"node_root", rec.NodeRoot, inst.NodeRoot},
+		{"unit", rec.Unit, inst.Unit}, {"allow_insecure_origin", rec.AllowInsecureOrigin, inst.AllowInsecureOrigin},
+		{"core_ca_sha256", rec.CoreCASHA256, inst.CoreCA},
+	} {
+		if d.rec != d.inv {
+			return fmt.Errorf("the host record %s and the installer's bookkeeping %s disagree about %s; the bookkeeping is authoritative: restore the record or uninstall the node and add it again. Nothing was changed.", h.Record(o.InstallationID), h.Bookkeeping(), d.name)
+		}
+	}
 	ca := ""
 	if len(o.CoreCA) > 0 {
 		ca = sha256Hex(o.CoreCA)
@@ -316,8 +343,11 @@ func CheckHostRecord(h layout.Host, o Options) error {
 
 // hostRecord is what install reads back of /etc/oac-node/<id>.json.
 type hostRecord struct {
+	InstallationID      string `json:"installation_id"`
 	Provider            string `json:"provider"`
 	CoreURL             string `json:"core_url"`
+	NodeRoot            string `json:"node_root"`
+	Unit                string `json:"unit"`
 	AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
 	CoreCASHA256        string `json:"core_ca_sha256"`
 }

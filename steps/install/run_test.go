@@ -146,7 +146,7 @@ func (f *runFixture) configuration(w http.ResponseWriter, r *http.Request) {
 func (f *runFixture) configurationBody(edit func(map[string]any)) []byte {
 	raw, _ := f.spec.MarshalJSON()
 	m := map[string]any{
-		"installation_id": generationtest.InstallationID, "provider": "docker", "core_url": f.srv.URL, "generation": 1,
+		"installation_id": generationtest.InstallationID, "provider": f.spec.Provider, "core_url": f.srv.URL, "generation": 1,
 		"specification": json.RawMessage(raw), "specification_digest": f.spec.Digest(), "max_active": 2, "max_retained": 4,
 	}
 	if edit != nil {

@@ -1,0 +1,40 @@
+package install
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+)
+
+// sudoUserNode refuses a new node whose installation already has a node
+// root in the home of the user who ran sudo ($SUDO_USER): a node installed
+// there by hand, which the installer neither adopts nor removes
+// (CONTRACT §10's order, preflight step 4).
+func (p *Preflight) sudoUserNode() Check {
+	c := Check{Name: "no node of this installation in the sudo user's home"}
+	if !p.NewNode {
+		return c
+	}
+	user := ""
+	for _, kv := range p.Environ {
+		if v, ok := strings.CutPrefix(kv, "SUDO_USER="); ok {
+			user = v
+		}
+	}
+	if user == "" || user == "root" {
+		return c
+	}
+	u, err := accounts.Under(p.Host.Root).LookupUser(user)
+	if err != nil || !filepath.IsAbs(u.Home) || u.Home == "/" {
+		return c
+	}
+	q := filepath.Join(p.Host.Root, u.Home, ".oac", "nodes", p.InstallationID)
+	if _, err := os.Lstat(q); err == nil {
+		c.Err = fmt.Errorf("%s exists: a node of this installation runs from %s's home", filepath.Join(u.Home, ".oac", "nodes", p.InstallationID), user)
+		c.Hint = "Stop and remove that node first; the installer runs nodes only as the oac-node account"
+	}
+	return c
+}

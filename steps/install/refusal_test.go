@@ -1,0 +1,325 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/release"
+)
+
+const otherID = "11111111-2222-4333-8444-555555555555"
+
+// infoEngine answers Info with its own facts.
+type infoEngine struct {
+	*fileEngine
+	info docker.HostInfo
+}
+
+func (e infoEngine) Info(context.Context) (docker.HostInfo, error) { return e.info, nil }
+
+// refusalCase is one refusal install can make: setup prepares the host
+// (after a first installation when registered is set), edit the command.
+type refusalCase struct {
+	name       string
+	registered bool
+	setup      func(t *testing.T, f *runFixture)
+	edit       func(f *runFixture, c *Command)
+	want       string
+}
+
+func writeHostFile(t *testing.T, f *runFixture, rel string, data string, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(f.host.Root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodeFile rewrites a file of the node root as the account owns it.
+func nodeFile(t *testing.T, f *runFixture, rel, data string, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(f.host.NodeRoot(generationtest.InstallationID), rel)
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Dir(p), &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(p, mode)
+	os.Chown(p, int(st.Uid), int(st.Gid))
+}
+
+func editRecord(t *testing.T, f *runFixture, edit func(map[string]any)) {
+	t.Helper()
+	p := f.host.Record(generationtest.InstallationID)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	out, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(p, append(out, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func coreAnswers(status int, body []byte) func(w http.ResponseWriter, r *http.Request) bool {
+	return func(w http.ResponseWriter, r *http.Request) bool {
+		w.WriteHeader(status)
+		w.Write(body)
+		return true
+	}
+}
+
+func refusalCases() []refusalCase {
+	microsandbox := func(t *testing.T, f *runFixture) {
+		rel := generationtest.BuildRelease(t, generationtest.CommitA)
+		f.spec = rel.Spec(t, release.ProviderMicrosandbox, 2)
+	}
+	return []refusalCase{
+		{name: "not amd64", edit: func(f *runFixture, c *Command) { c.Machine = "aarch64" }, want: "linux/amd64"},
+		{name: "systemd not running", setup: func(t *testing.T, f *runFixture) {
+			os.Remove(filepath.Join(f.host.Root, "run/systemd/system"))
+		}, want: "systemd is not running"},
+		{name: "SELinux enforcing", setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "sys/fs/selinux/enforce", "1\n", 0o644)
+		}, want: "SELinux is enforcing"},
+		{name: "token in the environment", edit: func(f *runFixture, c *Command) {
+			c.Environ = []string{"OAC_ENROLLMENT_TOKEN=x"}
+		}, want: "OAC_ENROLLMENT_TOKEN"},
+		{name: "docker socket of group root", setup: func(t *testing.T, f *runFixture) {
+			os.Chown(filepath.Join(f.host.Root, "var/run/docker.sock"), 0, 0)
+		}, want: "belongs to group root"},
+		{name: "docker socket not group read-write", setup: func(t *testing.T, f *runFixture) {
+			os.Chmod(filepath.Join(f.host.Root, "var/run/docker.sock"), 0o600)
+		}, want: "not group read-write"},
+		{name: "no docker socket", setup: func(t *testing.T, f *runFixture) {
+			os.Remove(filepath.Join(f.host.Root, "var/run/docker.sock"))
+		}, want: "Docker is not installed or not running"},
+		{name: "engine without CPU quota", edit: func(f *runFixture, c *Command) {
+			c.Engine = infoEngine{f.engine, docker.HostInfo{NCPU: 8, MemTotal: 16 << 30, MemoryLimit: true}}
+		}, want: "cannot limit containers' CPU and memory"},
+		{name: "engine without memory limit", edit: func(f *runFixture, c *Command) {
+			c.Engine = infoEngine{f.engine, docker.HostInfo{NCPU: 8, MemTotal: 16 << 30, CPUCfsQuota: true}}
+		}, want: "cannot limit containers' CPU and memory"},
+		{name: "rootless docker", edit: func(f *runFixture, c *Command) {
+			c.Engine = infoEngine{f.engine, docker.HostInfo{NCPU: 8, MemTotal: 16 << 30, MemoryLimit: true, CPUCfsQuota: true, Rootless: true}}
+		}, want: "rootless Docker"},
+		{name: "capacity", edit: func(f *runFixture, c *Command) {
+			c.Engine = infoEngine{f.engine, docker.HostInfo{NCPU: 1, MemTotal: 16 << 30, MemoryLimit: true, CPUCfsQuota: true}}
+		}, want: "each sandbox needs 2 CPUs"},
+		{name: "kvm of group root", setup: func(t *testing.T, f *runFixture) {
+			microsandbox(t, f)
+			os.MkdirAll(filepath.Join(f.host.Root, "dev"), 0o755)
+			if err := syscall.Mknod(filepath.Join(f.host.Root, "dev/kvm"), syscall.S_IFCHR|0o660, int(10<<8|232)); err != nil {
+				t.Skipf("mknod: %v", err)
+			}
+		}, want: "/dev/kvm belongs to group root"},
+		{name: "no kvm", setup: microsandbox, want: "KVM is not available"},
+		{name: "microsandbox store path too long", setup: func(t *testing.T, f *runFixture) {
+			microsandbox(t, f)
+			os.MkdirAll(filepath.Join(f.host.Root, "dev"), 0o755)
+			if err := syscall.Mknod(filepath.Join(f.host.Root, "dev/kvm"), syscall.S_IFCHR|0o666, int(10<<8|232)); err != nil {
+				t.Skipf("mknod: %v", err)
+			}
+			os.Chmod(filepath.Join(f.host.Root, "dev/kvm"), 0o666)
+		}, want: "short enough for the store's socket paths"},
+		{name: "another Core's node on the host", setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "etc/oac-node/"+otherID+".json", "{}\n", 0o644)
+		}, want: "node of another Core"},
+		{name: "original installer's account.json", setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "etc/oac-node/account.json", "{}\n", 0o644)
+		}, want: "original installer's account.json"},
+		{name: "network of this installation exists", setup: func(t *testing.T, f *runFixture) {
+			st := f.engineState(t)
+			st.Nets["oac-node-"+generationtest.InstallationID] = map[string]string{}
+			f.engine.save(st)
+		}, want: "Docker network oac-node-" + generationtest.InstallationID + " exists"},
+		{name: "older product's unit", setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "etc/systemd/system/parsar-node-"+generationtest.InstallationID+".service", "[Unit]\n", 0o644)
+		}, want: "previous installer"},
+		{name: "older product's record", setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "etc/parsar-node/"+generationtest.InstallationID+".json", "{}\n", 0o644)
+		}, want: "previous installer"},
+		{name: "older product's node root", setup: func(t *testing.T, f *runFixture) {
+			os.MkdirAll(filepath.Join(f.host.Home(), ".parsar", "nodes", generationtest.InstallationID), 0o700)
+		}, want: "previous installer"},
+		{name: "account with a login shell", setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "etc/passwd", "root:x:0:0::/root:/bin/sh\noac-node:x:990:990::/var/lib/oac-node:/bin/bash\n", 0o644)
+			writeHostFile(t, f, "etc/group", "root:x:0:\ndocker:x:4242:\noac-node:x:990:\n", 0o644)
+		}, want: "login shell"},
+		{name: "account with another home", setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "etc/passwd", "root:x:0:0::/root:/bin/sh\noac-node:x:990:990::/home/oac-node:/usr/sbin/nologin\n", 0o644)
+			writeHostFile(t, f, "etc/group", "root:x:0:\ndocker:x:4242:\noac-node:x:990:\n", 0o644)
+		}, want: "not /var/lib/oac-node"},
+		{name: "orphan home", setup: func(t *testing.T, f *runFixture) {
+			os.MkdirAll(f.host.Home(), 0o755)
+		}, want: "/var/lib/oac-node"},
+		{name: "SUDO_USER's home holds the node", setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "etc/passwd", "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n", 0o644)
+			os.MkdirAll(filepath.Join(f.host.Root, "home/alice/.oac/nodes", generationtest.InstallationID), 0o700)
+		}, edit: func(f *runFixture, c *Command) { c.Environ = []string{"SUDO_USER=alice"} }, want: ".oac/nodes/" + generationtest.InstallationID},
+		{name: "no token for a new node", edit: func(f *runFixture, c *Command) { c.Token = "" }, want: "enrollment token"},
+		{name: "Core 401", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(401, nil))
+		}, want: "HTTP 401"},
+		{name: "Core 404", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(404, nil))
+		}, want: "HTTP 404"},
+		{name: "Core 409", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(409, nil))
+		}, want: "HTTP 409"},
+		{name: "Core 503", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(503, nil))
+		}, want: "HTTP 503"},
+		{name: "Core's public URL changed", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(200, f.configurationBody(func(m map[string]any) { m["core_url"] = "https://core.example.com" })))
+		}, want: "public URL changed"},
+		{name: "Core answers for another installation", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(200, f.configurationBody(func(m map[string]any) { m["installation_id"] = otherID })))
+		}, want: "Core answered for installation " + otherID},
+		{name: "provider assertion", edit: func(f *runFixture, c *Command) { c.Options.Provider = "microsandbox" }, want: "this command says microsandbox"},
+		{name: "max_active above max_retained", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(200, f.configurationBody(func(m map[string]any) { m["max_active"] = 5 })))
+		}, want: "max_retained"},
+		{name: "digest that is not the specification's", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(200, f.configurationBody(func(m map[string]any) { m["specification_digest"] = strings.Repeat("0", 64) })))
+		}, want: "Core's node configuration"},
+		{name: "answer too large", setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(200, make([]byte, 20000)))
+		}, want: "larger than"},
+
+		// A registered node.
+		{name: "registered: different Core address", registered: true, edit: func(f *runFixture, c *Command) {
+			c.Options.CoreURL = "https://core.example.com"
+		}, want: "remove the node and add it again"},
+		{name: "registered: insecure-origin policy", registered: true, edit: func(f *runFixture, c *Command) {
+			c.Options.AllowInsecureOrigin = true
+		}, want: "--allow-insecure-origin"},
+		{name: "registered: different Core CA", registered: true, edit: func(f *runFixture, c *Command) {
+			c.Options.CoreCA = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+		}, want: "different Core CA"},
+		{name: "registered: no Core CA", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil }, want: "different Core CA"},
+		{name: "registered: record of another installation", registered: true, setup: func(t *testing.T, f *runFixture) {
+			editRecord(t, f, func(m map[string]any) { m["installation_id"] = otherID })
+		}, want: otherID},
+		{name: "registered: record that is not JSON", registered: true, setup: func(t *testing.T, f *runFixture) {
+			writeHostFile(t, f, "etc/oac-node/"+generationtest.InstallationID+".json", "{", 0o644)
+		}, want: "not valid JSON"},
+		{name: "registered: bookkeeping disagrees with the record", registered: true, setup: func(t *testing.T, f *runFixture) {
+			db, err := bookkeeping.Open(f.host.Bookkeeping())
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst, err := db.GetInstallation(generationtest.InstallationID)
+			if err == nil {
+				inst.CoreURL = "https://core.example.com"
+				err = db.PutInstallation(inst)
+			}
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}, want: "bookkeeping"},
+		{name: "registered: no token, Core 401 to the credential", registered: true, setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(401, nil))
+		}, want: "HTTP 401"},
+		{name: "registered: Core's configuration for another deployment", registered: true, setup: func(t *testing.T, f *runFixture) {
+			rel := generationtest.BuildRelease(t, generationtest.CommitA)
+			other := rel.Spec(t, release.ProviderDocker, 1)
+			f.setCoreReply(func(w http.ResponseWriter, r *http.Request) bool {
+				spec := f.spec
+				f.spec = other
+				w.Write(f.configurationBody(nil))
+				f.spec = spec
+				return true
+			})
+		}, want: "not the one this node enrolled with"},
+		{name: "registered: different node program, newer installer", registered: true, setup: func(t *testing.T, f *runFixture) {
+			nodeFile(t, f, "native/bin/oac-node", "#!/bin/sh\nexit 0\n", 0o700)
+		}, edit: func(f *runFixture, c *Command) { c.Version = "test-2" }, want: "remove the node in Web, run this command with --uninstall, then add the node again"},
+		{name: "registered: different helper", registered: true, setup: func(t *testing.T, f *runFixture) {
+			nodeFile(t, f, generation.HelperName, "another installer", 0o700)
+		}, want: "keeps the installer it was installed with"},
+		{name: "registered: registered.json differs", registered: true, setup: func(t *testing.T, f *runFixture) {
+			nodeFile(t, f, "registered.json", "{}\n", 0o600)
+		}, want: "registered.json differs"},
+		{name: "registered: installation.json differs", registered: true, setup: func(t *testing.T, f *runFixture) {
+			nodeFile(t, f, "installation.json", "{}\n", 0o600)
+		}, want: "registered for another deployment"},
+		{name: "registered: provider.json differs", registered: true, setup: func(t *testing.T, f *runFixture) {
+			nodeFile(t, f, "provider.json", "{}\n", 0o600)
+		}, want: "registered with another configuration"},
+		{name: "registered: network of another installation", registered: true, setup: func(t *testing.T, f *runFixture) {
+			st := f.engineState(t)
+			st.Nets["oac-node-"+generationtest.InstallationID] = map[string]string{}
+			f.engine.save(st)
+		}, want: "is not labelled"},
+		{name: "registered: account's login shell", registered: true, setup: func(t *testing.T, f *runFixture) {
+			p := filepath.Join(f.host.Root, "etc/passwd")
+			data, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(data), "/usr/sbin/nologin", "/bin/bash", 1)), 0o644)
+		}, want: "login shell"},
+	}
+}
+
+// Every refusal of install.Run leaves /etc, /var/lib (the bookkeeping's
+// bytes included) and the engine exactly as they were, calls no adapter
+// that changes the host, and says that nothing was changed.
+func TestEveryRefusalLeavesTheHostUnchanged(t *testing.T) {
+	for _, tc := range refusalCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			if tc.registered {
+				f.installed(t)
+			}
+			if tc.setup != nil {
+				tc.setup(t, f)
+			}
+			before := f.tree(t, false)
+			calls, loads, regs := f.counters(t)
+			start := time.Now()
+			_, err := f.install(t, func(c *Command) {
+				c.Core.Sleeps = []time.Duration{time.Millisecond, time.Millisecond}
+				if tc.edit != nil {
+					tc.edit(f, c)
+				}
+			})
+			if err == nil {
+				t.Fatalf("no refusal (%s)\n%s", time.Since(start), f.out.String())
+			}
+			msg := err.Error()
+			if !strings.HasSuffix(msg, "Nothing was changed.") {
+				t.Errorf("the message does not end with \"Nothing was changed.\": %s", msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("the message does not say %q: %s", tc.want, msg)
+			}
+			if d := treeDiff(before, f.tree(t, false)); d != "" {
+				t.Errorf("the refusal changed the host:\n%s\n(%s)", d, msg)
+			}
+			if c, l, r := f.counters(t); c != calls || l != loads || r != regs {
+				t.Errorf("the refusal called %v (loads %d->%d, registrations %d->%d)", f.changingCalls()[calls:], loads, l, regs, r)
+			}
+		})
+	}
+}
