@@ -198,18 +198,31 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		if kerr := journal.KeepAside(path); kerr != nil {
 			return nil, errors.Join(err, kerr)
 		}
-		return r.Run(ctx)
+		rep, err = r.Run(ctx)
+	}
+	var re *workflow.RefusedError
+	if errors.As(err, &re) {
+		return rep, unchanged(err) // the engine refuses before its first write
 	}
 	return rep, err
 }
 
-// unchanged is a refusal found by a check: nothing was changed.
+// unchanged is a refusal that changed nothing, saying so at its end.
 func unchanged(err error) error {
-	if strings.HasSuffix(err.Error(), "Nothing was changed.") {
+	msg := err.Error()
+	if strings.HasSuffix(msg, "Nothing was changed.") {
 		return err
 	}
-	return fmt.Errorf("%w. Nothing was changed.", err)
+	return &unchangedError{msg: strings.TrimSuffix(msg, "; nothing was changed") + ". Nothing was changed.", err: err}
 }
+
+type unchangedError struct {
+	msg string
+	err error
+}
+
+func (e *unchangedError) Error() string { return e.msg }
+func (e *unchangedError) Unwrap() error { return e.err }
 
 // inspectRefusal refuses to start over from a journal of another
 // installer that stopped in an Inspect state, naming it as status does.
@@ -222,11 +235,11 @@ func inspectRefusal(path string, old *workflow.Report, version string) error {
 	if old.Pending != nil {
 		step = old.Pending.Step
 	}
-	note := ""
+	note := "it leaves a state only an operator may judge"
 	if old.Note != "" {
-		note = " (" + old.Note + ")"
+		note = old.Note
 	}
-	return fmt.Errorf("the installation's journal %s, written by %s, stopped in step %q, which leaves a state only an operator may judge%s; this installer (%s) does not start over from it. Inspect it with `oac-node-install status` and `oac-node-install leases`. Nothing was changed.",
+	return fmt.Errorf("the installation's journal %s, written by %s, stopped in step %q (%s); this installer (%s) does not start over from it. Inspect it with `oac-node-install status` and `oac-node-install leases`. Nothing was changed.",
 		path, by, step, note, version)
 }
 

@@ -126,6 +126,9 @@ func (r fileRegistrar) Register(_ context.Context, req generation.RegisterReques
 	if fi, err := os.Lstat(req.TokenFile); err != nil || fi.Mode().Perm() != 0o600 {
 		return fmt.Errorf("token file: %v %v", fi, err)
 	}
+	if err := os.Remove(filepath.Join(r.dir, "fail-register")); err == nil {
+		return errors.New("the node program could not reach Core")
+	}
 	f, err := os.OpenFile(filepath.Join(r.dir, "registrations"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o666)
 	if err != nil {
 		return err

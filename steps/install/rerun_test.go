@@ -1,0 +1,196 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// failRegistration makes the next registration fail (before Core saw it).
+func (f *runFixture) failRegistration(t *testing.T) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.base, "engine", "fail-register"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failedAtRegister leaves an unregistered node whose run failed at the
+// register step.
+func (f *runFixture) failedAtRegister(t *testing.T) {
+	t.Helper()
+	f.failRegistration(t)
+	if _, err := f.install(t, nil); err == nil || !strings.Contains(err.Error(), "could not reach Core") {
+		t.Fatalf("first run: %v", err)
+	}
+	if f.registrations() != 0 {
+		t.Fatal("registered")
+	}
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+// A registered node whose image was deleted imports it again and does not
+// enroll again.
+func TestRerunReimportsADeletedImageWithoutEnrolling(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	st := f.engineState(t)
+	st.Images = nil
+	if err := f.engine.save(st); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	if got := f.engineState(t); got.Loads != st.Loads+1 || len(got.Images) != 1 {
+		t.Errorf("loads %d -> %d, images %d", st.Loads, got.Loads, len(got.Images))
+	}
+	if n := f.registrations(); n != 1 {
+		t.Errorf("%d registrations", n)
+	}
+	if _, err := os.Lstat(JournalPath(f.host, generationtest.InstallationID) + ".1"); err != nil {
+		t.Errorf("the first run's journal was not kept as a receipt: %v", err)
+	}
+}
+
+// An unregistered node's leftovers that no longer match what the run
+// computes are replaced; those that match are kept (a newer installer
+// starts over from the failed run).
+func TestRerunReplacesUnregisteredLeftoversThatDiffer(t *testing.T) {
+	f := newRunFixture(t)
+	f.failedAtRegister(t)
+	root := f.host.NodeRoot(generationtest.InstallationID)
+	node := inode(t, filepath.Join(root, release.PathNode))
+	archive := inode(t, filepath.Join(root, release.PathRuntimeImage))
+	for _, rel := range []string{release.PathSeccomp, "installation.json", "provider.json"} {
+		nodeFile(t, f, rel, "{}\n", 0o600)
+	}
+	f.version = "test-2"
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	if inode(t, filepath.Join(root, release.PathNode)) != node || inode(t, filepath.Join(root, release.PathRuntimeImage)) != archive {
+		t.Error("a matching download was replaced")
+	}
+	for _, rel := range []string{release.PathSeccomp, "installation.json", "provider.json"} {
+		if data, err := os.ReadFile(filepath.Join(root, rel)); err != nil || string(data) == "{}\n" {
+			t.Errorf("%s that differs was not replaced (%v)", rel, err)
+		}
+	}
+	if n := f.registrations(); n != 1 {
+		t.Errorf("%d registrations", n)
+	}
+}
+
+// A newer installer over an unfinished journal of an unregistered node
+// keeps the journal aside and starts over, enrolling once.
+func TestNewerInstallerStartsOverFromAnUnfinishedJournal(t *testing.T) {
+	f := newRunFixture(t)
+	f.failedAtRegister(t)
+	f.version = "test-2"
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	if n := f.registrations(); n != 1 {
+		t.Errorf("%d registrations", n)
+	}
+	old, err := workflow.InspectJournal(JournalPath(f.host, generationtest.InstallationID)+".1", workflow.Lookup)
+	if err != nil || old.Binding.Version != "test-1" || old.Condition == workflow.Complete {
+		t.Errorf("the old journal was not kept aside: %+v %v", old, err)
+	}
+}
+
+// leaseInterrupted writes a journal of installer version whose run was
+// cut in the lease step (an Inspect state).
+func (f *runFixture) leaseInterrupted(t *testing.T, version string) {
+	t.Helper()
+	steps := map[string]workflow.Step{}
+	def := workflow.InstallDefinition()
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, sd := range def.States {
+		steps[sd.Step] = rootStub{}
+	}
+	steps[string(workflow.InstallLease)] = workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
+		cancel()
+		return workflow.Result{}, context.Canceled
+	})
+	path := JournalPath(f.host, generationtest.InstallationID)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	r := &workflow.Runner{Def: def, Steps: steps, Journal: path,
+		Binding: workflow.Binding{Version: version, InstallationID: generationtest.InstallationID, Generation: 1, SpecificationDigest: f.spec.Digest()}}
+	r.Run(ctx)
+	rep, err := workflow.InspectJournal(path, workflow.Lookup)
+	if err != nil || rep.Policy != workflow.Inspect.String() {
+		t.Fatalf("journal: %+v %v", rep, err)
+	}
+}
+
+// A journal that stopped in the lease step is refused and shown, whatever
+// the installer's version, and nothing is changed.
+func TestJournalInTheLeaseStepIsRefused(t *testing.T) {
+	for _, version := range []string{"test-1", "test-0"} {
+		t.Run(version, func(t *testing.T) {
+			f := newRunFixture(t)
+			f.leaseInterrupted(t, version)
+			before := f.tree(t, false)
+			calls, loads, regs := f.counters(t)
+			_, err := f.install(t, nil)
+			if err == nil || !strings.HasSuffix(err.Error(), "Nothing was changed.") || !strings.Contains(err.Error(), "lease") ||
+				!strings.Contains(err.Error(), "oac-node-install status") {
+				t.Fatalf("rerun: %v", err)
+			}
+			if d := treeDiff(before, f.tree(t, false)); d != "" {
+				t.Errorf("the refusal changed the host:\n%s", d)
+			}
+			if c, l, r := f.counters(t); c != calls || l != loads || r != regs {
+				t.Errorf("the refusal called %v", f.changingCalls()[calls:])
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// A registered node's unfinished journal of another installer is kept
+// aside and the run starts over: every step checks the host, nothing is
+// enrolled again.
+func TestRegisteredNodesUnfinishedJournalOfAnotherInstaller(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	f.failRegistration(t) // would fail a second enrollment
+	unit := "oac-node-" + generationtest.InstallationID + ".service"
+	f.systemd.Stop(context.Background(), unit)
+	f.systemd.Fail("start", unit, errors.New("the unit did not start"))
+	if _, err := f.install(t, nil); err == nil {
+		t.Fatal("the start did not fail")
+	}
+	f.version = "test-2"
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	if n := f.registrations(); n != 1 {
+		t.Errorf("%d registrations", n)
+	}
+	old, err := workflow.InspectJournal(JournalPath(f.host, generationtest.InstallationID)+".2", workflow.Lookup)
+	if err != nil || old.Binding.Version != "test-1" || old.Condition != workflow.Failed {
+		t.Errorf("the failed journal was not kept aside: %+v %v", old, err)
+	}
+}
