@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -286,11 +287,18 @@ func refusalCases() []refusalCase {
 // bytes included) and the engine exactly as they were, calls no adapter
 // that changes the host, and says that nothing was changed.
 func TestEveryRefusalLeavesTheHostUnchanged(t *testing.T) {
+	// The registered cases share one installation, restored before each.
+	reg := newRunFixture(t)
+	reg.installed(t)
+	reg.save(t)
 	for _, tc := range refusalCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newRunFixture(t)
+			var f *runFixture
 			if tc.registered {
-				f.installed(t)
+				f = reg
+				f.restore(t)
+			} else {
+				f = newRunFixture(t)
 			}
 			if tc.setup != nil {
 				tc.setup(t, f)
@@ -322,4 +330,33 @@ func TestEveryRefusalLeavesTheHostUnchanged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// savedDirs are what save keeps and restore puts back.
+func (f *runFixture) savedDirs() []string {
+	return []string{filepath.Join(f.host.Root, "etc"), filepath.Join(f.host.Root, "var/lib"), filepath.Join(f.base, "engine")}
+}
+
+// save copies the host's /etc and /var/lib and the engine beside them.
+func (f *runFixture) save(t *testing.T) {
+	t.Helper()
+	for _, d := range f.savedDirs() {
+		if out, err := exec.Command("cp", "-a", d, d+".saved").CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+	}
+}
+
+// restore puts back what save copied, rewriting each file in place (the
+// lease's identity names its inode), and the command's defaults. The
+// registered cases' setups only rewrite files.
+func (f *runFixture) restore(t *testing.T) {
+	t.Helper()
+	for _, d := range f.savedDirs() {
+		if out, err := exec.Command("cp", "-a", d+".saved/.", d+"/").CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+	}
+	f.setCoreReply(nil)
+	f.token, f.version, f.environ, f.machine = "", "test-1", nil, "x86_64"
 }
