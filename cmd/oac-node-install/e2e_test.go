@@ -199,10 +199,16 @@ func TestEndToEndInstall(t *testing.T) {
 	// A rerun of the registered node: no token, nothing changes.
 	rerun := fmt.Sprintf("%s --source-url %s --core-url %s --provider docker --installation-id %s --core-ca %s",
 		filepath.Join(home, ".oac/node-bootstrap", sha256File(t, filepath.Join(bin, "oac-node-install"))), core.url, core.url, core.installationID, core.ca)
+	// Root's records and journals keep every entry's inode, size and times.
+	rootState := "find /etc/oac-node /var/lib/oac-node-install /etc/systemd/system -printf '%p %i %m %s %T@ %C@\\n' | sort"
+	before := run(rootState)
 	res = run(rerun)
 	t.Logf("rerun:\n%s\n%s", res.Stdout, res.Stderr)
 	if res.Status != 0 {
 		t.Fatalf("the rerun exited %d", res.Status)
+	}
+	if after := run(rootState); string(after.Stdout) != string(before.Stdout) || len(before.Stdout) == 0 {
+		t.Errorf("the rerun of a healthy node changed root's records or journals:\nbefore:\n%s\nafter:\n%s", before.Stdout, after.Stdout)
 	}
 	res = run(filepath.Join(bin, "oac-node-install") + " status")
 	t.Logf("status (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
