@@ -16,6 +16,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile/safefiletest"
 	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/layout"
 )
 
 const checkID = "0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c"
@@ -42,13 +43,20 @@ func checkHost(t *testing.T, root string, known bool) *dockertest.Engine {
 	if known {
 		passwd += "oac-node:x:990:990::/var/lib/oac-node:/usr/sbin/nologin\n"
 		group = "root:x:0:\ndocker:x:4242:oac-node\nkvm:x:4343:\noac-node:x:990:\n"
-		rec := `{"format":1,"installation_id":"` + checkID + `","provider":"docker","core_url":"https://core.example.com"}`
+		h := layout.Host{Root: root}
+		rec := `{"format":1,"installation_id":"` + checkID + `","provider":"docker","core_url":"https://core.example.com","node_root":"` +
+			h.NodeRoot(checkID) + `","unit":"` + h.Unit(checkID) + `"}`
 		os.WriteFile(filepath.Join(root, "etc/oac-node", checkID+".json"), []byte(rec), 0o644)
 		db, err := bookkeeping.Open(filepath.Join(root, "etc/oac-node/installer.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := db.PutAccount(bookkeeping.Account{Name: "oac-node", UID: 990}); err != nil {
+			t.Fatal(err)
+		}
+		// The bookkeeping's entry, which the host record must agree with.
+		if err := db.PutInstallation(bookkeeping.Installation{ID: checkID, Provider: "docker", CoreURL: "https://core.example.com",
+			NodeRoot: h.NodeRoot(checkID), Unit: h.Unit(checkID), EnvFile: h.EnvFile(checkID)}); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()

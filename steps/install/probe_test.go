@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/layout"
 )
 
 // Run returns every check: a check whose prerequisite failed is there,
@@ -57,12 +58,17 @@ func TestPreflightReturnsEveryCheck(t *testing.T) {
 func probeHost(t *testing.T) (string, Probe) {
 	root, p := testHost(t)
 	os.MkdirAll(filepath.Join(root, "etc/oac-node"), 0o755)
-	os.WriteFile(filepath.Join(root, "etc/oac-node", testID+".json"), []byte(`{"format":1,"provider":"docker","core_url":"https://core.example.com"}`), 0o644)
+	h := layout.Host{Root: root}
+	os.WriteFile(filepath.Join(root, "etc/oac-node", testID+".json"), []byte(`{"format":1,"installation_id":"`+testID+`","provider":"docker","core_url":"https://core.example.com","node_root":"`+h.NodeRoot(testID)+`","unit":"`+h.Unit(testID)+`"}`), 0o644)
 	db, err := bookkeeping.Open(filepath.Join(root, "etc/oac-node/installer.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.PutAccount(bookkeeping.Account{Name: "oac-node", UID: 990}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutInstallation(bookkeeping.Installation{ID: testID, Provider: "docker", CoreURL: "https://core.example.com",
+		NodeRoot: h.NodeRoot(testID), Unit: h.Unit(testID), EnvFile: h.EnvFile(testID)}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -319,6 +319,11 @@ func CheckHostRecord(h layout.Host, o Options) error {
 	// The bookkeeping is authoritative; a record that disagrees with it
 	// is refused (CONTRACT §10).
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if errors.Is(err, os.ErrPermission) {
+		// The check command without root cannot read the bookkeeping
+		// (0600); install runs as root.
+		return checkHostRecordCommand(rec, o)
+	}
 	if err != nil {
 		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s cannot be read (%v); uninstall the node and add it again. Nothing was changed.", h.Record(o.InstallationID), h.Bookkeeping(), err)
 	}
@@ -339,6 +344,11 @@ func CheckHostRecord(h layout.Host, o Options) error {
 			return fmt.Errorf("the host record %s and the installer's bookkeeping %s disagree about %s; the bookkeeping is authoritative: restore the record or uninstall the node and add it again. Nothing was changed.", h.Record(o.InstallationID), h.Bookkeeping(), d.name)
 		}
 	}
+	return checkHostRecordCommand(rec, o)
+}
+
+// checkHostRecordCommand compares the command with the host record.
+func checkHostRecordCommand(rec hostRecord, o Options) error {
 	ca := ""
 	if len(o.CoreCA) > 0 {
 		ca = sha256Hex(o.CoreCA)
