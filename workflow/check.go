@@ -86,6 +86,9 @@ type CheckError struct {
 	Err      error
 }
 
-func (e *CheckError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Workflow, e.Step, e.Err) }
+// Error names the workflow and the step's error, not the step: a Checker
+// may answer for several steps at once (the install workflow's
+// service-account steps, in one child), and its error names the one.
+func (e *CheckError) Error() string { return fmt.Sprintf("%s: %v", e.Workflow, e.Err) }
 
 func (e *CheckError) Unwrap() error { return e.Err }

@@ -70,10 +70,12 @@ func JournalPath(h layout.Host, id string) string {
 
 // Run installs the node or reruns an installation: every refusal comes
 // before the first change (Core's configuration with the token, the
-// preflight checks), then the host lock, then the install workflow against
-// root's journal, resuming an interrupted run. A journal of a finished run
-// is kept beside as a receipt and a new run starts (a rerun checks
-// everything again and changes only what differs).
+// preflight checks, then every step's read-only check), then the host
+// lock, then the install workflow against root's journal, resuming an
+// interrupted run. When every step's check is satisfied and no run is
+// unfinished, Run prints the summary and writes nothing at all. A journal
+// of a finished run is kept beside as a receipt and a new run starts (a
+// rerun checks everything again and changes only what differs).
 func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	o := c.Options
 	phase := func(label string) {
@@ -142,20 +144,16 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	// host: a refusal anywhere comes before the first change, and a host
 	// where every step is satisfied is left exactly as it is (no journal,
 	// receipt, bookkeeping transaction or lock file).
-	prev, err := workflow.InspectJournal(path, workflow.Lookup)
-	if errors.Is(err, os.ErrNotExist) {
-		prev, err = nil, nil
-	}
-	if err != nil {
-		prev = nil // the engine decides about it
-	}
+	prev, perr := workflow.InspectJournal(path, workflow.Lookup)
+	noJournal := errors.Is(perr, os.ErrNotExist)
 	checked, err := workflow.Check(ctx, workflow.InstallDefinition(), Steps(env))
 	switch {
 	case err != nil && workflow.IsUnchanged(err):
 		return nil, unchanged(err)
-	case err == nil && checked.Satisfied && (prev == nil || prev.Condition == workflow.Complete):
+	case err == nil && checked.Satisfied && (noJournal || (perr == nil && prev.Condition == workflow.Complete)):
+		// An unfinished or unreadable journal is the engine's to judge.
 		summaryStep{env}.Run(ctx, nil)
-		if prev == nil {
+		if noJournal {
 			prev = &workflow.Report{Journal: path, Workflow: "install", State: workflow.InstallInstalled, Condition: workflow.Complete}
 		}
 		return prev, nil
