@@ -16,6 +16,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
 )
 
@@ -179,6 +180,12 @@ func refusalCases() []refusalCase {
 			writeHostFile(t, f, "etc/passwd", "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n", 0o644)
 			os.MkdirAll(filepath.Join(f.host.Root, "home/alice/.oac/nodes", generationtest.InstallationID), 0o700)
 		}, edit: func(f *runFixture, c *Command) { c.Environ = []string{"SUDO_USER=alice"} }, want: ".oac/nodes/" + generationtest.InstallationID},
+		{name: "proxy value with a newline", edit: func(f *runFixture, c *Command) {
+			c.Proxy = privsep.ProxyEnv{"https_proxy": "http://proxy.example.com:3128\nX=1", "HTTPS_PROXY": "http://proxy.example.com:3128\nX=1"}
+		}, want: "line break"},
+		{name: "registered: proxy value with a newline", registered: true, edit: func(f *runFixture, c *Command) {
+			c.Proxy = privsep.ProxyEnv{"https_proxy": "http://proxy.example.com:3128\nX=1", "HTTPS_PROXY": "http://proxy.example.com:3128\nX=1"}
+		}, want: "line break"},
 		{name: "no token for a new node", edit: func(f *runFixture, c *Command) { c.Token = "" }, want: "enrollment token"},
 		{name: "Core 401", setup: func(t *testing.T, f *runFixture) {
 			f.setCoreReply(coreAnswers(401, nil))
