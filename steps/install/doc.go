@@ -12,4 +12,15 @@
 //
 // A refusal in the child (class refused) changed nothing, so the failure
 // is recorded as unchanged and the step runs again on the next run.
+//
+// Before the host lock and the journal, Run checks every step read-only
+// (workflow.Check; each step is a workflow.Checker, the service-account
+// steps answered by one child for all of them):
+//
+//	Run ── preflight ── workflow.Check ──┬─ a refusal: nothing was changed
+//	                                     ├─ every step satisfied, no run
+//	                                     │  unfinished: the summary, no write
+//	                                     └─ otherwise: host lock, journal,
+//	                                        the workflow (each step checks
+//	                                        again and changes what differs)
 package install
