@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -354,14 +355,38 @@ func (f *runFixture) save(t *testing.T) {
 	}
 }
 
-// restore puts back what save copied, rewriting each file in place (the
-// lease's identity names its inode), and the command's defaults. The
-// registered cases' setups only rewrite files.
+// restore puts back what save copied, rewriting in place each file whose
+// size or mtime differs (the lease's identity names its inode), and the
+// command's defaults. The registered cases' setups only rewrite files.
 func (f *runFixture) restore(t *testing.T) {
 	t.Helper()
 	for _, d := range f.savedDirs() {
-		if out, err := exec.Command("cp", "-a", d+".saved/.", d+"/").CombinedOutput(); err != nil {
-			t.Fatalf("cp: %v %s", err, out)
+		err := filepath.WalkDir(d+".saved", func(p string, e fs.DirEntry, err error) error {
+			if err != nil || !e.Type().IsRegular() {
+				return err
+			}
+			dst := filepath.Join(d, strings.TrimPrefix(p, d+".saved"))
+			want, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			if got, err := os.Lstat(dst); err == nil && got.Size() == want.Size() && got.ModTime().Equal(want.ModTime()) && got.Mode() == want.Mode() {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(dst, data, want.Mode().Perm()); err != nil {
+				return err
+			}
+			st := want.Sys().(*syscall.Stat_t)
+			os.Chmod(dst, want.Mode().Perm())
+			os.Lchown(dst, int(st.Uid), int(st.Gid))
+			return os.Chtimes(dst, want.ModTime(), want.ModTime())
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	f.setCoreReply(nil)
