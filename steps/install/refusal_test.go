@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"io/fs"
 	"net/http"
@@ -188,6 +189,12 @@ func refusalCases() []refusalCase {
 			c.Proxy = privsep.ProxyEnv{"https_proxy": "http://proxy.example.com:3128\nX=1", "HTTPS_PROXY": "http://proxy.example.com:3128\nX=1"}
 		}, want: "line break"},
 		{name: "no token for a new node", edit: func(f *runFixture, c *Command) { c.Token = "" }, want: "enrollment token"},
+		{name: "Core unreachable", edit: func(f *runFixture, c *Command) {
+			c.Options.CoreURL, c.Options.SourceURL = "https://127.0.0.1:1", "https://127.0.0.1:1"
+		}, want: "cannot be reached"},
+		{name: "Core's certificate not trusted", edit: func(f *runFixture, c *Command) {
+			c.Core.Roots = x509.NewCertPool()
+		}, want: "not trusted"},
 		{name: "Core 401", setup: func(t *testing.T, f *runFixture) {
 			f.setCoreReply(coreAnswers(401, nil))
 		}, want: "HTTP 401"},
@@ -249,6 +256,9 @@ func refusalCases() []refusalCase {
 				t.Fatal(err)
 			}
 		}, want: "bookkeeping"},
+		{name: "registered: identity.json not valid", registered: true, setup: func(t *testing.T, f *runFixture) {
+			nodeFile(t, f, "state/node/identity.json", "{}\n", 0o600)
+		}, want: "invalid node identity"},
 		{name: "registered: no token, Core 401 to the credential", registered: true, setup: func(t *testing.T, f *runFixture) {
 			f.setCoreReply(coreAnswers(401, nil))
 		}, want: "HTTP 401"},
