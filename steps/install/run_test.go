@@ -328,11 +328,23 @@ func TestRunInstallsThroughRun(t *testing.T) {
 func TestRerunOfAHealthyNodeWritesNothing(t *testing.T) {
 	f := newRunFixture(t)
 	f.installed(t)
+	// Without lock files, so that creating one shows.
+	locks := []string{JournalPath(f.host, generationtest.InstallationID) + ".lock", f.host.HostLock()}
+	for _, l := range locks {
+		if err := os.Remove(l); err != nil {
+			t.Fatal(err)
+		}
+	}
 	before := f.tree(t, true)
 	calls, loads, regs := f.counters(t)
 	rep, err := f.install(t, nil)
 	if err != nil {
 		t.Fatalf("rerun: %v\n%s", err, f.out.String())
+	}
+	for _, l := range locks {
+		if _, err := os.Lstat(l); err == nil {
+			t.Errorf("the rerun created %s", l)
+		}
 	}
 	if rep.Condition != workflow.Complete {
 		t.Fatalf("rerun: condition %s", rep.Condition)
