@@ -305,6 +305,7 @@ func refusalCases() []refusalCase {
 // bytes included) and the engine exactly as they were, calls no adapter
 // that changes the host, and says that nothing was changed.
 func TestEveryRefusalLeavesTheHostUnchanged(t *testing.T) {
+	t.Parallel()
 	// The registered cases share one installation, restored before each.
 	reg := newRunFixture(t)
 	reg.installed(t)

@@ -47,6 +47,7 @@ func inode(t *testing.T, p string) uint64 {
 // A registered node whose image was deleted imports it again and does not
 // enroll again.
 func TestRerunReimportsADeletedImageWithoutEnrolling(t *testing.T) {
+	t.Parallel()
 	f := newRunFixture(t)
 	f.installed(t)
 	st := f.engineState(t)
@@ -69,10 +70,12 @@ func TestRerunReimportsADeletedImageWithoutEnrolling(t *testing.T) {
 	}
 }
 
-// An unregistered node's leftovers that no longer match what the run
-// computes are replaced; those that match are kept (a newer installer
-// starts over from the failed run).
-func TestRerunReplacesUnregisteredLeftoversThatDiffer(t *testing.T) {
+// A newer installer over an unfinished journal of an unregistered node
+// keeps the journal aside and starts over, enrolling once: the node's
+// leftovers that no longer match what the run computes are replaced, those
+// that match are kept.
+func TestNewerInstallerStartsOverReplacingLeftoversThatDiffer(t *testing.T) {
+	t.Parallel()
 	f := newRunFixture(t)
 	f.failedAtRegister(t)
 	root := f.host.NodeRoot(generationtest.InstallationID)
@@ -93,21 +96,6 @@ func TestRerunReplacesUnregisteredLeftoversThatDiffer(t *testing.T) {
 		if data, err := os.ReadFile(filepath.Join(root, rel)); err != nil || string(data) == "{}\n" {
 			t.Errorf("%s that differs was not replaced (%v)", rel, err)
 		}
-	}
-	if n := f.registrations(); n != 1 {
-		t.Errorf("%d registrations", n)
-	}
-}
-
-// A newer installer over an unfinished journal of an unregistered node
-// keeps the journal aside and starts over, enrolling once.
-func TestNewerInstallerStartsOverFromAnUnfinishedJournal(t *testing.T) {
-	f := newRunFixture(t)
-	f.failedAtRegister(t)
-	f.version = "test-2"
-	rep, err := f.install(t, nil)
-	if err != nil || rep.Condition != workflow.Complete {
-		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
 	}
 	if n := f.registrations(); n != 1 {
 		t.Errorf("%d registrations", n)
@@ -146,6 +134,7 @@ func (f *runFixture) leaseInterrupted(t *testing.T, version string) {
 // A journal that stopped in the lease step is refused and shown, whatever
 // the installer's version, and nothing is changed.
 func TestJournalInTheLeaseStepIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"test-1", "test-0"} {
 		t.Run(version, func(t *testing.T) {
 			f := newRunFixture(t)
@@ -172,6 +161,7 @@ func TestJournalInTheLeaseStepIsRefused(t *testing.T) {
 // aside and the run starts over: every step checks the host, nothing is
 // enrolled again.
 func TestRegisteredNodesUnfinishedJournalOfAnotherInstaller(t *testing.T) {
+	t.Parallel()
 	f := newRunFixture(t)
 	f.installed(t)
 	f.failRegistration(t) // would fail a second enrollment
