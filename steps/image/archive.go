@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -256,7 +257,7 @@ func (s *scanner) identity() (Identity, error) {
 	if isIndexType(root.MediaType) {
 		// The containerd image store saves an image by its index; the
 		// index is the image's identity there, and it must hold exactly one
-		// platform manifest, linux/amd64.
+		// platform manifest, linux/amd64, plus any attestation manifests.
 		b, err := s.fetch("image index", root)
 		if err != nil {
 			return Identity{}, err
@@ -268,16 +269,8 @@ func (s *scanner) identity() (Identity, error) {
 		if ix.SchemaVersion != 2 || (ix.MediaType != "" && ix.MediaType != root.MediaType) {
 			return Identity{}, malformed("image index %s: schemaVersion %d, mediaType %q", root.Digest, ix.SchemaVersion, ix.MediaType)
 		}
-		if len(ix.Manifests) != 1 {
-			return Identity{}, fmt.Errorf("%w: image index %s lists %d manifests", ErrPlatform, root.Digest, len(ix.Manifests))
-		}
-		mdesc = ix.Manifests[0]
-		if mdesc.Platform == nil || !isLinuxAmd64(*mdesc.Platform) {
-			p := "no platform"
-			if mdesc.Platform != nil {
-				p = platformString(*mdesc.Platform)
-			}
-			return Identity{}, fmt.Errorf("%w: image index %s lists a manifest for %s", ErrPlatform, root.Digest, p)
+		if mdesc, err = s.platformImage(root.Digest, ix); err != nil {
+			return Identity{}, err
 		}
 	}
 	if !isManifestType(mdesc.MediaType) {
@@ -335,6 +328,88 @@ func (s *scanner) identity() (Identity, error) {
 		return Identity{}, err
 	}
 	return id, nil
+}
+
+// isUnknownPlatform reports whether p is the platform BuildKit gives an
+// attestation manifest: os and architecture "unknown".
+func isUnknownPlatform(p *ocispec.Platform) bool {
+	return p != nil && p.OS == "unknown" && p.Architecture == "unknown" && p.Variant == ""
+}
+
+// isAttestation reports whether d carries the annotation BuildKit puts on
+// an attestation manifest's descriptor.
+func isAttestation(d ocispec.Descriptor) bool {
+	return d.Annotations[annotationReferenceType] == referenceTypeAttestation
+}
+
+// platformImage returns the one image manifest of the image index ix
+// (digest root): exactly one descriptor for linux/amd64, and besides it only
+// attestation manifests as buildx adds them by default (platform
+// unknown/unknown and the annotation vnd.docker.reference.type:
+// attestation-manifest). An attestation's blobs need not be in the archive
+// (if present, they were hashed and must have the descriptor's size); they
+// are never read as an image. An attestation that names the manifest it
+// attests (vnd.docker.reference.digest) must name that linux/amd64
+// manifest: one naming anything else is a record of another image, and an
+// index mixing records of several images is not one image's.
+func (s *scanner) platformImage(root digest.Digest, ix ocispec.Index) (ocispec.Descriptor, error) {
+	var img ocispec.Descriptor
+	images := 0
+	var attests []ocispec.Descriptor
+	for _, d := range ix.Manifests {
+		attest := isAttestation(d)
+		switch {
+		case attest && !isUnknownPlatform(d.Platform):
+			return ocispec.Descriptor{}, fmt.Errorf("%w: image index %s lists %s as an attestation manifest for %s; attestations are for unknown/unknown",
+				ErrPlatform, root, d.Digest, describePlatform(d.Platform))
+		case attest:
+			if !isManifestType(d.MediaType) {
+				return ocispec.Descriptor{}, malformed("attestation manifest %s has media type %q, want an image manifest", d.Digest, d.MediaType)
+			}
+			if !validDigest(d.Digest) {
+				return ocispec.Descriptor{}, malformed("attestation manifest digest %q is not sha256:<64 hex>", d.Digest)
+			}
+			if _, held := s.blobs[d.Digest.Encoded()]; held {
+				if err := s.present("attestation manifest", d); err != nil {
+					return ocispec.Descriptor{}, err
+				}
+			}
+			attests = append(attests, d)
+		case isUnknownPlatform(d.Platform):
+			return ocispec.Descriptor{}, fmt.Errorf("%w: image index %s lists %s for unknown/unknown without the annotation %s: %s",
+				ErrPlatform, root, d.Digest, annotationReferenceType, referenceTypeAttestation)
+		case d.Platform == nil || !isLinuxAmd64(*d.Platform):
+			return ocispec.Descriptor{}, fmt.Errorf("%w: image index %s lists a manifest for %s", ErrPlatform, root, describePlatform(d.Platform))
+		default:
+			images++
+			img = d
+		}
+	}
+	if images != 1 {
+		return ocispec.Descriptor{}, fmt.Errorf("%w: image index %s lists %d linux/amd64 images", ErrPlatform, root, images)
+	}
+	for _, a := range attests {
+		ref, ok := a.Annotations[annotationReferenceDigest]
+		if !ok {
+			continue
+		}
+		if !validDigest(digest.Digest(ref)) {
+			return ocispec.Descriptor{}, fmt.Errorf("%w: attestation manifest %s of image index %s attests a malformed digest (%s is not sha256:<64 hex>)",
+				ErrInconsistent, a.Digest, root, annotationReferenceDigest)
+		}
+		if digest.Digest(ref) != img.Digest {
+			return ocispec.Descriptor{}, fmt.Errorf("%w: attestation manifest %s attests %s, which is not the image manifest %s of image index %s",
+				ErrInconsistent, a.Digest, ref, img.Digest, root)
+		}
+	}
+	return img, nil
+}
+
+func describePlatform(p *ocispec.Platform) string {
+	if p == nil {
+		return "no platform"
+	}
+	return platformString(*p)
 }
 
 // checkLegacy checks that manifest.json, which docker load reads, names

@@ -36,6 +36,16 @@ type FixtureOptions struct {
 	// in manifest.json and index.json so docker load tags it. Empty loads
 	// it untagged, as the installer's Runtime is loaded.
 	RepoTag string
+	// Attestation writes the archive `docker save` of the containerd
+	// image store writes for an image buildx built with its default
+	// provenance attestation: index.json lists an image index holding the
+	// linux/amd64 manifest and an attestation manifest (platform
+	// unknown/unknown, annotations vnd.docker.reference.type:
+	// attestation-manifest and vnd.docker.reference.digest: the image
+	// manifest), whose one layer is an in-toto statement
+	// (application/vnd.in-toto+json) about the image manifest. The
+	// identity is then the image's config digest and the index digest.
+	Attestation bool
 }
 
 // annotationImageName is the descriptor annotation in which docker save
@@ -179,6 +189,16 @@ type fixtureImage struct {
 	// linux/amd64) plus these descriptors, as the containerd store saves.
 	nested      bool
 	nestedExtra []ocispec.Descriptor
+	// attest adds a buildx-like attestation manifest to the nested index
+	// (after editAttestation changed its descriptor); its blobs are
+	// written unless omitAttestationBlobs.
+	attest               bool
+	editAttestation      func(*ocispec.Descriptor)
+	editNested           func(*ocispec.Index)
+	editNestedJSON       func([]byte) []byte
+	omitAttestationBlobs bool
+	attestationBlobs     []blob // set by parts
+	label                string
 }
 
 type historyEntry struct {
@@ -214,7 +234,8 @@ func newFixtureImage(opts FixtureOptions) (*fixtureImage, error) {
 			{created, "oac fixture: payload"},
 		},
 	}
-	return &fixtureImage{layers: []blob{l1, l2}, config: cfg, tag: opts.RepoTag}, nil
+	return &fixtureImage{layers: []blob{l1, l2}, config: cfg, tag: opts.RepoTag,
+		nested: opts.Attestation, attest: opts.Attestation, label: opts.Label}, nil
 }
 
 // parts builds the config, manifest and index records over the layers.
@@ -247,9 +268,29 @@ func (f *fixtureImage) parts() (config, mfst, root blob, ix []byte, legacy []byt
 	if f.nested {
 		md := mfst.descriptor()
 		md.Platform = &ocispec.Platform{Architecture: "amd64", OS: "linux"}
-		root, _, err = jsonBlob(ocispec.MediaTypeImageIndex, ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2},
-			MediaType: ocispec.MediaTypeImageIndex, Manifests: append([]ocispec.Descriptor{md}, f.nestedExtra...)})
-		if err != nil {
+		manifests := []ocispec.Descriptor{md}
+		f.attestationBlobs = nil
+		if f.attest {
+			var ad ocispec.Descriptor
+			ad, f.attestationBlobs, err = f.attestation(mfst.digest)
+			if err != nil {
+				return
+			}
+			manifests = append(manifests, ad)
+		}
+		nix := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2},
+			MediaType: ocispec.MediaTypeImageIndex, Manifests: append(manifests, f.nestedExtra...)}
+		if f.editNested != nil {
+			f.editNested(&nix)
+		}
+		var nb []byte
+		if nb, err = json.Marshal(nix); err != nil {
+			return
+		}
+		if f.editNestedJSON != nil {
+			nb = f.editNestedJSON(nb)
+		}
+		if root, err = newBlob(ocispec.MediaTypeImageIndex, func() io.Reader { return bytes.NewReader(nb) }); err != nil {
 			return
 		}
 	}
@@ -282,6 +323,67 @@ func (f *fixtureImage) parts() (config, mfst, root blob, ix []byte, legacy []byt
 	return
 }
 
+// Media types and predicate of the attestation BuildKit writes.
+const (
+	mediaTypeInToto     = "application/vnd.in-toto+json"
+	annotationPredicate = "in-toto.io/predicate-type"
+	predicateSLSA02     = "https://slsa.dev/provenance/v0.2"
+)
+
+// attestation builds a provenance attestation manifest for the image
+// manifest m as BuildKit does: one layer, an in-toto statement whose
+// subject is m; a config for platform unknown/unknown whose diff_ids are
+// the layers' digests (BuildKit's attestation config is a placeholder
+// image config "included for compatibility"); a descriptor for
+// unknown/unknown annotated as an attestation of m. It returns the
+// descriptor and the blobs: statement, config, manifest.
+func (f *fixtureImage) attestation(m digest.Digest) (ocispec.Descriptor, []blob, error) {
+	statement := map[string]any{
+		"_type":         "https://in-toto.io/Statement/v0.1",
+		"predicateType": predicateSLSA02,
+		"subject": []map[string]any{{
+			"name":   "pkg:docker/oac-runtime@fixture?platform=linux%2Famd64",
+			"digest": map[string]string{"sha256": m.Encoded()},
+		}},
+		"predicate": map[string]any{
+			"builder":   map[string]string{"id": ""},
+			"buildType": "https://mobyproject.org/buildkit@v1",
+			"metadata": map[string]any{
+				"buildInvocationID": "oac-fixture-" + f.label,
+				"buildStartedOn":    fixtureEpoch.Format(time.RFC3339),
+				"completeness":      map[string]bool{"environment": true, "materials": false, "parameters": true},
+			},
+		},
+	}
+	layer, _, err := jsonBlob(mediaTypeInToto, statement)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	config, _, err := jsonBlob(ocispec.MediaTypeImageConfig, map[string]any{
+		"architecture": "unknown",
+		"os":           "unknown",
+		"config":       map[string]any{},
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []digest.Digest{layer.digest}},
+	})
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	ld := layer.descriptor()
+	ld.Annotations = map[string]string{annotationPredicate: predicateSLSA02}
+	mfst, _, err := jsonBlob(ocispec.MediaTypeImageManifest, ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2},
+		MediaType: ocispec.MediaTypeImageManifest, Config: config.descriptor(), Layers: []ocispec.Descriptor{ld}})
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	d := mfst.descriptor()
+	d.Platform = &ocispec.Platform{Architecture: "unknown", OS: "unknown"}
+	d.Annotations = map[string]string{annotationReferenceType: referenceTypeAttestation, annotationReferenceDigest: m.String()}
+	if f.editAttestation != nil {
+		f.editAttestation(&d)
+	}
+	return d, []blob{layer, config, mfst}, nil
+}
+
 // entries returns the archive's files in the order docker save writes them.
 func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
 	config, mfst, root, ix, legacy, err := f.parts()
@@ -296,6 +398,11 @@ func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
 		es = append(es, l.entry())
 	}
 	es = append(es, config.entry(), mfst.entry())
+	if !f.omitAttestationBlobs {
+		for _, b := range f.attestationBlobs {
+			es = append(es, b.entry())
+		}
+	}
 	if root.digest != mfst.digest {
 		es = append(es, root.entry())
 	}

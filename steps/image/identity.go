@@ -19,7 +19,7 @@ type Identity struct {
 	ConfigDigest string
 	// ManifestDigest is the digest of the descriptor index.json lists,
 	// sha256:<hex>: an OCI image manifest, or an image index holding one
-	// linux/amd64 manifest. It is the manifest's
+	// linux/amd64 manifest (and any attestation manifests). It is the manifest's
 	// image_manifest_digests.runtime, and the image ID in Docker's
 	// containerd image store.
 	ManifestDigest string
@@ -51,8 +51,14 @@ func (id Identity) Check(want Identity) error {
 //   - index.json lists exactly one image (descriptors naming the same digest,
 //     one per tag, count once), with no platform or linux/amd64;
 //   - that descriptor's blob is present with the descriptor's size; if it
-//     is an image index, it lists exactly one manifest, for linux/amd64,
-//     which is present with its size;
+//     is an image index, it lists exactly one manifest for linux/amd64,
+//     which is present with its size, and besides it only attestation
+//     manifests as buildx adds them (platform unknown/unknown and the
+//     annotation vnd.docker.reference.type: attestation-manifest; if
+//     they name the manifest they attest, vnd.docker.reference.digest, it
+//     is that linux/amd64 manifest). Attestation blobs may be absent; if
+//     present they were hashed and must have their descriptor's size; they
+//     are never read as an image;
 //   - the manifest's config blob is present with its size, and says os
 //     linux, architecture amd64, no variant;
 //   - every layer blob is present with its size; the config's

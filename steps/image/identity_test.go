@@ -300,16 +300,6 @@ func TestIdentifyRefuses(t *testing.T) {
 		{name: "descriptor with embedded data", edit: func(f *fixtureImage) {
 			f.editIndex = func(ix *ocispec.Index) { ix.Manifests[0].Data = []byte("{}") }
 		}, want: ErrMalformed},
-		// The release build disables provenance attestations, so that an
-		// archive holds one platform manifest in both image stores
-		// (installer design rules); an index that also lists an
-		// attestation manifest is refused.
-		{name: "nested index with an attestation manifest", edit: func(f *fixtureImage) {
-			f.nested = true
-			f.nestedExtra = []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest("sha256:" + strings.Repeat("ef", 32)), Size: 10,
-				Platform:    &ocispec.Platform{Architecture: "unknown", OS: "unknown"},
-				Annotations: map[string]string{"vnd.docker.reference.type": "attestation-manifest"}}}
-		}, want: ErrPlatform},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

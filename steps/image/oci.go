@@ -18,6 +18,15 @@ const (
 	mediaTypeDockerLayerGz = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 )
 
+// The annotations BuildKit (and so buildx, by default) puts on an
+// attestation manifest's descriptor in an image index: its type, and the
+// digest of the platform manifest it attests.
+const (
+	annotationReferenceType   = "vnd.docker.reference.type"
+	annotationReferenceDigest = "vnd.docker.reference.digest"
+	referenceTypeAttestation  = "attestation-manifest"
+)
+
 // Names in the archive: the OCI layout's files and the legacy manifest
 // docker load reads.
 const (
