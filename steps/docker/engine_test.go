@@ -82,6 +82,64 @@ func TestEngineLoadAndResolve(t *testing.T) {
 	t.Logf("engine API %s: loaded image ID %s (config %s, manifest %s)", c.APIVersion(), id, fx.ConfigDigest, fx.ManifestDigest)
 }
 
+// TestEngineLoadAttestedArchive loads the archive docker save of the
+// containerd image store writes for a buildx-built image with its default
+// provenance attestation (an image index listing the linux/amd64 manifest
+// and an attestation manifest). Its identity is the image's config digest
+// and the index digest. An engine with the classic image store (Docker
+// 20.10 here) reads only manifest.json, which names the image alone: it
+// loads the image under its config digest, which Resolve finds first. An
+// engine with the containerd store identifies it by the index digest.
+// Either way the attestation is not an image of the engine.
+func TestEngineLoadAttestedArchive(t *testing.T) {
+	c, raw := engine(t)
+	label := "oac-test-" + uuid.NewString()
+	fx, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: label, Attestation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.ConfigDigest != plain.ConfigDigest || fx.ManifestDigest == plain.ManifestDigest {
+		t.Fatalf("attested archive %+v, plain %+v: want the same config, the index digest", fx.Identity, plain.Identity)
+	}
+	removeImages(t, raw, fx.ConfigDigest, fx.ManifestDigest, plain.ManifestDigest)
+
+	if err := image.Verify(fx.TarPath, fx.ConfigDigest, fx.ManifestDigest); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := image.Resolve(ctx(t), c, fx.Identity); err != nil || found {
+		t.Fatalf("before load: found %v, %v", found, err)
+	}
+	if err := c.ImageLoad(ctx(t), fx.TarPath); err != nil {
+		t.Fatalf("the engine (API %s) does not load an archive with an attestation manifest: %v", c.APIVersion(), err)
+	}
+	id, found, err := image.Resolve(ctx(t), c, fx.Identity)
+	if err != nil || !found || (id != fx.ConfigDigest && id != fx.ManifestDigest) {
+		t.Fatalf("after load: %q, %v, %v; want one of %+v", id, found, err, fx.Identity)
+	}
+	_, os, arch, err := c.ImageInspect(ctx(t), id)
+	if err != nil || os != "linux" || arch != "amd64" {
+		t.Fatalf("inspect %s: %s/%s, %v", id, os, arch, err)
+	}
+	// The engine lists one image for the label: the attestation manifest
+	// (platform unknown/unknown) did not become an image.
+	res, err := raw.ImageList(ctx(t), client.ImageListOptions{All: true, Filters: client.Filters{}.Add("label", "io.oac.fixture="+label)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || (res.Items[0].ID != fx.ConfigDigest && res.Items[0].ID != fx.ManifestDigest) {
+		t.Fatalf("images with the fixture's label: %+v", res.Items)
+	}
+	store := "classic (by config digest)"
+	if id == fx.ManifestDigest {
+		store = "containerd (by index digest)"
+	}
+	t.Logf("engine API %s, %s store: loaded image ID %s (config %s, index %s)", c.APIVersion(), store, id, fx.ConfigDigest, fx.ManifestDigest)
+}
+
 // tamper rewrites the archive at path with one byte of a blob changed:
 // the config blob, or else the largest layer blob.
 func tamper(t *testing.T, path string, config bool) string {

@@ -119,13 +119,17 @@ func TestFakeCancelled(t *testing.T) {
 }
 
 func TestFakeImageLoadAndResolve(t *testing.T) {
-	for _, containerd := range []bool{false, true} {
+	for _, tc := range []struct{ containerd, attestation bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		containerd := tc.containerd
 		name := map[bool]string{false: "classic store", true: "containerd store"}[containerd]
+		if tc.attestation {
+			name += ", index with an attestation"
+		}
 		t.Run(name, func(t *testing.T) {
 			e := dockertest.Start(t)
 			e.ContainerdStore = containerd
 			c := newClient(t, e.Host)
-			fx, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: "fake " + name})
+			fx, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: "fake " + name, Attestation: tc.attestation})
 			if err != nil {
 				t.Fatal(err)
 			}
