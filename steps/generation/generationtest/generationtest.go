@@ -103,8 +103,26 @@ func BuildRelease(t testing.TB, commit string) *Release {
 	if r, ok := releaseCache[commit]; ok {
 		return r
 	}
-	r, dir := buildRelease(t, commit, "runtime-"+commit)
+	r, dir := buildRelease(t, commit, image.FixtureOptions{Label: "runtime-" + commit})
 	releaseCache[commit] = r
+	releaseDirs = append(releaseDirs, dir)
+	return r
+}
+
+// BuildAttestedRelease is BuildRelease with a Runtime archive as docker save
+// of the containerd image store writes it for a buildx-built image with its
+// default attestation (image.FixtureOptions.Attestation): the release's
+// image_manifest_digests.runtime is the image index digest.
+func BuildAttestedRelease(t testing.TB, commit string) *Release {
+	t.Helper()
+	releaseMu.Lock()
+	defer releaseMu.Unlock()
+	key := commit + " attested"
+	if r, ok := releaseCache[key]; ok {
+		return r
+	}
+	r, dir := buildRelease(t, commit, image.FixtureOptions{Label: "runtime-" + commit, Attestation: true})
+	releaseCache[key] = r
 	releaseDirs = append(releaseDirs, dir)
 	return r
 }
@@ -119,20 +137,20 @@ func BuildUniqueRelease(t testing.TB) *Release {
 		t.Fatal(err)
 	}
 	commit := hex.EncodeToString(b[:])
-	r, dir := buildRelease(t, commit, "oac-test-"+commit)
+	r, dir := buildRelease(t, commit, image.FixtureOptions{Label: "oac-test-" + commit})
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return r
 }
 
 // buildRelease builds a release in a new temporary directory, which it
 // returns for the caller to remove.
-func buildRelease(t testing.TB, commit, label string) (*Release, string) {
+func buildRelease(t testing.TB, commit string, img image.FixtureOptions) (*Release, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "oac-gen-release-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx, err := image.WriteFixture(dir, image.FixtureOptions{Label: label})
+	fx, err := image.WriteFixture(dir, img)
 	if err != nil {
 		t.Fatal(err)
 	}
