@@ -12,25 +12,31 @@ import (
 func TestWriteFuzzSeeds(t *testing.T) {
 	valid, _ := buildArchive(t, FixtureOptions{Label: "seed"}, nil, nil)
 	nested, _ := buildArchive(t, FixtureOptions{Label: "seed"}, func(f *fixtureImage) { f.nested = true }, nil)
+	attested, _ := buildArchive(t, FixtureOptions{Label: "seed", Attestation: true}, nil, nil)
+	attestedBare, _ := buildArchive(t, FixtureOptions{Label: "seed", Attestation: true}, func(f *fixtureImage) { f.omitAttestationBlobs = true }, nil)
 	legacy, _ := buildArchive(t, FixtureOptions{Label: "seed"}, func(f *fixtureImage) {
 		f.editLegacy = func(l *[]legacyEntry) { (*l)[0].Config = "x.json" }
 	}, nil)
 	seeds := map[string][]byte{
-		"valid":       valid,
-		"nested":      nested,
-		"legacy-bad":  legacy,
-		"truncated":   valid[:len(valid)/2],
-		"empty":       nil,
-		"not-a-tar-1": []byte("index.json"),
+		"valid":         valid,
+		"nested":        nested,
+		"attested":      attested,
+		"attested-bare": attestedBare,
+		"legacy-bad":    legacy,
+		"truncated":     valid[:len(valid)/2],
+		"empty":         nil,
+		"not-a-tar-1":   []byte("index.json"),
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzIdentifyReader")
 	if os.Getenv("OAC_WRITE_FUZZ_SEEDS") != "1" {
-		b, err := os.ReadFile(filepath.Join(dir, "valid"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", valid); string(b) != want {
-			t.Fatal("the committed seed corpus is stale: rerun with OAC_WRITE_FUZZ_SEEDS=1")
+		for _, name := range []string{"valid", "attested"} {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", seeds[name]); string(b) != want {
+				t.Fatalf("the committed seed %s is stale: rerun with OAC_WRITE_FUZZ_SEEDS=1", name)
+			}
 		}
 		return
 	}
