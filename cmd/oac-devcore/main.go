@@ -5,7 +5,7 @@
 //	oac-devcore --data DIR [--listen 127.0.0.1:8443] [--release-host-listen ADDR]
 //	            [--provider docker|microsandbox]
 //	            [--installer PATH] [--node-program PATH]
-//	            [--artifact-size-mib N] [--image-payload-mib N]
+//	            [--artifact-size-mib N] [--image-payload-mib N] [--image-attestation]
 //
 // It also stands in for Core (package devcore): enrollment tokens, the
 // node's configuration, enrollment, identity and connection, node removal
@@ -67,11 +67,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Provider, "provider", release.ProviderDocker, "provider of the installation's nodes: docker or microsandbox")
 	fs.Int64Var(&nodeMiB, "artifact-size-mib", 0, "pad the placeholder node program artifact to this many MiB (for transfer benchmarks)")
 	fs.Int64Var(&imageMiB, "image-payload-mib", 0, "size of the Runtime image's payload layer in MiB")
+	fs.BoolVar(&cfg.Fixture.ImageAttestation, "image-attestation", false, "build the Runtime archive as buildx with its default attestation and the containerd image store save it (an image index listing an attestation manifest)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if cfg.DataDir == "" || fs.NArg() > 0 || nodeMiB < 0 || imageMiB < 0 || (cfg.Provider != release.ProviderDocker && cfg.Provider != release.ProviderMicrosandbox) {
-		fmt.Fprintln(stderr, "usage: oac-devcore --data DIR [--listen ADDR] [--release-host-listen ADDR] [--provider docker|microsandbox] [--installer PATH] [--node-program PATH] [--artifact-size-mib N] [--image-payload-mib N]")
+		fmt.Fprintln(stderr, "usage: oac-devcore --data DIR [--listen ADDR] [--release-host-listen ADDR] [--provider docker|microsandbox] [--installer PATH] [--node-program PATH] [--artifact-size-mib N] [--image-payload-mib N] [--image-attestation]")
 		return 2
 	}
 	if nodeMiB > 0 && cfg.Fixture.NodeProgram != "" {

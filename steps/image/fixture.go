@@ -420,8 +420,10 @@ func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
 // that docker load of every engine reads. The image is linux/amd64, with
 // two uncompressed layers (a file holding the label; the payload), a config
 // whose rootfs.diff_ids are the layer digests, and a real config and
-// manifest digest, which it returns. `docker load` accepts it; it holds no
-// runnable program.
+// manifest digest, which it returns. With opts.Attestation, index.json
+// lists an image index holding the manifest and a buildx-like attestation
+// manifest, and the returned manifest digest is the index's. `docker load`
+// accepts it; it holds no runnable program.
 func BuildFixtureArchive(w io.Writer, opts FixtureOptions) (Identity, error) {
 	img, err := newFixtureImage(opts)
 	if err != nil {

@@ -39,6 +39,12 @@ type FixtureOptions struct {
 	// ImagePayloadSize is the size of the Runtime image's payload layer
 	// (image.FixtureOptions.PayloadSize).
 	ImagePayloadSize int64
+	// ImageAttestation builds the Runtime archive as docker save of the
+	// containerd image store writes it for a buildx-built image with its
+	// default attestation (image.FixtureOptions.Attestation): the
+	// manifest's image_manifest_digests.runtime is then an image index
+	// digest.
+	ImageAttestation bool
 	// Label makes a release's Runtime image distinct (a later generation's
 	// release); "" is the first release's label, "oac-devcore".
 	Label string
@@ -92,7 +98,7 @@ func BuildFixture(buildDir string, opts FixtureOptions) (*Fixture, error) {
 	if label == "" {
 		label = "oac-devcore"
 	}
-	img, err := image.WriteFixture(buildDir, image.FixtureOptions{Label: label, PayloadSize: opts.ImagePayloadSize})
+	img, err := image.WriteFixture(buildDir, image.FixtureOptions{Label: label, PayloadSize: opts.ImagePayloadSize, Attestation: opts.ImageAttestation})
 	if err != nil {
 		return nil, fmt.Errorf("build fixture release: %w", err)
 	}
