@@ -2,13 +2,19 @@ package generation
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/moby/moby/client"
+
+	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // TestInstallRuntimeWithAttestedArchive installs a release whose Runtime
@@ -74,4 +80,97 @@ func newInstallFixtureFor(t *testing.T, rel *fixtureRelease) *installFixture {
 	}
 	f.srv, f.rel, f.spec = srv, rel, rel.Spec(t, release.ProviderDocker, 2)
 	return f
+}
+
+// countingDocker is the machine's engine, counting loads.
+type countingDocker struct {
+	*docker.Client
+	loads int
+}
+
+func (c *countingDocker) ImageLoad(ctx context.Context, path string) error {
+	c.loads++
+	return c.Client.ImageLoad(ctx, path)
+}
+
+// TestInstallRuntimeAttestedWithTheDockerEngine runs the install steps up to
+// the runtime step against the machine's Docker Engine with an attested
+// Runtime archive: the installer verifies the archive against the config
+// digest and the index digest, loads it once, and the engine resolves it
+// (Docker 20.10, classic store: under the config digest). A rerun finds
+// the image held: it neither downloads the archive nor loads it.
+func TestInstallRuntimeAttestedWithTheDockerEngine(t *testing.T) {
+	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+		t.Skip("no Docker Engine socket at /var/run/docker.sock")
+	}
+	dk, err := docker.New(docker.DefaultHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dk.Close()
+	cx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := dk.Info(cx); err != nil {
+		t.Skipf("the Docker Engine does not answer: %v", err)
+	}
+	raw, err := client.New(client.WithHost(docker.DefaultHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	rel := generationtest.BuildUniqueAttestedRelease(t)
+	t.Cleanup(func() {
+		cx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, id := range []string{rel.Image.ConfigDigest, rel.Image.ManifestDigest} {
+			raw.ImageRemove(cx, id, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+			if _, err := raw.ImageInspect(cx, id); err == nil {
+				t.Errorf("cleanup: image %s is still in the engine", id)
+			}
+		}
+	})
+	f := newInstallFixtureFor(t, rel)
+	engine := &countingDocker{Client: dk}
+	archive := "/node-install/releases/" + rel.Commit + "/artifacts/" + rel.Manifest.Artifacts[release.PathRuntimeImage].Filename
+	run := func() workflow.Facts {
+		t.Helper()
+		if err := EnsureNodeRoot(f.home, testID, os.Getuid()); err != nil {
+			t.Fatal(err)
+		}
+		opts := f.options()
+		opts.Docker = func(context.Context, string) (Docker, error) { return engine, nil }
+		e, err := NewInstallEnv(cx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		e.SetToken("tok-123")
+		steps := InstallSteps(e)
+		facts := workflow.Facts{}
+		for _, st := range []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
+			workflow.InstallLease, workflow.InstallRuntime} {
+			res, err := steps[string(st)].Run(cx, facts)
+			if err != nil {
+				t.Fatalf("%s: %v", st, err)
+			}
+			for k, v := range res.Facts {
+				facts[k] = v
+			}
+		}
+		return facts
+	}
+	facts := run()
+	id := facts[factImageID]
+	if engine.loads != 1 || (id != rel.Image.ConfigDigest && id != rel.Image.ManifestDigest) || f.srv.Count(archive) == 0 {
+		t.Fatalf("install: %d loads, image %q, %d downloads; want one load of %+v", engine.loads, id, f.srv.Count(archive), rel.Image)
+	}
+	if _, goos, arch, err := dk.ImageInspect(cx, id); err != nil || goos != "linux" || arch != "amd64" {
+		t.Fatalf("the engine does not hold %s: %s/%s %v", id, goos, arch, err)
+	}
+	gets := f.srv.Count(archive)
+	facts = run()
+	if engine.loads != 1 || f.srv.Count(archive) != gets || facts[factImageID] != id || facts[factWarm] != "true" {
+		t.Errorf("rerun: %d loads, %d downloads (was %d), facts %v", engine.loads, f.srv.Count(archive), gets, facts)
+	}
+	t.Logf("engine API %s: the archive (config %s, index %s) loaded as %s", dk.APIVersion(), rel.Image.ConfigDigest, rel.Image.ManifestDigest, id)
 }

@@ -239,3 +239,24 @@ func TestIdentifyAttestation(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyAttestedFile: the release names the index digest; the digest
+// of the platform manifest inside it is another identity, refused.
+func TestVerifyAttestedFile(t *testing.T) {
+	dir := t.TempDir()
+	fx, err := WriteFixture(dir, FixtureOptions{Label: "attested file", Attestation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(fx.TarPath, fx.ConfigDigest, fx.ManifestDigest); err != nil {
+		t.Fatal(err)
+	}
+	_, plain := buildArchive(t, FixtureOptions{Label: "attested file"}, nil, nil)
+	if err := Verify(fx.TarPath, fx.ConfigDigest, plain.ManifestDigest); !errors.Is(err, ErrIdentityMismatch) {
+		t.Fatalf("verified against the platform manifest digest: %v", err)
+	}
+	id, err := UnpackIdentify(fx.GzPath, dir+"/unpacked.tar", fx.TarSize, fx.TarSHA256)
+	if err != nil || id != fx.Identity {
+		t.Fatalf("UnpackIdentify = %+v, %v; want %+v", id, err, fx.Identity)
+	}
+}

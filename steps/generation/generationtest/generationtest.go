@@ -142,6 +142,20 @@ func BuildUniqueRelease(t testing.TB) *Release {
 	return r
 }
 
+// BuildUniqueAttestedRelease is BuildUniqueRelease with the Runtime archive
+// of BuildAttestedRelease.
+func BuildUniqueAttestedRelease(t testing.TB) *Release {
+	t.Helper()
+	var b [20]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	commit := hex.EncodeToString(b[:])
+	r, dir := buildRelease(t, commit, image.FixtureOptions{Label: "oac-test-" + commit, Attestation: true})
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return r
+}
+
 // buildRelease builds a release in a new temporary directory, which it
 // returns for the caller to remove.
 func buildRelease(t testing.TB, commit string, img image.FixtureOptions) (*Release, string) {
