@@ -389,6 +389,10 @@ func (s *scanner) platformImage(root digest.Digest, ix ocispec.Index) (ocispec.D
 		return ocispec.Descriptor{}, fmt.Errorf("%w: image index %s lists %d linux/amd64 images", ErrPlatform, root, images)
 	}
 	for _, a := range attests {
+		if a.Digest == img.Digest {
+			return ocispec.Descriptor{}, fmt.Errorf("%w: image index %s lists %s both as the linux/amd64 image and as an attestation manifest",
+				ErrInconsistent, root, img.Digest)
+		}
 		ref, ok := a.Annotations[annotationReferenceDigest]
 		if !ok {
 			continue

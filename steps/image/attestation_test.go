@@ -173,6 +173,11 @@ func TestIdentifyAttestation(t *testing.T) {
 				ix.Manifests[2].Annotations = map[string]string{"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": ix.Manifests[1].Digest.String()}
 			}
 		}, want: ErrInconsistent},
+		{name: "the image as its own attestation", edit: func(f *fixtureImage) {
+			f.editNested = func(ix *ocispec.Index) {
+				ix.Manifests[1].Digest, ix.Manifests[1].Size = ix.Manifests[0].Digest, ix.Manifests[0].Size
+			}
+		}, want: ErrInconsistent},
 		{name: "attestation reference digest malformed", edit: func(f *fixtureImage) {
 			f.editAttestation = func(d *ocispec.Descriptor) {
 				d.Annotations["vnd.docker.reference.digest"] = strings.ToUpper(imageDigest.String())
