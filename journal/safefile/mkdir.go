@@ -91,6 +91,24 @@ func Remove(p string) error {
 	return r.Remove(base)
 }
 
+// RemoveWritten removes p, a file published by AtomicWrite, together with
+// the temporary file an AtomicWrite of p interrupted before its rename
+// leaves behind, and fsyncs their directory. Names already gone are no
+// error: an earlier run may have removed them.
+func RemoveWritten(p string) error {
+	r, base, err := openParent(p)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", p, err)
+	}
+	defer r.Close()
+	for _, name := range []string{tempName("", base), base} {
+		if err := r.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // Mkdir is Root.Mkdir for a path (see openParent): the directory p is
 // created with exactly perm, and it and its parent are fsynced, so that
 // its name is on disk when Mkdir returns. An existing entry reports an

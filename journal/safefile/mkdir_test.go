@@ -56,6 +56,32 @@ func TestRemovePath(t *testing.T) {
 	}
 }
 
+// TestRemoveWritten: the file and the temporary file of an AtomicWrite of
+// it that was interrupted before its rename both go; a link is removed,
+// never followed; names already gone are no error.
+func TestRemoveWritten(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "node.json")
+	must(t, AtomicWrite(p, []byte("{}"), 0o644))
+	target := filepath.Join(dir, "target")
+	writeFile(t, target, "keep", 0o644)
+	tmp := filepath.Join(dir, tempName("", "node.json"))
+	must(t, os.Symlink(target, tmp))
+	must(t, RemoveWritten(p))
+	for _, gone := range []string{p, tmp} {
+		if _, err := os.Lstat(gone); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there: %v", gone, err)
+		}
+	}
+	if data, err := os.ReadFile(target); err != nil || string(data) != "keep" {
+		t.Errorf("the temporary link's target: %q %v", data, err)
+	}
+	must(t, RemoveWritten(p))
+	if err := RemoveWritten(filepath.Join(dir, "gone", "f")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("directory gone: %v", err)
+	}
+}
+
 func TestMkdirPath(t *testing.T) {
 	old := unix.Umask(0o077)
 	defer unix.Umask(old)

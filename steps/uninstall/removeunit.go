@@ -34,14 +34,12 @@ func (s removeUnitStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Res
 	return workflow.Result{Event: workflow.EventUnitRemoved}, nil
 }
 
-// removeFile unlinks p (a link itself, never its target) and fsyncs its
-// directory, also when p is already gone (an earlier run's removal may not
-// be durable); a missing file is no error.
+// removeFile unlinks p (a link itself, never its target) and the
+// temporary file an install killed while writing p left beside it, and
+// fsyncs their directory, also when they are already gone (an earlier
+// run's removal may not be durable); a missing file is no error.
 func removeFile(p string) error {
-	if err := safefile.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return safefile.RemoveWritten(p)
 }
 
 // forgetFiles drops the bookkeeping entries of paths, when the
