@@ -20,6 +20,11 @@ const (
 	// MaxRecordSize bounds one record's payload. Workflow records are small
 	// (a step name and its output facts); a larger length is corruption.
 	MaxRecordSize = 1 << 20
+	// MaxJournalSize bounds a whole journal file: a workflow writes a few
+	// hundred small records at most. A larger file is refused as corrupt
+	// before it is read, so that a huge (sparse) file planted where a
+	// journal is expected neither exhausts memory nor blocks inspection.
+	MaxJournalSize = 64 << 20
 	// BrokenSuffix names the copy kept of a journal whose torn tail was cut.
 	BrokenSuffix = ".broken"
 )
@@ -130,6 +135,9 @@ func Open(path string) (*Journal, [][]byte, *Tail, error) {
 	if !st.Mode().IsRegular() {
 		return fail(fmt.Errorf("open journal %s: not a regular file", path))
 	}
+	if err := checkSize(path, st.Size()); err != nil {
+		return fail(err)
+	}
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, st.Size()))
 	if err != nil {
 		return fail(fmt.Errorf("read journal %s: %w", path, err))
@@ -148,6 +156,15 @@ func Open(path string) (*Journal, [][]byte, *Tail, error) {
 		j.torn, j.original = &t, data
 	}
 	return j, recs, tail, nil
+}
+
+// checkSize refuses a journal larger than MaxJournalSize as corrupt.
+func checkSize(path string, size int64) error {
+	if size <= MaxJournalSize {
+		return nil
+	}
+	return &CorruptError{Path: path, Offset: MaxJournalSize,
+		Reason: fmt.Sprintf("%d bytes, more than a journal holds (at most %d)", size, int64(MaxJournalSize))}
 }
 
 // Repair cuts off the torn tail Open found and returns it with Copy set; it
@@ -215,6 +232,9 @@ func ScanFile(f *os.File, path string) ([][]byte, *Tail, error) {
 	}
 	if !st.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("open journal %s: not a regular file", path)
+	}
+	if err := checkSize(path, st.Size()); err != nil {
+		return nil, nil, err
 	}
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, st.Size()))
 	if err != nil {

