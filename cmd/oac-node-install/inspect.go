@@ -122,17 +122,27 @@ func serveInspect(ctx context.Context, c *privsep.Child) (any, error) {
 // as whoever runs it.
 func inspectNodes(ctx context.Context, req inspectRequest) ([]nodeInspection, error) {
 	nodes := filepath.Join(req.Home, ".oac", "nodes")
+	dir, err := openNodes(req.Home, os.Getuid())
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return []nodeInspection{}, nil // no node was ever installed here
+	case err != nil && req.InstallationID == "":
+		return nil, fmt.Errorf("read %s: %w", nodes, err)
+	}
+	if dir != nil {
+		defer dir.Close()
+	}
 	var ids []string
 	if req.InstallationID != "" {
 		ids = []string{req.InstallationID}
 	} else {
-		entries, err := os.ReadDir(nodes)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
+		names, err := dir.ReadDir()
+		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", nodes, err)
 		}
-		for _, e := range entries {
-			if e.IsDir() && validateInstallationID(e.Name()) == nil {
-				ids = append(ids, e.Name())
+		for _, name := range names {
+			if validateInstallationID(name) == nil {
+				ids = append(ids, name)
 			}
 		}
 	}
@@ -141,11 +151,15 @@ func inspectNodes(ctx context.Context, req inspectRequest) ([]nodeInspection, er
 	for _, id := range ids {
 		n := layout.Node{Root: layout.NodeRootIn(req.Home, id)}
 		ni := nodeInspection{nodeLeases: nodeLeases{InstallationID: id, NodeRoot: n.Root}}
-		if _, err := os.Lstat(n.Root); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue // a node named that was never installed here, or is removed
-			}
-			ni.Error = err.Error()
+		cerr := err // the nodes directory's refusal, for the one node named
+		if cerr == nil {
+			cerr = checkNodeRoot(dir, id)
+		}
+		if errors.Is(cerr, os.ErrNotExist) {
+			continue // a node named that was never installed here, or is removed
+		}
+		if cerr != nil {
+			ni.Error = cerr.Error() + "; the node root is not read"
 			out = append(out, ni)
 			continue
 		}
@@ -175,6 +189,38 @@ func inspectNodes(ctx context.Context, req inspectRequest) ([]nodeInspection, er
 		out = append(out, ni)
 	}
 	return out, nil
+}
+
+// nodeDir is what every directory from the home to a node root must be:
+// the account's (the child's own uid), writable by no one else.
+func nodeDir(uid int) safefile.Expect { return safefile.Expect{UID: uid, DenyMode: 0o022} }
+
+// openNodes opens home/.oac/nodes without following a symbolic link
+// anywhere below home, checking each directory on the way as nodeDir.
+func openNodes(home string, uid int) (*safefile.Root, error) {
+	h, err := safefile.OpenRoot(home)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	for _, rel := range []string{".", ".oac"} {
+		d, err := h.OpenDir(rel, nodeDir(uid))
+		if err != nil {
+			return nil, err
+		}
+		d.Close()
+	}
+	return h.OpenDir(filepath.Join(".oac", "nodes"), nodeDir(uid))
+}
+
+// checkNodeRoot checks that id in the nodes directory is a directory as
+// nodeDir says, not a link.
+func checkNodeRoot(nodes *safefile.Root, id string) error {
+	d, err := nodes.OpenDir(id, nodeDir(os.Getuid()))
+	if err != nil {
+		return err
+	}
+	return d.Close()
 }
 
 // readNodes runs inspectNodes as the service account: directly when this
