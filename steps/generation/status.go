@@ -87,7 +87,7 @@ type CoreView struct {
 // of the node. It writes nothing. Core is nil when not asked.
 func NodeStatus(ctx context.Context, home string, uid int, proxy download.ProxyEnv, req NodeStatusRequest) (Registration, *CoreView) {
 	in := UninstallOptions{Home: home, UID: uid}
-	root, err := safefile.OpenRoot(in.nodeRoot(req.InstallationID))
+	root, err := in.openNodeRoot(req.InstallationID)
 	if err != nil {
 		return Registration{State: RegistrationInvalid, Error: err.Error()}, nil
 	}

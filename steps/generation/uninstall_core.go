@@ -45,7 +45,7 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 		in.logf("skip the Core check (--force)")
 		return coreResult(CoreForced), nil
 	}
-	root, err := safefile.OpenRoot(in.nodeRoot(req.InstallationID))
+	root, err := in.openNodeRoot(req.InstallationID)
 	if errors.Is(err, os.ErrNotExist) {
 		return coreResult(CoreNeverRegistered), nil
 	}

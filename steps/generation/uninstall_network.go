@@ -77,26 +77,39 @@ func removeNetwork(ctx context.Context, in UninstallOptions, req UninstallStepRe
 }
 
 // readProviderConfig reads the node's provider.json without following a
-// link; nil when the node root or the file is gone.
+// link; nil when the node root or the file is gone. A node root or file
+// that is not what the node writes (a link, a FIFO, another owner's, too
+// large, not a valid configuration) is ignored, saying so: the default
+// host and network name are used, and the network is removed only when
+// labelled for the installation, so the account's files cannot keep the
+// uninstallation from completing.
 func readProviderConfig(in UninstallOptions, id string) (*provider.Config, error) {
-	root, err := safefile.OpenRoot(in.nodeRoot(id))
-	if errors.Is(err, os.ErrNotExist) {
+	ignore := func(err error) (*provider.Config, error) {
+		in.logf("ignore the node's provider.json (%v); use the default Docker host and network name", err)
 		return nil, nil
 	}
-	if err != nil {
+	root, err := in.openNodeRoot(id)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, safefile.ErrUnsafe):
+		return ignore(err)
+	case err != nil:
 		return nil, err
 	}
 	defer root.Close()
 	data, err := root.ReadFile("provider.json", safefile.Expect{UID: in.UID, MaxSize: MaxConfigurationSize})
-	if errors.Is(err, os.ErrNotExist) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case errors.Is(err, safefile.ErrUnsafe):
+		return ignore(err)
+	case err != nil:
 		return nil, err
 	}
 	c, err := provider.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", root.Join("provider.json"), err)
+		return ignore(fmt.Errorf("%s: %w", root.Join("provider.json"), err))
 	}
 	return c, nil
 }

@@ -22,9 +22,16 @@ const FactStoresKept = "stores_kept"
 // removeNodeState removes the node root as the service account, never
 // following a link.
 func removeNodeState(in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
-	root := in.nodeRoot(req.InstallationID)
-	in.logf("remove the node state %s", root)
-	if err := RemoveTree(root); err != nil && !errors.Is(err, os.ErrNotExist) {
+	in.logf("remove the node state %s", in.nodeRoot(req.InstallationID))
+	h, err := safefile.OpenRoot(in.Home)
+	if errors.Is(err, os.ErrNotExist) {
+		return UninstallStepResult{Event: workflow.EventStateRemoved}, nil
+	}
+	if err == nil {
+		err = h.RemoveAll(nodeRel(req.InstallationID))
+		h.Close()
+	}
+	if err != nil {
 		return UninstallStepResult{}, fmt.Errorf("remove the node state: %w", err)
 	}
 	return UninstallStepResult{Event: workflow.EventStateRemoved}, nil
@@ -41,6 +48,14 @@ func removeStores(in UninstallOptions, req UninstallStepRequest) (UninstallStepR
 	if err != nil {
 		return UninstallStepResult{}, err
 	}
+	h, err := safefile.OpenRoot(in.Home)
+	if errors.Is(err, os.ErrNotExist) {
+		return res, nil // no home, no store
+	}
+	if err != nil {
+		return UninstallStepResult{}, err
+	}
+	defer h.Close()
 	var kept []string
 	for _, st := range stores {
 		if req.Facts[FactCore] == CoreForced || req.Force {
@@ -49,16 +64,19 @@ func removeStores(in UninstallOptions, req UninstallStepRequest) (UninstallStepR
 			continue
 		}
 		in.logf("remove the microsandbox store %s", st)
-		if err := RemoveTree(st); err != nil {
+		rel, err := filepath.Rel(in.Home, st)
+		if err == nil {
+			err = h.RemoveAll(rel)
+		}
+		if err != nil {
 			return UninstallStepResult{}, fmt.Errorf("remove the microsandbox store: %w", err)
 		}
 	}
 	if len(kept) > 0 {
 		res.Facts = map[string]string{FactStoresKept: strings.Join(kept, " ")}
 	}
-	oac := filepath.Join(in.Home, ".oac")
-	for _, dir := range []string{filepath.Join(oac, "nodes"), filepath.Join(oac, "m"), oac} {
-		if err := removeEmptyDir(dir); err != nil {
+	for _, dir := range []string{filepath.Join(".oac", "nodes"), filepath.Join(".oac", "m"), ".oac"} {
+		if err := h.RemoveEmptyDir(dir); err != nil {
 			return UninstallStepResult{}, err
 		}
 	}
@@ -69,7 +87,7 @@ func removeStores(in UninstallOptions, req UninstallStepRequest) (UninstallStepR
 // names id (a link, or a store without a readable marker, is not one).
 func installationStores(in UninstallOptions, id string) ([]string, error) {
 	m := filepath.Join(in.Home, ".oac", "m")
-	root, err := safefile.OpenRoot(m)
+	root, err := safefile.OpenRootIn(in.Home, filepath.Join(".oac", "m"), safefile.Expect{UID: safefile.AnyUID})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
