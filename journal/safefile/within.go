@@ -166,3 +166,34 @@ func RemoveTree(p string) error {
 	}
 	return nil
 }
+
+// SetDir gives the directory dir (a name in a trusted directory) the owner
+// uid:gid (-1 keeps one) and exactly mode, through a descriptor opened
+// with O_NOFOLLOW, so a symbolic link or anything not a directory found
+// there is refused and never changed, and fsyncs it.
+func SetDir(dir string, uid, gid int, mode os.FileMode) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOTDIR) {
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) == nil {
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = unix.ELOOP
+			} else {
+				return unsafe(dir, ErrNotRegular, "file type %s, not a directory", FileType(st.Mode))
+			}
+		}
+	}
+	if err != nil {
+		return openError("open directory", dir, err)
+	}
+	defer unix.Close(fd)
+	if uid != -1 || gid != -1 {
+		if err := unix.Fchown(fd, uid, gid); err != nil {
+			return &os.PathError{Op: "chown", Path: dir, Err: err}
+		}
+	}
+	if err := unix.Fchmod(fd, unixMode(mode)); err != nil {
+		return &os.PathError{Op: "chmod", Path: dir, Err: err}
+	}
+	return fsync(fd, dir)
+}

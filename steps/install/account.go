@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -148,20 +149,7 @@ func ensureHome(home string, uid, gid int) error {
 	if err := os.Mkdir(home, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create %s: %w", home, err)
 	}
-	fi, err := os.Lstat(home)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", home)
-	}
-	if err := os.Lchown(home, uid, gid); err != nil {
-		return err
-	}
-	if err := os.Chmod(home, 0o700); err != nil {
-		return err
-	}
-	if err := syncDir(home); err != nil {
+	if err := safefile.SetDir(home, uid, gid, 0o700); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(home))

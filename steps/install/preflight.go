@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/layout"
@@ -205,12 +206,28 @@ func (p *Preflight) olderProduct() Check {
 	for _, q := range []string{
 		p.path("etc/systemd/system", "parsar-node-"+p.InstallationID+".service"),
 		p.path("etc/parsar-node", p.InstallationID+".json"),
-		filepath.Join(p.Host.Home(), ".parsar", "nodes", p.InstallationID),
 	} {
 		if _, err := os.Lstat(q); err == nil {
 			c.Err, c.Hint = fmt.Errorf("%s exists: this installation was set up by the platform's previous installer", q), "Remove that node with the installer that made it"
 			return c
 		}
+	}
+	// In the account's home, which the account can change: looked at
+	// through no symbolic link.
+	rel := filepath.Join(".parsar", "nodes", p.InstallationID)
+	home, err := safefile.OpenRoot(p.Host.Home())
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			c.Err = err
+		}
+		return c
+	}
+	defer home.Close()
+	switch ok, err := home.Exists(rel); {
+	case err != nil:
+		c.Err = err
+	case ok:
+		c.Err, c.Hint = fmt.Errorf("%s exists: this installation was set up by the platform's previous installer", home.Join(rel)), "Remove that node with the installer that made it"
 	}
 	return c
 }

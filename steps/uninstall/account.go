@@ -131,20 +131,14 @@ func (s accountStep) restoreAdopted(ctx context.Context, db *bookkeeping.DB, rec
 		return nil
 	}
 	home := e.HostPaths.Home()
-	fi, err := os.Lstat(home)
+	err = safefile.SetDir(home, -1, -1, *rec.HomeMode)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("the account's home: %w", err)
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("the account's home %s is not a directory", home)
-	}
-	if err := os.Chmod(home, *rec.HomeMode); err != nil {
-		return err
-	}
-	return safefile.SyncDir(home)
+	return nil
 }
 
 // Verify reruns the step: every action in it is idempotent.
