@@ -68,7 +68,9 @@ func (f failure) report(stderr io.Writer, err error, interrupted *signalError) i
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		msg := ue.msg
+		// A usage error may quote the command line: printed as one line
+		// without terminal controls.
+		msg := field(ue.msg)
 		if f.changing && !strings.HasSuffix(msg, "Nothing was changed.") {
 			msg = strings.TrimSuffix(msg, ".") + ". Nothing was changed."
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
@@ -132,6 +133,9 @@ func (f *installerFlags) validate(fs *pflag.FlagSet) error {
 	if err := f.onlyAllowed(fs); err != nil {
 		return err
 	}
+	if err := validUTF8(fs); err != nil {
+		return err
+	}
 	if f.installationID == "" {
 		return usagef("--installation-id is required")
 	}
@@ -208,11 +212,11 @@ func (f *installerFlags) validateInstall() error {
 			return err
 		}
 	}
-	if f.bundle != "" && !filepath.IsAbs(f.bundle) {
-		return usagef("--bundle must be an absolute directory")
+	if f.bundle != "" && !plainAbs(f.bundle) {
+		return usagef("--bundle must be an absolute directory, without a '.' or '..' component or a control character")
 	}
-	if f.coreCA != "" && !filepath.IsAbs(f.coreCA) {
-		return usagef("--core-ca must be an absolute path to a PEM file")
+	if f.coreCA != "" && !plainAbs(f.coreCA) {
+		return usagef("--core-ca must be an absolute path to a PEM file, without a '.' or '..' component or a control character")
 	}
 	switch f.provider {
 	case "", "docker", "microsandbox":
@@ -220,6 +224,34 @@ func (f *installerFlags) validateInstall() error {
 		return usagef("--provider must be docker or microsandbox")
 	}
 	return nil
+}
+
+// validUTF8 refuses a flag value that is not valid UTF-8: it would reach
+// messages, records and unit files in a form other than the one given.
+// The refusal names the flag, never the value.
+func validUTF8(fs *pflag.FlagSet) error {
+	var bad error
+	fs.Visit(func(fl *pflag.Flag) {
+		if bad == nil && !utf8.ValidString(fl.Value.String()) {
+			bad = usagef("--%s is not valid UTF-8", fl.Name)
+		}
+	})
+	return bad
+}
+
+// plainAbs reports whether p is an absolute path without a "." or ".."
+// component and without a control character (a trailing slash is
+// accepted).
+func plainAbs(p string) bool {
+	if !filepath.IsAbs(p) || strings.IndexFunc(p, unicode.IsControl) >= 0 {
+		return false
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == "." || c == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // origin validates one origin flag and records it when only
@@ -256,6 +288,9 @@ func validateOrigin(name, raw string, allowInsecure bool) (origin string, insecu
 	if u.User != nil {
 		return "", false, usagef("%s must not contain credentials", name)
 	}
+	if !validHost(u.Hostname()) || !validPort(u.Port()) {
+		return "", false, usagef("%s must name its host as a DNS name (ASCII; punycode for an international name) or an IP address, with a port from 1 to 65535", name)
+	}
 	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
 		return "", false, usagef("%s must be an origin without a path", name)
 	}
@@ -266,6 +301,40 @@ func validateOrigin(name, raw string, allowInsecure bool) (origin string, insecu
 		insecure = true
 	}
 	return u.Scheme + "://" + u.Host, insecure, nil
+}
+
+// validHost accepts an IP address or a DNS name of ASCII labels (letters,
+// digits, '-' and '_'; 1 to 63 bytes each; at most 253 in all, a final dot
+// aside).
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// validPort accepts no port or one from 1 to 65535.
+func validPort(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	return err == nil && n > 0
 }
 
 func isLoopback(host string) bool {

@@ -84,6 +84,10 @@ func TestInstallerFlags(t *testing.T) {
 		{"id urn", origins("https://c.example", "https://k.example", "--installation-id", "urn:uuid:"+testID), nil, "canonical UUID"},
 		{"id without hyphens", origins("https://c.example", "https://k.example", "--installation-id", strings.ReplaceAll(testID, "-", "")), nil, "canonical UUID"},
 		{"id short", origins("https://c.example", "https://k.example", "--installation-id", testID[:35]), nil, "canonical UUID"},
+		{"id with escapes", origins("https://c.example", "https://k.example", "--installation-id", "\x1b]0;x\x07"+testID[8:]), nil, "canonical UUID"},
+		{"id not UTF-8", origins("https://c.example", "https://k.example", "--installation-id", "\xff\xfe"+testID[2:]), nil, "--installation-id is not valid UTF-8"},
+		{"id very long", origins("https://c.example", "https://k.example", "--installation-id", testID+strings.Repeat("a", 1<<20)), nil, "canonical UUID"},
+		{"id with dot dot", origins("https://c.example", "https://k.example", "--installation-id", "../../../../etc/passwd-3f1d-4e5a-9b7c"), nil, "canonical UUID"},
 
 		// Origins.
 		{"trailing slash stripped", origins("https://console.example.com/", "https://core.example.com:8443/"), &want{source: "https://console.example.com", core: "https://core.example.com:8443"}, ""},
@@ -111,6 +115,23 @@ func TestInstallerFlags(t *testing.T) {
 		{"no host", origins("https://", "https://k.example"), nil, "http or https origin"},
 		{"port only", origins("https://:443", "https://k.example"), nil, "http or https origin"},
 		{"opaque", origins("https:console.example.com", "https://k.example"), nil, "http or https origin"},
+		{"userinfo and fragment", origins("https://user:pw@console.example.com#frag", "https://k.example"), nil, "no spaces, query, fragment"},
+		{"userinfo with a space", origins("https://user:p w@console.example.com", "https://k.example"), nil, "no spaces"},
+		{"port out of range", origins("https://console.example.com:70000", "https://k.example"), nil, "port from 1 to 65535"},
+		{"port zero", origins("https://console.example.com:0", "https://k.example"), nil, "port from 1 to 65535"},
+		{"label too long", origins("https://"+strings.Repeat("a", 64)+".example", "https://k.example"), nil, "DNS name"},
+		{"international name", origins("https://bücher.example", "https://k.example"), nil, "punycode"},
+		{"punycode name", origins("https://xn--bcher-kva.example", "https://k.example"), &want{source: "https://xn--bcher-kva.example", core: "https://k.example"}, ""},
+		{"underscore and final dot", origins("https://oac_console.internal.", "https://k.example"), &want{source: "https://oac_console.internal.", core: "https://k.example"}, ""},
+		{"host not UTF-8", origins("https://console\xff.example.com", "https://k.example"), nil, "--source-url is not valid UTF-8"},
+		{"escape in host", origins("https://console\x1b[2J.example.com", "https://k.example"), nil, "origin"},
+		{"very long url", origins("https://"+strings.Repeat("a", 1<<20)+".example", "https://k.example"), nil, "DNS name"},
+		{"bundle with dot dot", []string{"--bundle", "/opt/../etc", "--core-url", "https://core.example.com", "--installation-id", testID}, nil, "--bundle"},
+		{"bundle with dot dot at the end", []string{"--bundle", "/opt/oac-bundle/..", "--core-url", "https://core.example.com", "--installation-id", testID}, nil, "--bundle"},
+		{"core ca with dot dot", install("--core-ca", "/etc/oac/../shadow"), nil, "--core-ca"},
+		{"bundle not UTF-8", []string{"--bundle", "/opt/\xff", "--core-url", "https://core.example.com", "--installation-id", testID}, nil, "--bundle is not valid UTF-8"},
+		{"bundle with a newline", []string{"--bundle", "/opt/b\nnext: sudo sh", "--core-url", "https://core.example.com", "--installation-id", testID}, nil, "control character"},
+		{"bundle trailing slash", []string{"--bundle", "/opt/oac-bundle/", "--core-url", "https://core.example.com", "--installation-id", testID}, &want{core: "https://core.example.com"}, ""},
 
 		// Uninstall.
 		{"uninstall", append([]string{"--uninstall"}, id...), &want{mode: modeUninstall}, ""},
@@ -175,11 +196,25 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		{"--source-url", "http://console.example.com", "--core-url", "https://k.example", "--installation-id", testID},
 		{"--uninstall", "--force", "--provider", "docker", "--installation-id", testID},
 		{"--update", "--installation-id", testID},
+		{"--source-url", "https://c.example", "--core-url", "https://k.example", "--installation-id", "\x1b[2J\x9b1m" + testID},
+		{"--source-url", "https://c\xff.example", "--core-url", "https://k.example", "--installation-id", testID},
+		{"--bundle", "/opt/../etc\x1b]0;x\x07", "--core-url", "https://k.example", "--installation-id", testID},
+		{"--source-url", "https://" + strings.Repeat("a", 1<<20), "--core-url", "https://k.example", "--installation-id", testID},
+		{"--uninstall", "--installation-id", strings.ToUpper(testID)},
+		{"--source-url", "https://c.example", "--token\x1b[2J\nnext: sudo sh", "x"},
 	} {
 		code, _, errOut := runOn(t, host, args...)
-		if code != exitFailure || !strings.Contains(errOut, "Nothing was changed.") {
-			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		if first, _, _ := strings.Cut(errOut, "\n"); code != exitFailure || !strings.HasSuffix(first, "Nothing was changed.") {
+			t.Errorf("%.200q: exit %d, stderr %.300q", args, code, errOut)
 		}
+		assertNoTerminalControls(t, "a refusal", strings.TrimSuffix(errOut, "\n"))
+		if len(errOut) > 4096 {
+			t.Errorf("a refusal of %d bytes echoes its argument", len(errOut))
+		}
+	}
+	// An unknown command is quoted, not printed raw.
+	if _, _, errOut := runOn(t, host, "lease\x1b[2J\r\nnext: sudo sh"); strings.ContainsAny(errOut, "\x1b\r") || !strings.Contains(errOut, "unknown command") {
+		t.Errorf("the unknown command is printed raw: %q", errOut)
 	}
 	if entries, _ := readDirNames(host); len(entries) != 0 {
 		t.Errorf("the refusals created %v", entries)

@@ -217,14 +217,14 @@ func (p *Preflight) olderProduct() Check {
 	rel := filepath.Join(".parsar", "nodes", p.InstallationID)
 	home, err := safefile.OpenRoot(p.Host.Home())
 	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, safefile.ErrUnsafe) {
 			c.Err = err
 		}
-		return c
+		return c // no home, or one this process cannot look into (check without root)
 	}
 	defer home.Close()
 	switch ok, err := home.Exists(rel); {
-	case err != nil:
+	case errors.Is(err, safefile.ErrUnsafe):
 		c.Err = err
 	case ok:
 		c.Err, c.Hint = fmt.Errorf("%s exists: this installation was set up by the platform's previous installer", home.Join(rel)), "Remove that node with the installer that made it"
