@@ -2,6 +2,8 @@ package install
 
 import (
 	"context"
+	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,4 +88,119 @@ func TestPreflightDoesNotFollowALinkInTheHome(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "symbolic link") || strings.Contains(err.Error(), "previous installer") || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
 		t.Fatalf("got %v, want a refusal of the link", err)
 	}
+}
+
+// TestRerunOnAHostileNodeRoot installs a node, plants in its node root what
+// the service account could write there, and reruns the command (no
+// token): the rerun returns (no FIFO or device blocks it), refuses or
+// repairs, prints no terminal control, and never changes the link's
+// target.
+func TestRerunOnAHostileNodeRoot(t *testing.T) {
+	fifo := func(p string) error { return unix.Mkfifo(p, 0o600) }
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, root, victim string)
+	}{
+		{"node root mode 0777", func(t *testing.T, root, _ string) { os.Chmod(root, 0o777) }},
+		{"node root a link", func(t *testing.T, root, victim string) {
+			os.Rename(root, root+".moved")
+			os.Symlink(filepath.Dir(victim), root)
+		}},
+		{"journals a link to root's journals", func(t *testing.T, root, _ string) {
+			os.RemoveAll(filepath.Join(root, "journals"))
+			os.Symlink(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(root))))), "oac-node-install"), filepath.Join(root, "journals"))
+		}},
+		{"provider.json a FIFO", func(t *testing.T, root, _ string) {
+			os.Remove(filepath.Join(root, "provider.json"))
+			fifo(filepath.Join(root, "provider.json"))
+		}},
+		{"registered.json a link", func(t *testing.T, root, victim string) {
+			os.Remove(filepath.Join(root, "registered.json"))
+			os.Symlink(victim, filepath.Join(root, "registered.json"))
+		}},
+		{"identity.json a FIFO", func(t *testing.T, root, _ string) {
+			p := filepath.Join(root, "state", "node", "identity.json")
+			os.Remove(p)
+			fifo(p)
+		}},
+		{"identity.json escapes and duplicate keys", func(t *testing.T, root, _ string) {
+			p := filepath.Join(root, "state", "node", "identity.json")
+			os.WriteFile(p, []byte(`{"node_id":"a\u001b[2J\nnext: sudo sh","node_id":"b"}`), 0o600)
+		}},
+		{"credential a hard link", func(t *testing.T, root, victim string) {
+			p := filepath.Join(root, "state", "node", "identity.json")
+			os.Remove(p)
+			os.Link(victim, p)
+		}},
+		{"generation helper a link", func(t *testing.T, root, victim string) {
+			os.Remove(filepath.Join(root, "generation-preparer"))
+			os.Symlink(victim, filepath.Join(root, "generation-preparer"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			f.installed(t)
+			victim := filepath.Join(f.base, "victim", "shadow")
+			os.MkdirAll(filepath.Dir(victim), 0o755)
+			if err := os.WriteFile(victim, []byte("root-secret\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var before unix.Stat_t
+			unix.Lstat(victim, &before)
+			root := f.host.NodeRoot(generationtest.InstallationID)
+			tc.plant(t, root, victim)
+			u, _ := accounts.Under(f.host.Root).LookupUser("oac-node")
+			filepath.Walk(f.host.Home(), func(p string, fi os.FileInfo, err error) error {
+				var st unix.Stat_t
+				if err == nil && unix.Lstat(p, &st) == nil && (st.Nlink == 1 || fi.IsDir()) {
+					os.Lchown(p, u.UID, u.GID) // not the hard link's root-owned inode
+				}
+				return nil
+			})
+			etc := generationtest.Snapshot(t, filepath.Join(f.host.Root, "etc"))
+
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				c := f.command()
+				_, err := Run(ctx, c)
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(90 * time.Second):
+				t.Fatal("the rerun did not return within 90 s (blocked on a hostile file?)")
+			}
+			out := f.out.String()
+			t.Logf("rerun: %v\n%s", err, out)
+			for _, c := range []byte(out + errText(err)) {
+				if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+					t.Errorf("the output holds the control byte %#x", c)
+					break
+				}
+			}
+			if strings.Contains(out+errText(err), "root-secret") {
+				t.Error("the output prints the link target's bytes")
+			}
+			var after unix.Stat_t
+			unix.Lstat(victim, &after)
+			if data, _ := os.ReadFile(victim); string(data) != "root-secret\n" || after.Mtim != before.Mtim || after.Uid != 0 || after.Mode != before.Mode {
+				t.Errorf("the link's target changed: %q uid %d mode %o", data, after.Uid, after.Mode)
+			}
+			if err != nil && strings.Contains(err.Error(), "Nothing was changed.") {
+				if d := generationtest.Diff(etc, generationtest.Snapshot(t, filepath.Join(f.host.Root, "etc"))); d != "" {
+					t.Errorf("a refusal changed /etc:\n%s", d)
+				}
+			}
+		})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
