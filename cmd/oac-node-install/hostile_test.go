@@ -222,3 +222,38 @@ func TestStatusAndLeasesOnAHostileNodeRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOnAHostileHome runs check on a host whose service account's
+// home holds links to root's files, a .parsar link and FIFOs: check
+// returns, follows no link (the .parsar link is refused as a link, not
+// taken for the older product's node root) and prints no control byte.
+func TestCheckOnAHostileHome(t *testing.T) {
+	useSystemd(t, nil)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	checkHost(t, root, true)
+	v := newVictim(t)
+	host := layout.Host{Root: root}
+	elsewhere := filepath.Join(root, "elsewhere")
+	must(t, os.MkdirAll(filepath.Join(elsewhere, "nodes", checkID), 0o755))
+	must(t, os.MkdirAll(host.Home(), 0o700))
+	must(t, os.Symlink(elsewhere, filepath.Join(host.Home(), ".parsar")))
+	must(t, os.MkdirAll(filepath.Join(host.Home(), ".oac", "nodes"), 0o700))
+	must(t, os.Symlink(filepath.Dir(v.path), host.NodeRoot(checkID)))
+	must(t, unix.Mkfifo(filepath.Join(host.Home(), "oac-node.lock"), 0o600))
+	if out, err := exec.Command("chown", "-hR", "990:990", host.Home()).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	_, out, errOut := runWithin(t, root, checkArgs...)
+	if testing.Verbose() {
+		t.Logf("check:\n%s%s", out, errOut)
+	}
+	assertNoTerminalControls(t, "check", out+errOut)
+	if !strings.Contains(out+errOut, "symbolic link") || strings.Contains(out+errOut, "previous installer") {
+		t.Errorf("check does not refuse the .parsar link as a link:\n%s%s", out, errOut)
+	}
+	if strings.Contains(out+errOut, victimSecret) {
+		t.Errorf("check prints the link target's bytes")
+	}
+	v.check(t)
+}
