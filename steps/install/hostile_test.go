@@ -204,3 +204,23 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestSudoUserNodeDoesNotFollowALink: the sudo user's home is looked into
+// through no link: a .oac there that points at a directory holding
+// nodes/<id> is neither followed nor taken for a node root; the check
+// says it skipped it.
+func TestSudoUserNodeDoesNotFollowALink(t *testing.T) {
+	root, p := testHost(t)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n"), 0o644)
+	elsewhere := filepath.Join(root, "elsewhere")
+	os.MkdirAll(filepath.Join(elsewhere, "nodes", testID), 0o700)
+	os.MkdirAll(filepath.Join(root, "home/alice"), 0o700)
+	if err := os.Symlink(elsewhere, filepath.Join(root, "home/alice/.oac")); err != nil {
+		t.Fatal(err)
+	}
+	p.Environ = []string{"SUDO_USER=alice"}
+	c := p.sudoUserNode()
+	if c.Err != nil || !strings.Contains(c.Skipped, "symbolic link") {
+		t.Fatalf("check %+v: want it skipped, the link not followed", c)
+	}
+}

@@ -1,11 +1,12 @@
 package install
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 )
 
@@ -31,8 +32,20 @@ func (p *Preflight) sudoUserNode() Check {
 	if err != nil || !filepath.IsAbs(u.Home) || u.Home == "/" {
 		return c
 	}
-	q := filepath.Join(p.Host.Root, u.Home, ".oac", "nodes", p.InstallationID)
-	if _, err := os.Lstat(q); err == nil {
+	// The user's home is the user's to change: looked into through no
+	// symbolic link.
+	rel := filepath.Join(".oac", "nodes", p.InstallationID)
+	home, err := safefile.OpenRoot(filepath.Join(p.Host.Root, u.Home))
+	if err != nil {
+		return c
+	}
+	defer home.Close()
+	ok, err := home.Exists(rel)
+	if errors.Is(err, safefile.ErrUnsafe) {
+		c.Skipped = fmt.Sprintf("%s is reached through a symbolic link, which is not followed", filepath.Join(u.Home, rel))
+		return c
+	}
+	if ok {
 		c.Err = fmt.Errorf("%s exists: a node of this installation runs from %s's home", filepath.Join(u.Home, ".oac", "nodes", p.InstallationID), user)
 		c.Hint = "Stop and remove that node first; the installer runs nodes only as the oac-node account"
 	}
