@@ -26,7 +26,9 @@ func OpenRootIn(base, rel string, exp Expect) (*Root, error) {
 
 // RemoveAll removes rel and everything under it without ever following a
 // symbolic link: every directory is opened with O_NOFOLLOW relative to its
-// parent's descriptor, and a link is unlinked, never entered. A symbolic
+// parent's descriptor, and a link is unlinked, never entered. A directory
+// of the process's own uid that it may not read or change (mode 0, 0500)
+// is given mode 0700 first, as rm -rf needs but does not do. A symbolic
 // link standing for one of rel's parents is itself removed (what lies
 // beyond it is not rel's, and is left alone). A missing rel is no error.
 // The directory that held what was removed is fsynced.
@@ -104,6 +106,14 @@ func (r *Root) RemoveEmptyDir(rel string) error {
 	return &os.PathError{Op: "remove", Path: r.Join(rel), Err: err}
 }
 
+// ownDir reports whether name in dfd is a directory (not a link) owned by
+// this process's effective uid.
+func ownDir(dfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+		st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == os.Geteuid()
+}
+
 // removeAt removes name in the directory dfd and everything under it
 // (full is its path, for errors), never following a link.
 func removeAt(dfd int, name, full string) error {
@@ -115,11 +125,28 @@ func removeAt(dfd int, name, full string) error {
 		return &os.PathError{Op: "remove", Path: full, Err: err}
 	}
 	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) && ownDir(dfd, name) {
+		// A directory of ours that we may not read (mode 0): made
+		// readable, then opened. The chmod follows a link at name, which
+		// a swap after the check could put there; it can only change a
+		// file of this same owner, who may change it anyway.
+		if unix.Fchmodat(dfd, name, 0o700, 0) == nil {
+			fd, err = unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+	}
 	if err != nil {
 		return &os.PathError{Op: "open", Path: full, Err: err}
 	}
 	dir := os.NewFile(uintptr(fd), full)
 	defer dir.Close()
+	// A directory of ours that we may not change (mode 0500): made
+	// writable through the descriptor, so that its entries can go.
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && int(st.Uid) == os.Geteuid() && st.Mode&0o300 != 0o300 {
+		if err := unix.Fchmod(fd, 0o700); err != nil {
+			return &os.PathError{Op: "chmod", Path: full, Err: err}
+		}
+	}
 	for {
 		names, rerr := dir.Readdirnames(256)
 		for _, n := range names {

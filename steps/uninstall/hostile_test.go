@@ -124,6 +124,18 @@ func TestUninstallOfAHostileHome(t *testing.T) {
 			must(t, unix.Mknod(filepath.Join(root, "journals.zero"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 5))))
 			must(t, os.Chmod(root, 0o777))
 		}},
+		{"directories the account cannot write or read", func(t *testing.T, f *hostFixture, v *victimDir) {
+			root := f.host.NodeRoot(id)
+			for _, d := range []string{"ro/sub", "none"} {
+				must(t, os.MkdirAll(filepath.Join(root, "runtime", d), 0o700))
+			}
+			writeFile(t, filepath.Join(root, "runtime", "ro", "sub", "f"), "x", 0o400)
+			writeFile(t, filepath.Join(root, "runtime", "none", "f"), "x", 0o600)
+			t.Cleanup(func() { os.Chmod(filepath.Join(root, "runtime", "none"), 0o700) })
+			must(t, os.Chmod(filepath.Join(root, "runtime", "ro", "sub"), 0o500))
+			must(t, os.Chmod(filepath.Join(root, "runtime", "ro"), 0o500))
+			must(t, os.Chmod(filepath.Join(root, "runtime", "none"), 0))
+		}},
 		{"home a link", func(t *testing.T, f *hostFixture, v *victimDir) {
 			home := f.host.Home()
 			must(t, os.Rename(home, home+".moved"))
