@@ -152,8 +152,18 @@ func TestUninstallOfAHostileHome(t *testing.T) {
 			f := newHostFixture(t)
 			f.install(t)
 			v := newVictimDir(t, f)
-			tc.plant(t, f, v)
 			u := f.user(t)
+			// The target is the account's own, outside its home: even
+			// where the account could remove it, the removal of the node
+			// state never reaches it through a link.
+			must(t, filepath.Walk(v.dir, func(p string, _ os.FileInfo, err error) error {
+				if err != nil {
+					return err
+				}
+				return os.Lchown(p, u.UID, u.GID)
+			}))
+			v.before, v.mtimes = generationtest.Snapshot(t, v.dir), mtimes(t, v.dir)
+			tc.plant(t, f, v)
 			if out, err := exec.Command("chown", "-h", "-R", "--", fmt.Sprintf("%d:%d", u.UID, u.GID), f.host.Home()).CombinedOutput(); err != nil && tc.name != "home a link" {
 				t.Fatalf("chown: %v %s", err, out)
 			}
@@ -207,6 +217,49 @@ func TestUninstallOfAHostileHome(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUninstallWhileTheNodesDirectoryIsSwapped: while the uninstallation
+// runs, the service account swaps .oac/nodes between the real directory
+// and a link to a directory of its own elsewhere; whatever the run's
+// outcome, what the link points at stays as it is.
+func TestUninstallWhileTheNodesDirectoryIsSwapped(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	v := newVictimDir(t, f)
+	u := f.user(t)
+	must(t, filepath.Walk(v.dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, u.UID, u.GID)
+	}))
+	v.before, v.mtimes = generationtest.Snapshot(t, v.dir), mtimes(t, v.dir)
+	nodes := filepath.Dir(f.host.NodeRoot(id))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Rename(nodes, nodes+".real")
+			os.Symlink(filepath.Join(v.dir, "nodes"), nodes)
+			os.Remove(nodes)
+			os.Rename(nodes+".real", nodes)
+		}
+	}()
+	for range 3 {
+		f.out.Reset()
+		rep, err := f.uninstallWithin(t, true)
+		t.Logf("%v %v", rep, err)
+	}
+	close(stop)
+	<-done
+	v.check(t)
 }
 
 func errString(err error) string {
