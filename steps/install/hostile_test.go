@@ -127,6 +127,16 @@ func TestRerunOnAHostileNodeRoot(t *testing.T) {
 			p := filepath.Join(root, "state", "node", "identity.json")
 			os.WriteFile(p, []byte(`{"node_id":"a\u001b[2J\nnext: sudo sh","node_id":"b"}`), 0o600)
 		}},
+		{"identity.json huge", func(t *testing.T, root, _ string) {
+			os.Truncate(filepath.Join(root, "state", "node", "identity.json"), 8<<30)
+		}},
+		{"provider.json huge", func(t *testing.T, root, _ string) {
+			os.Truncate(filepath.Join(root, "provider.json"), 8<<30)
+		}},
+		{"registered.json a device", func(t *testing.T, root, _ string) {
+			os.Remove(filepath.Join(root, "registered.json"))
+			unix.Mknod(filepath.Join(root, "registered.json"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 5)))
+		}},
 		{"credential a hard link", func(t *testing.T, root, victim string) {
 			p := filepath.Join(root, "state", "node", "identity.json")
 			os.Remove(p)
