@@ -199,6 +199,7 @@ func TestStatusAndLeasesOnAHostileNodeRoot(t *testing.T) {
 		}, "owner uid 4242"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each on its own host root
 			root, _ := fakeHost(t)
 			host := layout.Host{Root: root}
 			node := layout.Node{Root: host.NodeRoot(testID)}

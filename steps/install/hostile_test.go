@@ -148,6 +148,7 @@ func TestRerunOnAHostileNodeRoot(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each on its own host root; the installations dominate
 			f := newRunFixture(t)
 			f.installed(t)
 			victim := filepath.Join(f.base, "victim", "shadow")
