@@ -266,3 +266,26 @@ func TestCheckOnAHostileHome(t *testing.T) {
 	}
 	v.check(t)
 }
+
+// TestReadCARefusesWhatIsNotARegularFile: --core-ca naming a FIFO (no
+// writer: opening it by path would block), a device or a huge file is
+// refused at once, changing nothing.
+func TestReadCARefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo, huge := filepath.Join(dir, "fifo"), filepath.Join(dir, "huge")
+	must(t, unix.Mkfifo(fifo, 0o600))
+	must(t, os.WriteFile(huge, nil, 0o600))
+	must(t, os.Truncate(huge, 8<<30))
+	for _, p := range []string{fifo, "/dev/zero", huge} {
+		done := make(chan error, 1)
+		go func() { _, err := readCA(p); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+				t.Errorf("%s: %v", p, err)
+			}
+		case <-time.After(hostileDeadline):
+			t.Fatalf("readCA(%s) blocks", p)
+		}
+	}
+}

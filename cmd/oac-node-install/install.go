@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -150,16 +151,26 @@ func proxySettings() (func(*http.Request) (*url.URL, error), error) {
 	return proxyFunc, nil
 }
 
-// readCA reads the operator's CA bundle (a regular file, bounded).
+// readCA reads the operator's CA bundle (a regular file, bounded). The
+// file is opened without blocking (a FIFO put there after a check cannot
+// hang the run) and checked through the descriptor it is read from.
 func readCA(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxCA {
 		return nil, fmt.Errorf("--core-ca %s is not a regular file of at most %d bytes. Nothing was changed.", path, maxCA)
 	}
-	data, err := os.ReadFile(path)
+	data, err := io.ReadAll(io.LimitReader(f, maxCA+1))
+	if err == nil && len(data) > maxCA {
+		err = fmt.Errorf("grew past %d bytes while read", maxCA)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
 	}
