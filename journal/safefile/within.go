@@ -28,7 +28,8 @@ func OpenRootIn(base, rel string, exp Expect) (*Root, error) {
 // symbolic link: every directory is opened with O_NOFOLLOW relative to its
 // parent's descriptor, and a link is unlinked, never entered. A directory
 // of the process's own uid that it may not read or change (mode 0, 0500)
-// is given mode 0700 first, as rm -rf needs but does not do. A symbolic
+// is given mode 0700 first, as rm -rf needs but does not do. A mount point
+// inside the tree is refused, never entered. A symbolic
 // link standing for one of rel's parents is itself removed (what lies
 // beyond it is not rel's, and is left alone). A missing rel is no error.
 // The directory that held what was removed is fsynced.
@@ -106,6 +107,23 @@ func (r *Root) RemoveEmptyDir(rel string) error {
 	return &os.PathError{Op: "remove", Path: r.Join(rel), Err: err}
 }
 
+// errMountPoint: a directory of the tree is where another file system (or
+// a bind mount) is mounted; its contents are not the tree's to remove.
+var errMountPoint = errors.New("a file system is mounted there: unmount it, then rerun")
+
+// mountPoint reports whether the directory fd is on another mount than its
+// parent dfd (mount ids where the kernel has them, devices otherwise).
+func mountPoint(dfd, fd int) bool {
+	var a, b unix.Statx_t
+	if unix.Statx(dfd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &a) == nil &&
+		unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &b) == nil &&
+		a.Mask&b.Mask&unix.STATX_MNT_ID != 0 {
+		return a.Mnt_id != b.Mnt_id
+	}
+	var pa, pb unix.Stat_t
+	return unix.Fstat(dfd, &pa) == nil && unix.Fstat(fd, &pb) == nil && pa.Dev != pb.Dev
+}
+
 // ownDir reports whether name in dfd is a directory (not a link) owned by
 // this process's effective uid.
 func ownDir(dfd int, name string) bool {
@@ -139,6 +157,9 @@ func removeAt(dfd int, name, full string) error {
 	}
 	dir := os.NewFile(uintptr(fd), full)
 	defer dir.Close()
+	if mountPoint(dfd, fd) {
+		return &os.PathError{Op: "remove", Path: full, Err: errMountPoint}
+	}
 	// A directory of ours that we may not change (mode 0500): made
 	// writable through the descriptor, so that its entries can go.
 	var st unix.Stat_t
