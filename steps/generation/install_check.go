@@ -38,6 +38,9 @@ type InstallStepCheck struct {
 // node root that does not exist yet leaves every step unchecked (not
 // done). It writes nothing; a refusal is returned as the step's error.
 func CheckInstallSteps(ctx context.Context, in InstallOptions, req InstallStepRequest) (InstallStepResult, error) {
+	if err := CheckNodeRoot(in.Home, in.InstallationID, in.UID); err != nil {
+		return InstallStepResult{}, err
+	}
 	e, err := NewInstallEnv(ctx, in)
 	if errors.Is(err, os.ErrNotExist) {
 		return InstallStepResult{}, nil
@@ -359,16 +362,20 @@ func (s providerConfigStep) Check(ctx context.Context, facts workflow.Facts) (wo
 // bytes refuse.
 func (s registerStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	e := s.e
+	// A record that is there but not a private regular file of the
+	// account's (a link, a device, too large) is refused here, before the
+	// workflow writes anything, not when the register step meets it.
+	const hostile = "The node's registration record is not as the installer left it; inspect it"
 	reg, err := e.readPrivate("registered.json", 4096)
 	if errors.Is(err, os.ErrNotExist) {
 		return notDone, workflow.Result{}, nil
 	}
 	if err != nil {
-		return 0, workflow.Result{}, err
+		return 0, workflow.Result{}, refusal(hostile, err)
 	}
 	inst, err := e.readPrivate("installation.json", 4096)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, workflow.Result{}, err
+		return 0, workflow.Result{}, refusal(hostile, err)
 	}
 	if !bytes.Equal(reg, inst) {
 		return 0, workflow.Result{}, refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))

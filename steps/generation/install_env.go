@@ -130,6 +130,30 @@ func EnsureNodeRoot(home, installationID string, uid int) error {
 	return nil
 }
 
+// CheckNodeRoot is EnsureNodeRoot's check without its changes: every
+// directory of the node root that exists is a directory of the account's,
+// mode 0700, reached through no link; one that is not refuses, so that a
+// rerun says so before anything is written. Missing directories are no
+// error (the node_root step makes them).
+func CheckNodeRoot(home, installationID string, uid int) error {
+	h, err := safefile.OpenRoot(home)
+	if err != nil {
+		return refusal("The service account's home is not as the installer left it; inspect it", fmt.Errorf("home %s: %w", home, err))
+	}
+	defer h.Close()
+	for _, rel := range nodeRootDirs(installationID) {
+		d, err := h.OpenDir(rel, safefile.Expect{UID: uid, Mode: 0o700})
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // and everything below it is missing too
+		}
+		if err != nil {
+			return refusal("The node root is not as the installer left it (a link, another owner or another mode); inspect it", err)
+		}
+		d.Close()
+	}
+	return nil
+}
+
 // NewInstallEnv opens the node root (EnsureNodeRoot made it) for the
 // installation's steps. The caller closes it.
 func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) {

@@ -200,6 +200,10 @@ func TestRerunOnAHostileNodeRoot(t *testing.T) {
 			if data, _ := os.ReadFile(victim); string(data) != "root-secret\n" || after.Mtim != before.Mtim || after.Uid != 0 || after.Mode != before.Mode {
 				t.Errorf("the link's target changed: %q uid %d mode %o", data, after.Uid, after.Mode)
 			}
+			// A hostile node root is refused before the first change.
+			if err != nil && !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+				t.Errorf("the rerun's refusal came after a change: %v", err)
+			}
 			if err != nil && strings.Contains(err.Error(), "Nothing was changed.") {
 				if d := generationtest.Diff(etc, generationtest.Snapshot(t, filepath.Join(f.host.Root, "etc"))); d != "" {
 					t.Errorf("a refusal changed /etc:\n%s", d)
