@@ -256,7 +256,9 @@ func (s installDownloadStep) Check(ctx context.Context, _ workflow.Facts) (workf
 }
 
 // Check: the retained helper holds this installer's bytes; a registered
-// node's different helper refuses.
+// node's different helper refuses. The two are compared as they are read,
+// a block at a time: the helper is as large as the installer (tens of
+// megabytes), and reading both whole cost a check most of its time.
 func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	e := s.e
 	if e.in.Helper == nil {
@@ -266,19 +268,23 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	data, err := io.ReadAll(io.LimitReader(r, MaxHelperSize+1))
-	if err != nil {
-		return 0, workflow.Result{}, fmt.Errorf("read the installer's bytes: %w", err)
-	}
 	registered, err := e.Registered()
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	old, err := e.root.ReadFile(HelperName, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+	f, err := e.root.OpenFile(HelperName, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+	same := false
+	if err == nil {
+		same, err = sameBytes(io.LimitReader(r, MaxHelperSize+1), io.LimitReader(f, MaxHelperSize+1))
+		f.Close()
+	}
+	var rerr *readError
 	switch {
+	case errors.As(err, &rerr):
+		return 0, workflow.Result{}, rerr.err
 	case errors.Is(err, os.ErrNotExist):
 		return notDone, workflow.Result{}, nil
-	case err == nil && bytes.Equal(old, data):
+	case err == nil && same:
 		return done, workflow.Result{}, nil
 	case registered && (err == nil || errors.Is(err, safefile.ErrUnsafe)):
 		return 0, workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", HelperName, safefile.ErrConflict))
@@ -286,6 +292,39 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 		return 0, workflow.Result{}, err
 	}
 	return notDone, workflow.Result{}, nil
+}
+
+// readError is a failure to read the installer's own bytes, which no state
+// of the retained helper explains.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+
+// compareBlock is how much of each side sameBytes holds at a time.
+const compareBlock = 1 << 20
+
+// sameBytes reports whether installer and file yield the same bytes,
+// reading both a block at a time. A failure to read the installer's bytes
+// is a *readError.
+func sameBytes(installer, file io.Reader) (bool, error) {
+	a, b := make([]byte, compareBlock), make([]byte, compareBlock)
+	for {
+		na, errA := io.ReadFull(installer, a)
+		if errA != nil && errA != io.EOF && errA != io.ErrUnexpectedEOF {
+			return false, &readError{fmt.Errorf("read the installer's bytes: %w", errA)}
+		}
+		nb, errB := io.ReadFull(file, b)
+		if errB != nil && errB != io.EOF && errB != io.ErrUnexpectedEOF {
+			return false, fmt.Errorf("read the retained %s: %w", HelperName, errB)
+		}
+		if na != nb || !bytes.Equal(a[:na], b[:nb]) {
+			return false, nil
+		}
+		// Equal counts: both ended (short reads) or neither did.
+		if errA != nil {
+			return true, nil
+		}
+	}
 }
 
 // Check: the lease and its identity exist and open (a lease that does not

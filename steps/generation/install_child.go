@@ -1,7 +1,6 @@
 package generation
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,6 +77,14 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 		if err != nil {
 			return nil, err
 		}
+		// The sealed copy stays mapped while the step runs: the helper
+		// step and its check read it in place, without a copy.
+		var exe *privsep.Binary
+		defer func() {
+			if exe != nil {
+				exe.Close()
+			}
+		}()
 		home := os.Getenv("HOME")
 		uid := os.Getuid()
 		in := InstallOptions{
@@ -85,13 +92,14 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 			AllowInsecureOrigin: req.AllowInsecureOrigin, CoreCA: req.CoreCA, Configuration: conf,
 			Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
 			Helper: func() (io.Reader, error) {
-				b, err := c.Executable()
-				if err != nil {
-					return nil, err
+				if exe == nil {
+					b, err := c.Executable()
+					if err != nil {
+						return nil, err
+					}
+					exe = b
 				}
-				defer b.Close()
-				// A copy: the Binary's bytes are unmapped when it is closed.
-				return bytes.NewReader(b.Bytes()), nil
+				return exe.Reader(), nil
 			},
 			Log:      progressWriter{c},
 			Progress: transferReporter(c),

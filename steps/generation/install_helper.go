@@ -34,7 +34,7 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	data, err := io.ReadAll(io.LimitReader(r, MaxHelperSize+1))
+	data, err := readInstaller(r)
 	if err != nil {
 		return workflow.Result{}, fmt.Errorf("read the installer's bytes: %w", err)
 	}
@@ -59,4 +59,18 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 		return workflow.Result{}, err
 	}
 	return workflow.Result{}, nil
+}
+
+// readInstaller reads the installer's bytes, at most MaxHelperSize+1 of
+// them, into one buffer of their size when r tells it (a bytes.Reader over
+// the sealed copy does) instead of growing one as it reads.
+func readInstaller(r io.Reader) ([]byte, error) {
+	lr := io.LimitReader(r, MaxHelperSize+1)
+	sized, ok := r.(interface{ Len() int })
+	if !ok {
+		return io.ReadAll(lr)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, min(sized.Len(), MaxHelperSize)+bytes.MinRead))
+	_, err := buf.ReadFrom(lr)
+	return buf.Bytes(), err
 }
