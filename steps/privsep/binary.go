@@ -34,15 +34,13 @@ const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_
 type Binary struct {
 	f    *os.File // the sealed memfd, close-on-exec
 	data []byte   // read-only shared mapping of f
-	// sum is the SHA-256 of data, computed in the background from Capture
-	// on; ready is closed when it is set.
-	ready  chan struct{}
+	// sum is the SHA-256 of data, computed by the first SHA256 call.
+	hashed sync.Once
 	sum    [sha256.Size]byte
 	closed sync.Once
 }
 
-// Capture reads the running executable once into a sealed memfd and hashes
-// it. Call it at start, before anything could replace the file on disk. The
+// Capture reads the running executable once into a sealed memfd. Call it at start, before anything could replace the file on disk. The
 // caller closes the Binary when no more children will be started.
 func Capture() (*Binary, error) {
 	src, err := os.Open(selfExe)
@@ -57,8 +55,7 @@ func Capture() (*Binary, error) {
 	return b, nil
 }
 
-// sealedCopy copies r into a new memfd, seals it, maps it read-only and
-// hashes the mapped bytes, so that the hash is of exactly what will run.
+// sealedCopy copies r into a new memfd, seals it and maps it read-only.
 func sealedCopy(r io.Reader) (*Binary, error) {
 	fd, err := memfdCreate()
 	if err != nil {
@@ -92,9 +89,8 @@ func sealedCopy(r io.Reader) (*Binary, error) {
 // execute it, nobody else may read it.
 const execOnlyMode = 0o711
 
-// mapSealed checks that f is sealed, maps it read-only and starts hashing
-// the mapped bytes, so that the hash is of exactly what will run. The
-// Binary owns f.
+// mapSealed checks that f is sealed and maps it read-only: the mapped bytes
+// are exactly what runs. The Binary owns f.
 func mapSealed(f *os.File) (*Binary, error) {
 	got, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
 	if err != nil {
@@ -114,27 +110,48 @@ func mapSealed(f *os.File) (*Binary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map memfd: %w", err)
 	}
-	b := &Binary{f: f, data: data, ready: make(chan struct{})}
-	// The mapping is sealed: the bytes hashed are the bytes that run.
-	go func() { b.sum = sha256.Sum256(data); close(b.ready) }()
-	return b, nil
+	return &Binary{f: f, data: data}, nil
 }
 
 // inheritedBinary is the sealed copy as the child received it on
 // binaryFD (the account cannot read it through /proc/self/exe), on a
-// descriptor of its own. The caller closes it.
+// descriptor of its own, checked to be the file this process is running.
+// The caller closes it.
 func inheritedBinary() (*Binary, error) {
 	fd, err := unix.FcntlInt(binaryFD, unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("the installer's executable on descriptor %d: %w", binaryFD, err)
 	}
 	f := os.NewFile(uintptr(fd), "memfd:"+memfdName)
+	if err := runningFile(fd); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the installer's executable on descriptor %d: %w", binaryFD, err)
+	}
 	b, err := mapSealed(f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("the installer's executable on descriptor %d: %w", binaryFD, err)
 	}
 	return b, nil
+}
+
+// runningFile checks that fd is open on the very file this process runs
+// (the inode /proc/self/exe names; a process may always stat its own
+// executable, even one it may not read). The child runs only the parent's
+// sealed copy, so a sealed fd naming that inode holds exactly the bytes
+// the parent captured; no digest of them is needed.
+func runningFile(fd int) error {
+	var held, exe unix.Stat_t
+	if err := unix.Fstat(fd, &held); err != nil {
+		return fmt.Errorf("stat: %w", err)
+	}
+	if err := unix.Stat(selfExe, &exe); err != nil {
+		return fmt.Errorf("stat %s: %w", selfExe, err)
+	}
+	if held.Dev != exe.Dev || held.Ino != exe.Ino {
+		return fmt.Errorf("inode %d:%d is not the running executable (%d:%d)", held.Dev, held.Ino, exe.Dev, exe.Ino)
+	}
+	return nil
 }
 
 // openReadOnly opens the sealed copy again, read-only, for a child to
@@ -166,10 +183,11 @@ func memfdCreate() (int, error) {
 	return fd, nil
 }
 
-// SHA256 is the lowercase hex SHA-256 of the captured bytes. It waits for
-// the hash Capture started.
+// SHA256 is the lowercase hex SHA-256 of the captured bytes, computed at
+// the first call (the mapping is sealed: the bytes hashed are the bytes
+// that run).
 func (b *Binary) SHA256() string {
-	<-b.ready
+	b.hashed.Do(func() { b.sum = sha256.Sum256(b.data) })
 	return hex.EncodeToString(b.sum[:])
 }
 
@@ -221,7 +239,6 @@ func (b *Binary) fd() int { return int(b.f.Fd()) }
 func (b *Binary) Close() error {
 	var err error
 	b.closed.Do(func() {
-		<-b.ready // the hash reads the mapping
 		err = errors.Join(unix.Munmap(b.data), b.f.Close())
 		b.data = nil
 	})

@@ -33,8 +33,7 @@ type Child struct {
 	// Request is the parent's Options.Request as JSON.
 	Request json.RawMessage
 
-	binarySHA256 string
-	out          *sender
+	out *sender
 }
 
 // Decode unmarshals the request into v, refusing unknown fields: parent
@@ -66,20 +65,12 @@ func (c *Child) Transfer(name string, done, total int64) error {
 	return c.out.send(message{Type: msgProgress, Text: clip(name), Done: done, Total: total})
 }
 
-// Executable captures the bytes the child is running (the parent's sealed
-// copy) and checks that they are the ones the parent captured, for the
-// service account to write its own retained copy of the installer. The
-// caller closes the Binary.
+// Executable maps the bytes the child is running, the parent's sealed copy
+// inherited on a descriptor and checked to be the running executable's
+// inode, for the service account to write its own retained copy of the
+// installer. The caller closes the Binary.
 func (c *Child) Executable() (*Binary, error) {
-	b, err := inheritedBinary()
-	if err != nil {
-		return nil, err
-	}
-	if b.SHA256() != c.binarySHA256 {
-		b.Close()
-		return nil, fmt.Errorf("the running executable has SHA-256 %s, the installer captured %s", b.SHA256(), c.binarySHA256)
-	}
-	return b, nil
+	return inheritedBinary()
 }
 
 // sender writes messages to the result pipe, one line each.
@@ -201,7 +192,7 @@ func serveChild(args []string, roles map[string]Handler) int {
 		ctx, stop = signal.NotifyContext(ctx, s...)
 	}
 	defer stop()
-	c := &Child{Role: role, Request: env.Request, binarySHA256: env.BinarySHA256, out: out}
+	c := &Child{Role: role, Request: env.Request, out: out}
 	result, err := callHandler(ctx, h, c)
 	if err != nil {
 		return out.fail(err)

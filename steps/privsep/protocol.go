@@ -49,14 +49,13 @@ const (
 // rest of the line but its closing brace.
 const resultPrefix = `{"type":"result","result":`
 
-// envelope is what the parent sends the child: who it must be, which bytes
-// it must be running, and the handler's request.
+// envelope is what the parent sends the child: who it must be, and the
+// handler's request.
 type envelope struct {
-	UID          int             `json:"uid"`
-	GID          int             `json:"gid"`
-	Groups       []int           `json:"groups"`
-	BinarySHA256 string          `json:"binary_sha256"`
-	Request      json.RawMessage `json:"request"`
+	UID     int             `json:"uid"`
+	GID     int             `json:"gid"`
+	Groups  []int           `json:"groups"`
+	Request json.RawMessage `json:"request"`
 }
 
 // message is one line the child sends.

@@ -158,15 +158,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if len(request) > maxRequest-4096 {
 		return Result{}, fmt.Errorf("the %s request exceeds %d bytes", o.Role, maxRequest)
 	}
-	// The envelope is completed and sent once the child runs: the binary's
-	// digest, still being computed since Capture, is awaited there, so
-	// hashing overlaps the child's start.
-	envelopeFor := func() []byte {
-		env, err := json.Marshal(envelope{UID: o.UID, GID: o.GID, Groups: groups, BinarySHA256: o.Binary.SHA256(), Request: request})
-		if err != nil {
-			return nil // a child without its envelope reports no result
-		}
-		return env
+	envelopeData, err := json.Marshal(envelope{UID: o.UID, GID: o.GID, Groups: groups, Request: request})
+	if err != nil {
+		return Result{}, fmt.Errorf("encode the %s envelope: %w", o.Role, err)
 	}
 	if ctx.Err() != nil {
 		return Result{}, fmt.Errorf("%s as %s: %w", o.Role, AccountName, ErrInterrupted)
@@ -250,7 +244,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	wg.Add(4)
 	go func() {
 		defer wg.Done()
-		p.reqW.Write(envelopeFor()) // a child that died early shows in its result
+		p.reqW.Write(envelopeData) // a child that died early shows in its result
 		p.reqW.Close()
 	}()
 	go func() { defer wg.Done(); relay(out, p.outR) }()
