@@ -33,6 +33,10 @@ type InstallStepRequest struct {
 	AllowInsecureOrigin bool            `json:"allow_insecure_origin"`
 	CoreCA              []byte          `json:"core_ca,omitempty"`
 	Configuration       json.RawMessage `json:"configuration"`
+	// Check, with StepConfiguration, asks the child to check every
+	// service-account step too (StepCheck) with the configuration it read:
+	// a registered node's rerun then needs one child, not two.
+	Check bool `json:"check,omitempty"`
 	// Token is sent only for the register step.
 	Token string `json:"token,omitempty"`
 }
@@ -45,8 +49,10 @@ type InstallStepResult struct {
 	Facts   map[string]string `json:"facts,omitempty"`
 	// Configuration is the answer of a StepConfiguration request.
 	Configuration json.RawMessage `json:"configuration,omitempty"`
-	// Checks is the answer of a StepCheck request.
-	Checks []InstallStepCheck `json:"checks,omitempty"`
+	// Checks is the answer of a StepCheck request, and of a
+	// StepConfiguration request with Check when Checked is set.
+	Checks  []InstallStepCheck `json:"checks,omitempty"`
+	Checked bool               `json:"checked,omitempty"`
 }
 
 // InstallAdapters are the host adapters the child's steps use.
@@ -71,42 +77,58 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 				return nil, classify(err)
 			}
 			raw, err := conf.MarshalJSON()
-			return InstallStepResult{Configuration: raw}, err
-		}
-		conf, err := ParseConfiguration(req.Configuration)
-		if err != nil {
-			return nil, err
-		}
-		// The sealed copy stays mapped while the step runs: the helper
-		// step and its check read it in place, without a copy.
-		var exe *privsep.Binary
-		defer func() {
-			if exe != nil {
-				exe.Close()
+			if err != nil || !req.Check {
+				return InstallStepResult{Configuration: raw}, err
 			}
-		}()
-		home := os.Getenv("HOME")
-		uid := os.Getuid()
-		in := InstallOptions{
-			InstallationID: req.InstallationID, Home: home, UID: uid, SourceURL: req.SourceURL, Bundle: req.Bundle, CoreOrigin: req.CoreOrigin,
-			AllowInsecureOrigin: req.AllowInsecureOrigin, CoreCA: req.CoreCA, Configuration: conf,
-			Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
-			Helper: func() (io.Reader, error) {
-				if exe == nil {
-					b, err := c.Executable()
-					if err != nil {
-						return nil, err
-					}
-					exe = b
-				}
-				return exe.Reader(), nil
-			},
-			Log:      progressWriter{c},
-			Progress: transferReporter(c),
+			req.Step, req.Check, req.Configuration = StepCheck, false, raw
+			res, err := serveInstallStep(ctx, c, a, req)
+			if err != nil {
+				// A failed check is left to a check of its own, which
+				// reports it where it belongs: after the preflight checks.
+				return InstallStepResult{Configuration: raw}, nil
+			}
+			res.Configuration, res.Checked = raw, true
+			return res, nil
 		}
-		res, err := RunInstallStep(ctx, in, req)
-		return res, classify(err)
+		return serveInstallStep(ctx, c, a, req)
 	}
+}
+
+// serveInstallStep runs or verifies the one step of req.
+func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, req InstallStepRequest) (InstallStepResult, error) {
+	conf, err := ParseConfiguration(req.Configuration)
+	if err != nil {
+		return InstallStepResult{}, err
+	}
+	// The sealed copy stays mapped while the step runs: the helper
+	// step and its check read it in place, without a copy.
+	var exe *privsep.Binary
+	defer func() {
+		if exe != nil {
+			exe.Close()
+		}
+	}()
+	home := os.Getenv("HOME")
+	uid := os.Getuid()
+	in := InstallOptions{
+		InstallationID: req.InstallationID, Home: home, UID: uid, SourceURL: req.SourceURL, Bundle: req.Bundle, CoreOrigin: req.CoreOrigin,
+		AllowInsecureOrigin: req.AllowInsecureOrigin, CoreCA: req.CoreCA, Configuration: conf,
+		Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
+		Helper: func() (io.Reader, error) {
+			if exe == nil {
+				b, err := c.Executable()
+				if err != nil {
+					return nil, err
+				}
+				exe = b
+			}
+			return exe.Reader(), nil
+		},
+		Log:      progressWriter{c},
+		Progress: transferReporter(c),
+	}
+	res, err := RunInstallStep(ctx, in, req)
+	return res, classify(err)
 }
 
 // classify gives a step's error its privsep class by type: a refusal

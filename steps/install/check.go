@@ -265,12 +265,17 @@ func (s NodeStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Out
 }
 
 // NodeChecks implements nodeChecker: the first call asks one child to
-// check every service-account step; later calls return its answer.
+// check every service-account step; later calls return its answer, or the
+// answer of the child that read a registered node's configuration
+// (setNodeChecks). That child checked before root's steps did, without
+// their facts; but no check of a service-account step reads a fact of
+// root's steps (each reads only what the earlier service-account steps
+// reported), so its answer is the one a child asked here would give.
 func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]generation.InstallStepCheck, error) {
 	if e.checks != nil || e.checksErr != nil {
 		return e.checks, e.checksErr
 	}
-	e.checks = map[string]generation.InstallStepCheck{}
+	e.setNodeChecks(nil)
 	if _, err := e.DBs.LookupUser(layout.Account); errors.Is(err, accounts.ErrNotFound) {
 		return e.checks, nil
 	} else if err != nil {
@@ -284,8 +289,15 @@ func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]
 		e.checksErr = childErr(err)
 		return nil, e.checksErr
 	}
-	for _, c := range res.Checks {
+	e.setNodeChecks(res.Checks)
+	return e.checks, nil
+}
+
+// setNodeChecks records a child's answer to the check of every
+// service-account step.
+func (e *Env) setNodeChecks(checks []generation.InstallStepCheck) {
+	e.checks = map[string]generation.InstallStepCheck{}
+	for _, c := range checks {
 		e.checks[c.Step] = c
 	}
-	return e.checks, nil
 }

@@ -95,17 +95,25 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	phase("Read Core's deployment specification")
 	var conf *generation.Configuration
 	var raw []byte
+	var prechecked *generation.InstallStepResult
 	switch {
 	case c.Token != "":
 		conf, raw, err = c.Core.Read(ctx, o, c.Token)
 	case known:
 		// A registered node reads with its own credential, as the node
-		// account; a node that never registered needs a token.
+		// account; a node that never registered needs a token. The same
+		// child checks the service-account steps with what it read
+		// (NodeChecks), read-only.
+		req := (&Env{Opts: o}).NodeRequest()
+		req.Step, req.Check = generation.StepConfiguration, true
 		var res generation.InstallStepResult
-		res, err = c.Child(ctx, generation.InstallStepRequest{Step: generation.StepConfiguration, InstallationID: o.InstallationID})
+		res, err = c.Child(ctx, req)
 		if err == nil {
 			raw = res.Configuration
 			conf, err = generation.ParseConfiguration(raw)
+		}
+		if err == nil && res.Checked {
+			prechecked = &res
 		}
 		if err == nil {
 			err = CheckConfiguration(conf, o)
@@ -139,6 +147,9 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
 		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Style: c.Style}
+	if prechecked != nil {
+		env.setNodeChecks(prechecked.Checks)
+	}
 	path := JournalPath(c.Host, o.InstallationID)
 	// Every step checks, read-only, whether its effect is already on the
 	// host: a refusal anywhere comes before the first change, and a host

@@ -1,0 +1,65 @@
+package install
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// childLog records the steps of the requests a run sent its children.
+type childLog struct {
+	mu    sync.Mutex
+	steps []string
+}
+
+// wrap logs each request and edits the answer to the configuration read.
+func (l *childLog) wrap(next ChildRunner, edit func(*generation.InstallStepResult)) ChildRunner {
+	return func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+		l.mu.Lock()
+		l.steps = append(l.steps, req.Step)
+		l.mu.Unlock()
+		res, err := next(ctx, req)
+		if err == nil && edit != nil && req.Step == generation.StepConfiguration {
+			edit(&res)
+		}
+		return res, err
+	}
+}
+
+// A registered, healthy node's rerun reads its configuration and checks
+// every service-account step in one child; when that child's check gave no
+// answer, a child of its own checks, as before.
+func TestRerunOfARegisteredNodeStartsOneChild(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t)
+	f.installed(t)
+	for _, tc := range []struct {
+		name string
+		edit func(*generation.InstallStepResult)
+		want string
+	}{
+		{"one child", nil, generation.StepConfiguration},
+		{"the check left to its own child", func(r *generation.InstallStepResult) { r.Checks, r.Checked = nil, false },
+			generation.StepConfiguration + " " + generation.StepCheck},
+	} {
+		var log childLog
+		before := f.tree(t, true)
+		rep, err := f.install(t, func(c *Command) { c.Child = log.wrap(c.Child, tc.edit) })
+		if err != nil {
+			t.Fatalf("%s: rerun: %v\n%s", tc.name, err, f.out.String())
+		}
+		if rep.Condition != workflow.Complete {
+			t.Fatalf("%s: rerun: condition %s", tc.name, rep.Condition)
+		}
+		if got := strings.Join(log.steps, " "); got != tc.want {
+			t.Errorf("%s: the rerun asked children for %q, want %q", tc.name, got, tc.want)
+		}
+		if d := treeDiff(before, f.tree(t, true)); d != "" {
+			t.Errorf("%s: the rerun changed the host:\n%s", tc.name, d)
+		}
+	}
+}
