@@ -193,13 +193,7 @@ func (r *Root) FileID(rel string) (dev, ino uint64, err error) {
 // counts).
 func (r *Root) Exists(rel string) (bool, error) {
 	_, err := r.Lstat(rel)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrNotExist):
-		return false, nil
-	}
-	return false, err
+	return lstatExists(err)
 }
 
 // afterOpen runs between opening a file and re-checking its name; tests use

@@ -74,14 +74,7 @@ func readPlan(d Data, g int64) (lease.Preparing, *provider.Config, bool, error) 
 
 // dropped reports whether generation g has a dropped marker (in any form).
 func dropped(d Data, g int64) (bool, error) {
-	_, err := os.Lstat(filepath.Join(d.Node().Generations(), recordName(g, ".dropped")))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrNotExist):
-		return false, nil
-	}
-	return false, err
+	return safefile.Exists(filepath.Join(d.Node().Generations(), recordName(g, ".dropped")))
 }
 
 // currentConfig finds the configuration of the run's generation: the base

@@ -160,14 +160,11 @@ func recordName(g int64, suffix string) string { return strconv.FormatInt(g, 10)
 // present reports whether a generations-directory entry exists (in any
 // form, a link included).
 func (e *Env) present(name string) (bool, error) {
-	_, err := os.Lstat(filepath.Join(e.node.Generations(), name))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrNotExist):
-		return false, nil
+	ok, err := safefile.Exists(filepath.Join(e.node.Generations(), name))
+	if err != nil {
+		return false, fmt.Errorf("check %s: %w", filepath.Join(e.node.Generations(), name), err)
 	}
-	return false, fmt.Errorf("check %s: %w", filepath.Join(e.node.Generations(), name), err)
+	return ok, nil
 }
 
 // LeaseExists implements Data.

@@ -356,12 +356,5 @@ func (e *InstallEnv) writeRecord(rel string, v map[string]any, replace bool) err
 // Registered reports whether registered.json exists: once it does, no node
 // file is replaced.
 func (e *InstallEnv) Registered() (bool, error) {
-	_, err := os.Lstat(e.node.Registered())
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrNotExist):
-		return false, nil
-	}
-	return false, err
+	return safefile.Exists(e.node.Registered())
 }

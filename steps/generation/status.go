@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"time"
 
@@ -130,14 +129,11 @@ func NodeStatus(ctx context.Context, home string, uid int, proxy download.ProxyE
 
 // present reports whether rel exists under root (not following links).
 func present(root *safefile.Root, rel string) (bool, error) {
-	_, err := root.Lstat(rel)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrNotExist):
-		return false, nil
+	ok, err := root.Exists(rel)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", root.Join(rel), err)
 	}
-	return false, fmt.Errorf("read %s: %w", root.Join(rel), err)
+	return ok, nil
 }
 
 // statusAnswer is Core's identity answer as status reads it: the echo it

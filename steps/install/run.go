@@ -254,14 +254,7 @@ func inspectRefusal(path string, old *workflow.Report, version string) error {
 
 // knownNode reports whether the host records this installation.
 func knownNode(h layout.Host, id string) (bool, error) {
-	_, err := os.Lstat(h.Record(id))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, os.ErrNotExist):
-		return false, nil
-	}
-	return false, err
+	return safefile.Exists(h.Record(id))
 }
 
 // HostLock takes /run/oac-node.lock, waiting at most HostLockWait and

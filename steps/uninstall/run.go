@@ -182,12 +182,8 @@ func readRecords(h layout.Host, id string) (bookkeeping.Installation, bool, erro
 // or the host record does (the uninstallation removed it).
 func installedAgain(h layout.Host, id string) (bool, error) {
 	for _, p := range []string{install.JournalPath(h, id), h.Record(id)} {
-		_, err := os.Lstat(p)
-		switch {
-		case err == nil:
-			return true, nil
-		case !errors.Is(err, os.ErrNotExist):
-			return false, err
+		if ok, err := safefile.Exists(p); ok || err != nil {
+			return ok, err
 		}
 	}
 	return false, nil
