@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/testhost"
 )
 
 func TestMain(m *testing.M) {
@@ -135,25 +135,13 @@ func (e *env) identity(t *testing.T) *generation.NodeIdentity {
 type runningNode struct {
 	cancel context.CancelFunc
 	done   chan int
-	log    *syncBuffer
+	log    *testhost.Buffer
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func (e *env) run(t *testing.T) *runningNode {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &runningNode{cancel: cancel, done: make(chan int, 1), log: &syncBuffer{}}
+	n := &runningNode{cancel: cancel, done: make(chan int, 1), log: &testhost.Buffer{}}
 	go func() {
 		n.done <- run(ctx, []string{"run", "--config", e.config, "--state-dir", e.state}, io.Discard, n.log)
 	}()

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/testhost"
 )
 
 func TestRunChildProcessAttributes(t *testing.T) {
@@ -90,7 +92,7 @@ func TestRunRelaysSanitizedOutputAndProgress(t *testing.T) {
 	}
 	o.Request = req
 	o.NoColor = true
-	var out syncBuffer
+	var out testhost.Buffer // written by the relays
 	o.Output = &out
 	var events []Event
 	o.Progress = func(e Event) { events = append(events, e) }
@@ -362,24 +364,6 @@ func procStat(pid int) (state string, pgid int, ok bool) {
 	}
 	pgid, _ = strconv.Atoi(fields[2])
 	return fields[0], pgid, true
-}
-
-// syncBuffer is a bytes.Buffer safe for the relays' writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestRunCancelledBeforeStart(t *testing.T) {

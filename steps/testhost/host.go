@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ type Host struct {
 	launcher *exec.Cmd
 	exited   chan struct{} // closed once the launcher was waited for
 	pid      int
-	console  lockedBuffer
+	console  Buffer
 	torn     bool
 
 	// CopyTime is how long copying /etc and /var/lib took.
@@ -370,23 +369,4 @@ func (h *Host) Teardown() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// lockedBuffer is the console: written by the launcher's copier
-// goroutines, read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
