@@ -26,6 +26,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/console"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/release/releasetest"
 )
 
 // The download measure: a 512 MiB artifact published with the console's
@@ -353,20 +354,8 @@ func writeArtifact(path string, size int64) (string, string, error) {
 // publishBenchRelease publishes a release whose runtime.tar.gz is the
 // artifact at art, and returns that artifact's released file name.
 func publishBenchRelease(payload, art, sum string) (string, error) {
-	m := &release.Manifest{
-		Artifacts:            map[string]release.Artifact{},
-		Images:               map[string]string{release.ImageRuntime: "sha256:" + strings.Repeat("1", 64)},
-		ImageManifestDigests: map[string]string{release.ImageRuntime: "sha256:" + strings.Repeat("2", 64)},
-		Platform:             release.Platform,
-		RuntimeRef:           "oac-runtime@sha256:" + strings.Repeat("2", 64),
-		SourceCommit:         downloadCommit,
-		SourceTree:           strings.Repeat("3", 40),
-	}
 	artifacts := map[string]string{}
-	for _, spec := range release.Catalog(release.ProviderMicrosandbox) {
-		if spec.Role == release.RolePolicy {
-			continue
-		}
+	m := releasetest.MicrosandboxManifest(downloadCommit, func(spec release.ArtifactSpec) release.Artifact {
 		name := release.FileName(downloadCommit, spec.Suffix)
 		a := release.Artifact{Filename: name}
 		if spec.Path == release.PathRuntimeImage {
@@ -377,37 +366,13 @@ func publishBenchRelease(payload, art, sum string) (string, error) {
 			data := []byte("bytes of " + spec.Path + "\n")
 			a.SHA256, a.Size = release.SHA256Hex(data), int64(len(data))
 		}
-		m.Artifacts[spec.Path] = a
-	}
-	m.Microsandbox = release.Microsandbox{
-		Version:        "0.7.2",
-		RuntimeSHA256:  m.Artifacts[release.PathMicroRuntime].SHA256,
-		FirmwareSHA256: m.Artifacts[release.PathMicroFirmware].SHA256,
-	}
-	mb, err := m.Marshal()
-	if err != nil {
-		return "", err
-	}
-	seccomp := []byte(`{"defaultAction":"SCMP_ACT_ALLOW"}` + "\n")
-	installer := []byte("installer bytes\n")
-	sums := release.Sums{
-		release.ManifestName:  release.SHA256Hex(mb),
-		release.SeccompName:   release.SHA256Hex(seccomp),
-		release.InstallerName: release.SHA256Hex(installer),
-	}
-	sb, err := sums.Marshal()
-	if err != nil {
-		return "", err
-	}
-	err = console.Publish(payload, console.ReleaseFiles{
-		Files: map[string][]byte{
-			release.ManifestName:  mb,
-			release.SumsName:      sb,
-			release.SeccompName:   seccomp,
-			release.InstallerName: installer,
-		},
-		Artifacts: artifacts,
+		return a
 	})
+	files, err := releasetest.Files(m, []byte(`{"defaultAction":"SCMP_ACT_ALLOW"}`+"\n"), []byte("installer bytes\n"))
+	if err != nil {
+		return "", err
+	}
+	err = console.Publish(payload, console.ReleaseFiles{Files: files, Artifacts: artifacts})
 	if err != nil {
 		return "", fmt.Errorf("publish the benchmark release: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/release/releasetest"
 )
 
 const (
@@ -29,28 +30,14 @@ func newFixture(t *testing.T, commit, baseURL string) *fixture {
 	t.Helper()
 	src := t.TempDir()
 	fx := &fixture{content: map[string][]byte{}, names: map[string]string{}}
-	m := &release.Manifest{
-		ArtifactBaseURL:      baseURL,
-		Artifacts:            map[string]release.Artifact{},
-		Images:               map[string]string{"runtime": "sha256:" + strings.Repeat("1", 64)},
-		ImageManifestDigests: map[string]string{"runtime": "sha256:" + strings.Repeat("2", 64)},
-		Platform:             release.Platform,
-		RuntimeRef:           "oac-runtime@sha256:" + strings.Repeat("2", 64),
-		SourceCommit:         commit,
-		SourceTree:           strings.Repeat("3", 40),
-	}
 	artifacts := map[string]string{}
-	for _, spec := range release.Catalog(release.ProviderMicrosandbox) {
-		if spec.Role == release.RolePolicy {
-			continue
-		}
+	m := releasetest.MicrosandboxManifest(commit, func(spec release.ArtifactSpec) release.Artifact {
 		name := release.FileName(commit, spec.Suffix)
 		data := []byte("bytes of " + spec.Path + " in " + commit + "\n")
 		a := release.Artifact{Filename: name, SHA256: release.SHA256Hex(data), Size: int64(len(data))}
 		if spec.Path == release.PathRuntimeImage {
 			a.UnpackedSHA256, a.UnpackedSize = strings.Repeat("4", 64), 1<<20
 		}
-		m.Artifacts[spec.Path] = a
 		p := filepath.Join(src, name)
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -58,39 +45,17 @@ func newFixture(t *testing.T, commit, baseURL string) *fixture {
 		fx.content[name] = data
 		fx.names[spec.Path] = name
 		artifacts[name] = p
-	}
-	m.Microsandbox = release.Microsandbox{
-		Version:        "0.7.2",
-		RuntimeSHA256:  m.Artifacts[release.PathMicroRuntime].SHA256,
-		FirmwareSHA256: m.Artifacts[release.PathMicroFirmware].SHA256,
-	}
+		return a
+	})
+	m.ArtifactBaseURL = baseURL
 	// Declared, but not in the catalog: never served.
 	m.Artifacts["native/bin/oac-daemon"] = release.Artifact{Filename: release.FileName(commit, "daemon"), SHA256: strings.Repeat("5", 64), Size: 9}
-	mb, err := m.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	fx.m = m
-	seccomp := []byte(`{"defaultAction":"SCMP_ACT_ALLOW"}` + "\n")
-	installer := []byte("installer " + commit)
-	sums := release.Sums{
-		release.ManifestName:  release.SHA256Hex(mb),
-		release.SeccompName:   release.SHA256Hex(seccomp),
-		release.InstallerName: release.SHA256Hex(installer),
-	}
-	sb, err := sums.Marshal()
+	files, err := releasetest.Files(m, []byte(`{"defaultAction":"SCMP_ACT_ALLOW"}`+"\n"), []byte("installer "+commit))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx.files = ReleaseFiles{
-		Files: map[string][]byte{
-			release.ManifestName:  mb,
-			release.SumsName:      sb,
-			release.SeccompName:   seccomp,
-			release.InstallerName: installer,
-		},
-		Artifacts: artifacts,
-	}
+	fx.files = ReleaseFiles{Files: files, Artifacts: artifacts}
 	return fx
 }
 

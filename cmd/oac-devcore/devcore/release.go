@@ -16,6 +16,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/console"
 	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/release/releasetest"
 )
 
 // MaxInstallerSize is the largest installer binary the generated command
@@ -193,28 +194,14 @@ func BuildFixture(buildDir string, opts FixtureOptions) (*Fixture, error) {
 			fx.Files.Artifacts[a.Filename] = src
 		}
 	}
-	mb, err := m.Marshal()
+	files, err := releasetest.Files(m, seccomp, installer)
 	if err != nil {
 		return nil, fmt.Errorf("build fixture release: %w", err)
 	}
-	if fx.Manifest, err = release.ParseManifest(mb); err != nil {
+	if fx.Manifest, err = release.ParseManifest(files[release.ManifestName]); err != nil {
 		return nil, fmt.Errorf("build fixture release: %w", err)
 	}
-	list := release.Sums{
-		release.ManifestName:  release.SHA256Hex(mb),
-		release.SeccompName:   release.SHA256Hex(seccomp),
-		release.InstallerName: release.SHA256Hex(installer),
-	}
-	sb, err := list.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("build fixture release: %w", err)
-	}
-	fx.Files.Files = map[string][]byte{
-		release.ManifestName:  mb,
-		release.SumsName:      sb,
-		release.SeccompName:   seccomp,
-		release.InstallerName: installer,
-	}
+	fx.Files.Files = files
 	return fx, nil
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/release/releasetest"
 )
 
 // Identities of the test node.
@@ -210,18 +211,14 @@ func buildRelease(t testing.TB, commit string, img image.FixtureOptions) (*Relea
 		}
 		r.Artifacts[art.Filename] = p
 	}
-	mb, err := m.Marshal()
+	files, err := releasetest.Files(m, r.Bytes[release.PathSeccomp], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Manifest, err = release.ParseManifest(mb); err != nil {
+	if r.Manifest, err = release.ParseManifest(files[release.ManifestName]); err != nil {
 		t.Fatal(err)
 	}
-	sums, err := release.Sums{release.ManifestName: release.SHA256Hex(mb), release.SeccompName: release.SHA256Hex(r.Bytes[release.PathSeccomp])}.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Files = map[string][]byte{release.ManifestName: mb, release.SumsName: sums, release.SeccompName: r.Bytes[release.PathSeccomp]}
+	r.Files = files
 	return r, dir
 }
 
