@@ -20,11 +20,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/console"
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/hosttest"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -61,28 +61,10 @@ const fixtureToken = "enroll-3c9e1f7a22"
 
 func newRunFixture(t *testing.T) *runFixture {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the service-account child runs as another user")
-	}
-	base, err := os.MkdirTemp("", "oac-install-run-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
-	f := &runFixture{base: base, host: layout.Host{Root: filepath.Join(base, "host")}, token: fixtureToken,
-		version: "test-1", machine: "x86_64"}
-	for _, d := range []string{"etc/systemd/system", "var/lib", "var/run", "run/systemd/system"} {
-		if err := os.MkdirAll(filepath.Join(f.host.Root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.Mkdir(filepath.Join(base, "engine"), 0o777)
-	os.Chmod(filepath.Join(base, "engine"), 0o777)
-	if f.accts, err = accountstest.New(f.host.Root); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(f.host.Root, "etc/group"), []byte("root:x:0:\ndocker:x:4242:\n"), 0o644)
+	h := hosttest.New(t, "oac-install-run-", "etc/systemd/system", "var/lib", "var/run", "run/systemd/system")
+	base := h.Base
+	f := &runFixture{base: base, host: h.Host, token: fixtureToken, version: "test-1", machine: "x86_64",
+		accts: h.Accounts, systemd: h.Systemd}
 	l, err := net.Listen("unix", filepath.Join(f.host.Root, "var/run/docker.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -114,14 +96,8 @@ func newRunFixture(t *testing.T) *runFixture {
 	}
 	f.srv.Config.Handler = mux
 
-	f.systemd = systemdtest.New(filepath.Join(f.host.Root, "etc/systemd/system"))
-	f.engine = &fileEngine{path: filepath.Join(base, "engine", "state.json")}
-	bin, err := privsep.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bin.Close() })
-	f.child = PrivsepChild(privsep.Options{Binary: bin, Home: f.host.Home()}, accounts.Under(f.host.Root))
+	f.engine = &fileEngine{path: filepath.Join(h.EngineDir(), "state.json")}
+	f.child = PrivsepChild(privsep.Options{Binary: h.Binary, Home: f.host.Home()}, h.DBs)
 	return f
 }
 

@@ -14,11 +14,11 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/hosttest"
 	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
@@ -30,9 +30,7 @@ import (
 // The service-account child of these tests finds its fake engine and
 // registrar beside the test host: <base>/engine, where the host root is
 // <base>/host and the account's home <base>/host/var/lib/oac-node.
-func engineDir(home string) string {
-	return filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(home)))), "engine")
-}
+func engineDir(home string) string { return hosttest.EngineDir(home) }
 
 // fileEngine is a Docker Engine kept in a JSON file, so that the child
 // process and the test see the same engine.
@@ -191,28 +189,8 @@ type hostFixture struct {
 }
 
 func newHostFixture(t *testing.T) *hostFixture {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the service-account child runs as another user")
-	}
-	base, err := os.MkdirTemp("", "oac-install-host-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
-	host := layout.Host{Root: filepath.Join(base, "host")}
-	for _, d := range []string{"etc/systemd/system", "var/lib", "run", "engine"} {
-		if err := os.MkdirAll(filepath.Join(host.Root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.MkdirAll(filepath.Join(base, "engine"), 0o777)
-	os.Chmod(filepath.Join(base, "engine"), 0o777)
-	accts, err := accountstest.New(host.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(host.Root, "etc/group"), []byte("root:x:0:\ndocker:x:4242:\n"), 0o644)
+	h := hosttest.New(t, "oac-install-host-", "etc/systemd/system", "var/lib", "run", "engine")
+	base, host, accts, sd, dbs := h.Base, h.Host, h.Accounts, h.Systemd, h.DBs
 
 	rel := generationtest.BuildRelease(t, generationtest.CommitA)
 	srv := generationtest.NewServer(t, rel)
@@ -230,18 +208,11 @@ func newHostFixture(t *testing.T) *hostFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := privsep.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bin.Close() })
-	sd := systemdtest.New(filepath.Join(host.Root, "etc/systemd/system"))
-	dbs := accounts.Under(host.Root)
 	env := &Env{
 		Opts:      Options{InstallationID: generationtest.InstallationID, SourceURL: srv.URL, CoreURL: srv.URL, CoreCA: srv.CA},
 		HostPaths: host, Conf: conf, ConfRaw: confRaw, Tok: "enroll-3c9e1f7a22",
 		Adapter: accts, DBs: dbs, Manager: sd, Locked: true,
-		Runner: PrivsepChild(privsep.Options{Binary: bin, Home: host.Home()}, dbs),
+		Runner: PrivsepChild(privsep.Options{Binary: h.Binary, Home: host.Home()}, dbs),
 	}
 	return &hostFixture{base: base, host: host, env: env, systemd: sd, accts: accts,
 		journal: filepath.Join(host.JournalDir(generationtest.InstallationID), "install.journal")}

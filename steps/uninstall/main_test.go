@@ -13,6 +13,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/hosttest"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 )
 
@@ -42,8 +43,7 @@ type engineState struct {
 }
 
 func fileEngineOf(home string) *fileEngine {
-	base := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(home))))
-	return &fileEngine{path: filepath.Join(base, "engine", "state.json")}
+	return &fileEngine{path: filepath.Join(hosttest.EngineDir(home), "state.json")}
 }
 
 func (f *fileEngine) state() (engineState, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/hosttest"
 	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
@@ -53,29 +54,8 @@ type hostFixture struct {
 }
 
 func newHostFixture(t *testing.T) *hostFixture {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the service-account child runs as another user")
-	}
-	base, err := os.MkdirTemp("", "oac-uninstall-host-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
-	f := &hostFixture{base: base, host: layout.Host{Root: filepath.Join(base, "host")}}
-	for _, d := range []string{"etc/systemd/system", "var/lib", "run"} {
-		if err := os.MkdirAll(filepath.Join(f.host.Root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.MkdirAll(filepath.Join(base, "engine"), 0o777)
-	os.Chmod(filepath.Join(base, "engine"), 0o777)
-	if f.accts, err = accountstest.New(f.host.Root); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(f.host.Root, "etc/group"), []byte("root:x:0:\ndocker:x:4242:\n"), 0o644)
-	f.dbs = accounts.Under(f.host.Root)
-	f.systemd = systemdtest.New(filepath.Join(f.host.Root, "etc/systemd/system"))
+	h := hosttest.New(t, "oac-uninstall-host-", "etc/systemd/system", "var/lib", "run")
+	f := &hostFixture{base: h.Base, host: h.Host, accts: h.Accounts, dbs: h.DBs, systemd: h.Systemd, bin: h.Binary}
 	f.core = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v1/sandbox-node/identity" || r.Header.Get("Authorization") != "Bearer "+generationtest.Credential {
 			w.WriteHeader(http.StatusNotFound)
@@ -86,10 +66,6 @@ func newHostFixture(t *testing.T) *hostFixture {
 	}))
 	t.Cleanup(f.core.Close)
 	f.status.Store(http.StatusUnauthorized)
-	if f.bin, err = privsep.Capture(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.bin.Close() })
 	return f
 }
 
