@@ -42,7 +42,7 @@ func TestGenerationCrashChild(t *testing.T) {
 		Home:     home,
 		UID:      os.Getuid(),
 		Docker: func(context.Context, string) (Docker, error) {
-			return &fakeDocker{path: filepath.Join(home, "docker-engine.json")}, nil
+			return &dockertest.FileEngine{Path: filepath.Join(home, "docker-engine.json")}, nil
 		},
 		Log: os.Stderr,
 	}
@@ -80,7 +80,11 @@ type crashNode interface {
 	forget(t testing.TB, id image.Identity)
 }
 
-func (n *testNode) forget(t testing.TB, id image.Identity) { n.docker.forget(t, id) }
+func (n *testNode) forget(t testing.TB, id image.Identity) {
+	if err := n.docker.RemoveImage(id); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // runCrash runs the harness over one workflow, through the shipped command
 // line as the node account where the tests run as root. Every sandbox is reached

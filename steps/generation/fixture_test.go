@@ -3,17 +3,14 @@ package generation
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/provider"
@@ -43,126 +40,13 @@ func snapshot(t testing.TB, dir string) map[string]string { return generationtes
 
 func diffSnapshots(a, b map[string]string) string { return generationtest.Diff(a, b) }
 
-// notFoundError follows the errdefs convention image.Resolve relies on.
-type notFoundError struct{ ref string }
-
-func (e notFoundError) Error() string { return "No such image: " + e.ref }
-func (notFoundError) NotFound()       {}
-
-// fakeDocker is a Docker Engine whose images live in a JSON file, so that
-// it survives the crash harness killing the process. Store "containerd"
-// identifies images by manifest digest, anything else by config digest.
-type fakeDocker struct {
-	path  string
-	store string
-}
-
-type fakeDockerState struct {
-	Images []image.Identity `json:"images"`
-	Loads  int              `json:"loads"`
-}
-
-func (f *fakeDocker) state() (fakeDockerState, error) {
-	var st fakeDockerState
-	data, err := os.ReadFile(f.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, err
-	}
-	return st, json.Unmarshal(data, &st)
-}
-
-func (f *fakeDocker) save(st fakeDockerState) error {
-	data, _ := json.Marshal(st)
-	return safefile.AtomicWrite(f.path, data, 0o600)
-}
-
-func (f *fakeDocker) ImageInspect(ctx context.Context, ref string) (string, string, string, error) {
-	st, err := f.state()
-	if err != nil {
-		return "", "", "", err
-	}
-	for _, im := range st.Images {
-		if f.store == "containerd" && ref == im.ManifestDigest {
-			return im.ManifestDigest, "linux", "amd64", nil
-		}
-		if f.store != "containerd" && ref == im.ConfigDigest {
-			return im.ConfigDigest, "linux", "amd64", nil
-		}
-	}
-	return "", "", "", notFoundError{ref}
-}
-
-func (f *fakeDocker) ImageLoad(ctx context.Context, path string) error {
-	id, err := image.Identify(path)
-	if err != nil {
-		return err
-	}
-	st, err := f.state()
-	if err != nil {
-		return err
-	}
-	st.Loads++
-	if !f.holds(st, id) {
-		st.Images = append(st.Images, id)
-	}
-	if err := f.save(st); err != nil {
-		return err
-	}
-	safefile.Failpoint("fake-docker-after-load")
-	return nil
-}
-
-func (f *fakeDocker) holds(st fakeDockerState, id image.Identity) bool {
-	for _, im := range st.Images {
-		if im == id {
-			return true
-		}
-	}
-	return false
-}
-
-// add puts an image in the engine without counting a load.
-func (f *fakeDocker) add(t testing.TB, id image.Identity) {
-	t.Helper()
-	st, err := f.state()
-	if err == nil && !f.holds(st, id) {
-		st.Images = append(st.Images, id)
-		err = f.save(st)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// forget removes an image from the engine (what only an operator does).
-func (f *fakeDocker) forget(t testing.TB, id image.Identity) {
-	t.Helper()
-	st, err := f.state()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keep []image.Identity
-	for _, im := range st.Images {
-		if im != id {
-			keep = append(keep, im)
-		}
-	}
-	st.Images = keep
-	if err := f.save(st); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // testNode is a node root as an installation leaves it, with the fake
 // engine holding the base image.
 type testNode struct {
 	home    string
 	node    layout.Node
 	srv     *generationtest.Server
-	docker  *fakeDocker
+	docker  *dockertest.FileEngine
 	baseCfg *provider.Config
 	log     *bytes.Buffer
 }
@@ -171,9 +55,11 @@ func setupNode(t testing.TB, home string, srv *generationtest.Server, providerNa
 	t.Helper()
 	gn := generationtest.SetupNode(t, home, srv, providerName, base, "")
 	n := &testNode{home: home, node: gn.Layout, srv: srv, baseCfg: gn.Base, log: &bytes.Buffer{},
-		docker: &fakeDocker{path: filepath.Join(home, "docker-engine.json")}}
+		docker: &dockertest.FileEngine{Path: filepath.Join(home, "docker-engine.json")}}
 	if providerName == release.ProviderDocker {
-		n.docker.add(t, base.Image)
+		if err := n.docker.AddImage(base.Image); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return n
 }

@@ -37,11 +37,11 @@ func TestInstallRuntimeWithAttestedArchive(t *testing.T) {
 	for _, store := range []string{"classic", "containerd"} {
 		t.Run(store, func(t *testing.T) {
 			f := newInstallFixtureFor(t, rel)
-			f.docker.store = store
+			f.docker.ContainerdStore = store == "containerd"
 			if err := f.run("tok-123"); err != nil {
 				t.Fatal(err)
 			}
-			st, err := f.docker.state()
+			st, err := f.docker.State()
 			if err != nil || st.Loads != 1 || len(st.Images) != 1 || st.Images[0] != rel.Image {
 				t.Fatalf("engine after install: %+v, %v; want one load of %+v", st, err, rel.Image)
 			}
@@ -52,18 +52,20 @@ func TestInstallRuntimeWithAttestedArchive(t *testing.T) {
 			if err := f.run(""); err != nil {
 				t.Fatal(err)
 			}
-			if st, _ := f.docker.state(); st.Loads != 1 || f.srv.Count(archive) != gets {
+			if st, _ := f.docker.State(); st.Loads != 1 || f.srv.Count(archive) != gets {
 				t.Errorf("the rerun loaded (%d loads) or downloaded (%d requests, was %d)", st.Loads, f.srv.Count(archive), gets)
 			}
 
 			// Warm: an engine that already holds the image.
 			w := newInstallFixtureFor(t, rel)
-			w.docker.store = store
-			w.docker.add(t, rel.Image)
+			w.docker.ContainerdStore = store == "containerd"
+			if err := w.docker.AddImage(rel.Image); err != nil {
+				t.Fatal(err)
+			}
 			if err := w.run("tok-123"); err != nil {
 				t.Fatal(err)
 			}
-			if st, _ := w.docker.state(); st.Loads != 0 || w.srv.Count(archive) != 0 {
+			if st, _ := w.docker.State(); st.Loads != 0 || w.srv.Count(archive) != 0 {
 				t.Errorf("warm image: %d loads, %d downloads of the archive", st.Loads, w.srv.Count(archive))
 			}
 		})

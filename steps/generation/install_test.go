@@ -13,33 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
-
-// netDocker is the fake engine with networks.
-type netDocker struct {
-	*fakeDocker
-	nets    map[string]map[string]string
-	creates int
-}
-
-func (d *netDocker) NetworkInspect(_ context.Context, name string) (docker.Network, error) {
-	l, ok := d.nets[name]
-	if !ok {
-		return docker.Network{}, fmt.Errorf("network %s: %w", name, docker.ErrNotFound)
-	}
-	return docker.Network{Name: name, Labels: l}, nil
-}
-
-func (d *netDocker) NetworkCreate(_ context.Context, name string, labels map[string]string) (string, error) {
-	d.creates++
-	d.nets[name] = labels
-	return "net-" + name, nil
-}
 
 // fakeRegistrar stands in for `oac-node register`: it checks the token
 // file, writes identity.json as the node program does, or rejects.
@@ -71,7 +50,7 @@ type installFixture struct {
 	srv    *generationtest.Server
 	rel    *fixtureRelease
 	spec   *release.Specification
-	docker *netDocker
+	docker *dockertest.FileEngine
 	reg    *fakeRegistrar
 	helper []byte
 	// progress, when set, is told the downloads' progress.
@@ -89,7 +68,7 @@ func newInstallFixture(t *testing.T) *installFixture {
 	}
 	return &installFixture{
 		t: t, home: home, srv: srv, rel: rel, spec: rel.Spec(t, release.ProviderDocker, 2),
-		docker: &netDocker{fakeDocker: &fakeDocker{path: filepath.Join(home, "..", "engine.json")}, nets: map[string]map[string]string{}},
+		docker: &dockertest.FileEngine{Path: filepath.Join(home, "..", "engine.json")},
 		reg:    &fakeRegistrar{token: "tok-123"},
 		helper: []byte("installer bytes"),
 	}
@@ -170,7 +149,8 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 	if !strings.Contains(string(cfg), f.rel.Image.ConfigDigest) || !strings.Contains(string(cfg), "oac-node-"+testID) {
 		t.Errorf("provider.json %s", cfg)
 	}
-	if n := f.docker.nets["oac-node-"+testID]; n[InstallationLabel] != testID {
+	if st, _ := f.docker.State(); st.Nets["oac-node-"+testID][InstallationLabel] != testID {
+		n := st.Nets["oac-node-"+testID]
 		t.Errorf("network labels %v", n)
 	}
 	if left, _ := filepath.Glob(f.root(".enrollment-*")); len(left) != 0 {
@@ -187,15 +167,17 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 	if d := diffSnapshots(before, snapshot(t, f.home)); d != "" {
 		t.Errorf("the rerun changed files:\n%s", d)
 	}
-	if f.reg.calls != 1 || f.docker.creates != 1 {
-		t.Errorf("registrations %d, network creations %d", f.reg.calls, f.docker.creates)
+	if st, _ := f.docker.State(); f.reg.calls != 1 || st.NetworkCreates != 1 {
+		t.Errorf("registrations %d, network creations %d", f.reg.calls, st.NetworkCreates)
 	}
 	if g := f.srv.Count("/node-install/releases/" + commitA + "/artifacts/" + f.rel.Manifest.Artifacts[release.PathRuntimeImage].Filename); g != gets {
 		t.Errorf("the rerun downloaded the archive again (%d requests, was %d)", g, gets)
 	}
 
 	// The image was deleted: the rerun imports it again without enrolling.
-	f.docker.forget(t, f.rel.Image)
+	if err := f.docker.RemoveImage(f.rel.Image); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.run(""); err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestRepairProbeRefusesAnotherLocalImage(t *testing.T) {
 	n, _, spec := preparedNode(t)
 	// The engine now identifies the image by its manifest digest: the
 	// configured local ID no longer names it.
-	n.docker.store = "containerd"
+	n.docker.ContainerdStore = true
 	err := n.run(ActionRepair, 2, spec)
 	if !errors.Is(err, ErrNotReady) {
 		t.Fatalf("repair: %v, want ErrNotReady", err)

@@ -227,7 +227,7 @@ func TestPrepareRefusals(t *testing.T) {
 			if _, err := os.Lstat(n.gen("2.json")); tc.name != "final configuration drift" && !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a final configuration was published: %v", err)
 			}
-			if st, _ := n.docker.state(); st.Loads != 0 {
+			if st, _ := n.docker.State(); st.Loads != 0 {
 				t.Errorf("the refused preparation loaded an image")
 			}
 		})

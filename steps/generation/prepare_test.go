@@ -63,7 +63,7 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 	if _, err := os.Lstat(n.path("releases", commitB, PathUnpacked)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the unpacked archive stays after the import: %v", err)
 	}
-	st, _ := n.docker.state()
+	st, _ := n.docker.State()
 	if st.Loads != 1 {
 		t.Errorf("%d image loads, want 1", st.Loads)
 	}
@@ -95,7 +95,7 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 
 func TestPrepareDockerContainerdStoreRecordsManifestDigest(t *testing.T) {
 	n, _, b := dockerNode(t)
-	n.docker.store = "containerd"
+	n.docker.ContainerdStore = true
 	spec := b.Spec(t, release.ProviderDocker, 2)
 	n.srv.SetSpec(2, spec)
 	if err := n.run(ActionPrepare, 2, spec); err != nil {
@@ -123,7 +123,7 @@ func TestPrepareSameReleaseReusesTheRootAndTheImage(t *testing.T) {
 	if _, err := os.Lstat(n.path("releases")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a releases directory was made for the root's own release")
 	}
-	if st, _ := n.docker.state(); st.Loads != 0 {
+	if st, _ := n.docker.State(); st.Loads != 0 {
 		t.Errorf("%d loads, want 0", st.Loads)
 	}
 }

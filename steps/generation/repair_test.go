@@ -32,7 +32,9 @@ func TestRepairRestoresMissingFilesAndTheImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.docker.forget(t, b.Image)
+	if err := n.docker.RemoveImage(b.Image); err != nil {
+		t.Fatal(err)
+	}
 	if err := n.run(ActionRepair, 2, spec); err != nil {
 		t.Fatalf("repair: %v\n%s", err, n.log)
 	}

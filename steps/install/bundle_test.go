@@ -17,6 +17,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/console"
 	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -24,7 +25,7 @@ import (
 )
 
 // bundleEngine is the file engine with the Docker facts preflight reads.
-type bundleEngine struct{ *fileEngine }
+type bundleEngine struct{ *dockertest.FileEngine }
 
 func (bundleEngine) Info(context.Context) (docker.HostInfo, error) {
 	return docker.HostInfo{NCPU: 4, MemTotal: 8 << 30, MemoryLimit: true, CPUCfsQuota: true}, nil
@@ -188,7 +189,7 @@ func TestInstallFromBundle(t *testing.T) {
 	if err != nil || !strings.Contains(string(ra), `"source_commit": "`+r.sel.Commit+`"`) {
 		t.Errorf("runtime-artifacts.json: %v\n%s", err, ra)
 	}
-	st, err := fileEngineOf(r.f.host.Home()).state()
+	st, err := fileEngineOf(r.f.host.Home()).State()
 	if err != nil || st.Loads != 1 || len(st.Images) != 1 || st.Images[0].ConfigDigest != r.sel.Image.ConfigDigest {
 		t.Errorf("engine: %+v %v", st, err)
 	}

@@ -4,21 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -36,65 +32,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type notFound struct{ ref string }
-
-func (e notFound) Error() string { return "No such image: " + e.ref }
-func (notFound) NotFound()       {}
-
-// engine is an in-memory Docker Engine with networks. failLoad makes the
-// next load succeed and then report a cut connection.
-type engine struct {
-	mu       sync.Mutex
-	images   []image.Identity
-	loads    int
-	failLoad bool
-	nets     map[string]map[string]string
-}
-
-func (d *engine) ImageInspect(_ context.Context, ref string) (string, string, string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, im := range d.images {
-		if ref == im.ConfigDigest {
-			return im.ConfigDigest, "linux", "amd64", nil
-		}
-	}
-	return "", "", "", notFound{ref}
-}
-
-func (d *engine) ImageLoad(_ context.Context, path string) error {
-	id, err := image.Identify(path)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.loads++
-	d.images = append(d.images, id)
-	if d.failLoad {
-		d.failLoad = false
-		return errors.New("read: connection reset by peer")
-	}
-	return nil
-}
-
-func (d *engine) NetworkInspect(_ context.Context, name string) (docker.Network, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l, ok := d.nets[name]
-	if !ok {
-		return docker.Network{}, fmt.Errorf("%s: %w", name, docker.ErrNotFound)
-	}
-	return docker.Network{Name: name, Labels: l}, nil
-}
-
-func (d *engine) NetworkCreate(_ context.Context, name string, labels map[string]string) (string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.nets[name] = labels
-	return "id-" + name, nil
-}
-
 type registrar struct{ calls int }
 
 func (r *registrar) Register(_ context.Context, req generation.RegisterRequest) error {
@@ -110,7 +47,7 @@ type fixture struct {
 	journal string
 	srv     *generationtest.Server
 	rel     *generationtest.Release
-	engine  *engine
+	engine  *dockertest.FileEngine
 	reg     *registrar
 	conf    json.RawMessage
 	token   string
@@ -133,7 +70,7 @@ func newFixture(t *testing.T) *fixture {
 		"specification": json.RawMessage(raw), "specification_digest": spec.Digest(), "max_active": 2, "max_retained": 4,
 	})
 	return &fixture{t: t, home: home, journal: filepath.Join(dir, "install.journal"), srv: srv, rel: rel,
-		engine: &engine{nets: map[string]map[string]string{}}, reg: &registrar{}, conf: conf, token: "enroll-7f3a9c51e2"}
+		engine: &dockertest.FileEngine{Path: filepath.Join(dir, "engine.json")}, reg: &registrar{}, conf: conf, token: "enroll-7f3a9c51e2"}
 }
 
 func (f *fixture) NodeRequest() generation.InstallStepRequest {
@@ -198,8 +135,8 @@ func TestNodeStepsRunTheServiceAccountPhase(t *testing.T) {
 			t.Errorf("%s: %v", rel, err)
 		}
 	}
-	if f.reg.calls != 1 || f.engine.loads != 1 {
-		t.Errorf("registrations %d, loads %d", f.reg.calls, f.engine.loads)
+	if st, _ := f.engine.State(); f.reg.calls != 1 || st.Loads != 1 {
+		t.Errorf("registrations %d, loads %d", f.reg.calls, st.Loads)
 	}
 	if data, _ := os.ReadFile(f.journal); bytes.Contains(data, []byte(f.token)) {
 		t.Error("the journal holds the token")
@@ -211,7 +148,7 @@ func TestNodeStepsRunTheServiceAccountPhase(t *testing.T) {
 // enrolling again, and a third run finds the journal complete.
 func TestNodeStepsVerifyAfterAFailedImport(t *testing.T) {
 	f := newFixture(t)
-	f.engine.failLoad = true
+	f.engine.CutNextLoad = true
 	if _, err := f.runner().Run(context.Background()); err == nil {
 		t.Fatal("the cut load did not fail the run")
 	}
@@ -219,8 +156,8 @@ func TestNodeStepsVerifyAfterAFailedImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Condition != workflow.Complete || f.engine.loads != 1 || f.reg.calls != 1 {
-		t.Fatalf("condition %s, loads %d, registrations %d", rep.Condition, f.engine.loads, f.reg.calls)
+	if st, _ := f.engine.State(); rep.Condition != workflow.Complete || st.Loads != 1 || f.reg.calls != 1 {
+		t.Fatalf("condition %s, loads %d, registrations %d", rep.Condition, st.Loads, f.reg.calls)
 	}
 	rep, err = workflow.InspectJournal(f.journal, workflow.Lookup)
 	if err != nil || rep.Condition != workflow.Complete {

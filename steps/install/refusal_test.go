@@ -16,6 +16,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
@@ -26,7 +27,7 @@ const otherID = "11111111-2222-4333-8444-555555555555"
 
 // infoEngine answers Info with its own facts.
 type infoEngine struct {
-	*fileEngine
+	*dockertest.FileEngine
 	info docker.HostInfo
 }
 
@@ -156,7 +157,7 @@ func refusalCases() []refusalCase {
 		{name: "network of this installation exists", setup: func(t *testing.T, f *runFixture) {
 			st := f.engineState(t)
 			st.Nets["oac-node-"+generationtest.InstallationID] = map[string]string{}
-			f.engine.save(st)
+			f.engine.Save(st)
 		}, want: "Docker network oac-node-" + generationtest.InstallationID + " exists"},
 		{name: "older product's unit", setup: func(t *testing.T, f *runFixture) {
 			writeHostFile(t, f, "etc/systemd/system/parsar-node-"+generationtest.InstallationID+".service", "[Unit]\n", 0o644)
@@ -291,7 +292,7 @@ func refusalCases() []refusalCase {
 		{name: "registered: network of another installation", registered: true, setup: func(t *testing.T, f *runFixture) {
 			st := f.engineState(t)
 			st.Nets["oac-node-"+generationtest.InstallationID] = map[string]string{}
-			f.engine.save(st)
+			f.engine.Save(st)
 		}, want: "is not labelled"},
 		{name: "registered: account's login shell", registered: true, setup: func(t *testing.T, f *runFixture) {
 			p := filepath.Join(f.host.Root, "etc/passwd")

@@ -52,7 +52,7 @@ func TestRerunReimportsADeletedImageWithoutEnrolling(t *testing.T) {
 	f.installed(t)
 	st := f.engineState(t)
 	st.Images = nil
-	if err := f.engine.save(st); err != nil {
+	if err := f.engine.Save(st); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := f.install(t, nil)

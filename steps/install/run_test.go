@@ -23,6 +23,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/console"
 	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/hosttest"
 	"github.com/openagentcore/oac-node-install/steps/layout"
@@ -45,7 +46,7 @@ type runFixture struct {
 	token   string
 	accts   *accountstest.Fake
 	systemd *systemdtest.Fake
-	engine  *fileEngine
+	engine  *dockertest.FileEngine
 	child   ChildRunner
 	version string
 	environ []string
@@ -96,7 +97,7 @@ func newRunFixture(t *testing.T) *runFixture {
 	}
 	f.srv.Config.Handler = mux
 
-	f.engine = &fileEngine{path: filepath.Join(h.EngineDir(), "state.json")}
+	f.engine = &dockertest.FileEngine{Path: filepath.Join(h.EngineDir(), "state.json")}
 	f.child = PrivsepChild(privsep.Options{Binary: h.Binary, Home: f.host.Home()}, h.DBs)
 	return f
 }
@@ -174,9 +175,9 @@ func (f *runFixture) installed(t *testing.T) {
 	f.token = ""
 }
 
-func (f *runFixture) engineState(t *testing.T) engineState {
+func (f *runFixture) engineState(t *testing.T) dockertest.FileState {
 	t.Helper()
-	st, err := f.engine.state()
+	st, err := f.engine.State()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/steps/console"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/layout"
@@ -66,7 +67,7 @@ func (h heldImage) ImageInspect(_ context.Context, ref string) (string, string, 
 	if ref == h.id.ConfigDigest || ref == h.id.ManifestDigest {
 		return h.id.ConfigDigest, "linux", "amd64", nil
 	}
-	return "", "", "", notFound{ref}
+	return "", "", "", dockertest.ImageNotFound{Ref: ref}
 }
 
 // The space check against a console (current release A, Core selecting

@@ -15,11 +15,10 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
-	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/hosttest"
-	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
@@ -32,86 +31,9 @@ import (
 // <base>/host and the account's home <base>/host/var/lib/oac-node.
 func engineDir(home string) string { return hosttest.EngineDir(home) }
 
-// fileEngine is a Docker Engine kept in a JSON file, so that the child
-// process and the test see the same engine.
-type fileEngine struct{ path string }
-
-type engineState struct {
-	Images []image.Identity             `json:"images"`
-	Loads  int                          `json:"loads"`
-	Nets   map[string]map[string]string `json:"nets"`
-}
-
-func fileEngineOf(home string) *fileEngine {
-	return &fileEngine{path: filepath.Join(engineDir(home), "state.json")}
-}
-
-func (f *fileEngine) state() (engineState, error) {
-	st := engineState{Nets: map[string]map[string]string{}}
-	data, err := os.ReadFile(f.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, err
-	}
-	err = json.Unmarshal(data, &st)
-	if st.Nets == nil {
-		st.Nets = map[string]map[string]string{}
-	}
-	return st, err
-}
-
-func (f *fileEngine) save(st engineState) error {
-	data, _ := json.Marshal(st)
-	return os.WriteFile(f.path, data, 0o666)
-}
-
-func (f *fileEngine) ImageInspect(_ context.Context, ref string) (string, string, string, error) {
-	st, err := f.state()
-	if err != nil {
-		return "", "", "", err
-	}
-	for _, im := range st.Images {
-		if ref == im.ConfigDigest {
-			return im.ConfigDigest, "linux", "amd64", nil
-		}
-	}
-	return "", "", "", notFound{ref}
-}
-
-func (f *fileEngine) ImageLoad(_ context.Context, path string) error {
-	id, err := image.Identify(path)
-	if err != nil {
-		return err
-	}
-	st, err := f.state()
-	if err != nil {
-		return err
-	}
-	st.Loads++
-	st.Images = append(st.Images, id)
-	return f.save(st)
-}
-
-func (f *fileEngine) NetworkInspect(_ context.Context, name string) (docker.Network, error) {
-	st, err := f.state()
-	if err != nil {
-		return docker.Network{}, err
-	}
-	if l, ok := st.Nets[name]; ok {
-		return docker.Network{Name: name, Labels: l}, nil
-	}
-	return docker.Network{}, fmt.Errorf("%s: %w", name, docker.ErrNotFound)
-}
-
-func (f *fileEngine) NetworkCreate(_ context.Context, name string, labels map[string]string) (string, error) {
-	st, err := f.state()
-	if err != nil {
-		return "", err
-	}
-	st.Nets[name] = labels
-	return "id", f.save(st)
+// fileEngineOf is the engine the child and the test share.
+func fileEngineOf(home string) *dockertest.FileEngine {
+	return &dockertest.FileEngine{Path: filepath.Join(engineDir(home), "state.json")}
 }
 
 // fileRegistrar writes identity.json as the node program does and counts
@@ -165,11 +87,6 @@ func (r fileRegistrar) Register(_ context.Context, req generation.RegisterReques
 	}
 	idb, _ := json.MarshalIndent(nid, "", "  ")
 	return os.WriteFile(filepath.Join(req.StateDir, "identity.json"), append(idb, '\n'), 0o600)
-}
-
-// Info is the engine's host facts: limits available, room for sandboxes.
-func (f *fileEngine) Info(context.Context) (docker.HostInfo, error) {
-	return docker.HostInfo{NCPU: 8, MemTotal: 16 << 30, MemoryLimit: true, CPUCfsQuota: true, CgroupVersion: "2"}, nil
 }
 
 func mustPool(ca []byte) *x509.CertPool {

@@ -19,6 +19,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/hosttest"
@@ -157,7 +158,7 @@ func (f *hostFixture) install(t *testing.T) {
 		}
 		return os.Lchown(p, u.UID, u.GID)
 	}))
-	must(t, fileEngineOf(f.host.Home()).save(engineState{Nets: map[string]map[string]string{
+	must(t, fileEngineOf(f.host.Home()).Save(dockertest.FileState{Nets: map[string]map[string]string{
 		docker.NetworkName(id): {generation.InstallationLabel: id}}}))
 	installJournal(t, f.host)
 }
@@ -241,8 +242,8 @@ func (f *hostFixture) leftovers(t *testing.T) string {
 	return generationtest.Diff(before, after)
 }
 
-func (f *hostFixture) engine(t *testing.T) engineState {
-	st, err := fileEngineOf(f.host.Home()).state()
+func (f *hostFixture) engine(t *testing.T) dockertest.FileState {
+	st, err := fileEngineOf(f.host.Home()).State()
 	must(t, err)
 	return st
 }

@@ -10,4 +10,9 @@
 // registers the image under its config digest (the classic store) or,
 // with ContainerdStore set, its manifest digest. State lives in memory and
 // is read and arranged through the Engine's methods.
+//
+// FileEngine is the other fake: it implements the adapter's interfaces
+// directly (no API) and keeps its state in a JSON file, for tests whose
+// engine must survive a killed process or be shared with a child process
+// running as the service account.
 package dockertest
