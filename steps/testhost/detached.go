@@ -116,7 +116,7 @@ func BootDetached(parent string) (*Detached, error) {
 		c.Stdout, c.Stderr = console, console
 		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	}}
-	if err := h.boot(); err != nil {
+	if err := h.boot(nil); err != nil {
 		log, _ := os.ReadFile(d.ConsolePath())
 		if terr := h.Teardown(); terr != nil {
 			err = errors.Join(err, terr)

@@ -47,12 +47,29 @@ type Host struct {
 	// detach, when set, adjusts the launcher so that the host outlives
 	// this process (BootDetached).
 	detach func(*exec.Cmd)
+	// disks are the power-cut file systems the copies live on
+	// (StartPowerCut), unmounted by Teardown.
+	disks []disk
+}
+
+// disk is a power-cut file system (package journal/powercut, in crashtest
+// builds only) holding one of the copies.
+type disk interface {
+	PowerCut() ([]string, error)
+	Unmount() error
 }
 
 // Start boots a test host, or skips the test with one line saying why the
 // machine cannot. Teardown and the check that the machine is unchanged are
 // registered with t.Cleanup.
 func Start(t testing.TB) *Host {
+	t.Helper()
+	return start(t, nil)
+}
+
+// start is Start; prepare, when set, runs on the copies before systemd
+// boots.
+func start(t testing.TB, prepare func(*Host) error) *Host {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("testhost: needs root to boot systemd in private namespaces")
@@ -92,7 +109,7 @@ func Start(t testing.TB) *Host {
 			t.Logf("testhost: systemd's console:\n%s", h.console.String())
 		}
 	})
-	if err := h.boot(); err != nil {
+	if err := h.boot(prepare); err != nil {
 		t.Fatalf("testhost: %v\nconsole:\n%s", err, h.console.String())
 	}
 	t.Logf("testhost: copies of /etc and /var/lib in %s; systemd answering in %s, %s reached in %s (cgroups %s)",
@@ -108,7 +125,7 @@ func (h *Host) cgroupDirs() string {
 	return strings.Join(dirs, ", ")
 }
 
-func (h *Host) boot() error {
+func (h *Host) boot(prepare func(*Host) error) error {
 	copyStart := time.Now()
 	if err := copyTree("/etc", filepath.Join(h.dir, "etc"), nil); err != nil {
 		return err
@@ -117,6 +134,17 @@ func (h *Host) boot() error {
 		return err
 	}
 	h.CopyTime = time.Since(copyStart)
+	if prepare != nil {
+		if err := prepare(h); err != nil {
+			return err
+		}
+	}
+	return h.launch()
+}
+
+// launch starts the namespace and its systemd on the copies in h.dir and
+// waits until it finished booting.
+func (h *Host) launch() error {
 	for _, s := range []string{"/run/docker.sock", "/var/run/docker.sock"} {
 		if fi, err := os.Stat(s); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			h.DockerSocket = s
@@ -130,6 +158,9 @@ func (h *Host) boot() error {
 	procs, err := makeSubCgroups(hs, filepath.Base(h.dir))
 	h.hs = hs
 	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(h.dir, "run-systemd")); err != nil {
 		return err
 	}
 	if err := writeRunSystemd(h.dir); err != nil {
@@ -341,6 +372,23 @@ func (h *Host) Teardown() error {
 		return nil
 	}
 	h.torn = true
+	errs := []error{h.stop()}
+	for _, fs := range h.disks {
+		if err := fs.Unmount(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if h.dir != "" {
+		if err := os.RemoveAll(h.dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", h.dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stop kills the namespace's PID 1, which ends every process in it, and
+// removes the sub-cgroups; the copies stay.
+func (h *Host) stop() error {
 	var errs []error
 	if h.exited != nil {
 		if h.pid != 0 {
@@ -363,10 +411,6 @@ func (h *Host) Teardown() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if h.dir != "" {
-		if err := os.RemoveAll(h.dir); err != nil {
-			errs = append(errs, fmt.Errorf("remove %s: %w", h.dir, err))
-		}
-	}
+	h.exited, h.pid = nil, 0
 	return errors.Join(errs...)
 }

@@ -134,8 +134,9 @@ func initScript(dir string, hs []hierarchy, dockerSocket string) string {
 	w("set -eu")
 	w("mount --make-rprivate /")
 	// Detach the FUSE file systems other tests have mounted: a copy of
-	// their mount held here would keep their servers from ending.
-	w("awk '$3 ~ /^fuse/ {print $2}' /proc/self/mounts | while read -r m; do umount -l \"$(printf '%%b' \"$m\")\" || true; done")
+	// their mount held here would keep their servers from ending. This
+	// host's own (the power-cut copies, under dir) stay.
+	w("awk '$3 ~ /^fuse/ {print $2}' /proc/self/mounts | while read -r m; do m=$(printf '%%b' \"$m\"); case \"$m\" in %s/*) continue;; esac; umount -l \"$m\" || true; done", d)
 	if dockerSocket != "" {
 		// Keep a handle on the engine's socket before /run is replaced.
 		w("touch %s/docker.sock && mount --bind %s %s/docker.sock", d, quote(dockerSocket), d)

@@ -1,0 +1,892 @@
+//go:build e2e
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// The crash tests of the real binary in the test host: the installer, built
+// with the failpoints (-tags crashtest, which also gives it --host-root; the
+// runs here use the test host's real paths), SIGKILLs itself at a journal
+// point of root's process; its service-account children die with it (parent
+// death signal). The same command is rerun and the host must converge on
+// what an uninterrupted run leaves. Each point runs in a fresh test host
+// (boot ≈ 1 s) against one oac-devcore whose node is removed after each
+// point, so every point sees the same installation id, Core URL and CA.
+//
+// Sampling: OAC_E2E_CRASH_EVERY=k runs every k-th point (default 7, coprime
+// to 3 so each of a record's before-write, before-sync and after-sync points
+// occurs) plus every point inside the lease and register steps, at most
+// OAC_E2E_CRASH_MAX points per test (default 40; 0 for no cap).
+// OAC_E2E_CRASH_EVERY=1 runs all (make e2e-crash).
+
+// crashEnv is the environment every installer run gets inside the host.
+var crashEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/root", "NO_COLOR=1"}
+
+// crashRig is what every point shares: the binaries and the console.
+type crashRig struct {
+	t    *testing.T
+	bin  string
+	core *devcore
+	tmp  string
+	// images are the Docker images present before the test, left alone
+	// by the cleanup.
+	images map[string]bool
+	// powerCut runs each host's /etc and /var/lib on the power-cut file
+	// system.
+	powerCut bool
+	// pinned is the container that keeps the Runtime image.
+	pinned string
+}
+
+func newCrashRig(t *testing.T) *crashRig {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end crash: needs root (a private systemd, accounts and units)")
+	}
+	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+		t.Skip("end-to-end crash: needs the machine's Docker Engine")
+	}
+	bin := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	for _, b := range []struct{ tags, pkg string }{
+		{"crashtest", "./cmd/oac-node-install"}, // failpoints and --host-root
+		{"testhost", "./cmd/oac-devcore"},
+		{"testhost", "./cmd/oac-node-dev"},
+	} {
+		cmd := exec.Command("go", "build", "-tags", b.tags, "-trimpath", "-o", bin+"/", b.pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	r := &crashRig{t: t, bin: bin, tmp: t.TempDir(), images: dockerImages()}
+	os.Chmod(r.tmp, 0o755)
+	r.core = startDevcore(t, bin)
+	t.Cleanup(func() {
+		exec.Command("docker", "network", "rm", "oac-node-"+r.core.installationID).Run()
+		for img := range dockerImages() {
+			if !r.images[img] {
+				exec.Command("docker", "image", "rm", "-f", img).Run()
+			}
+		}
+	})
+	return r
+}
+
+// dockerImages lists the fixture images the engine holds.
+func dockerImages() map[string]bool {
+	out, _ := exec.Command("docker", "images", "--no-trunc", "--filter", "label=io.oac.fixture", "-q").Output()
+	m := map[string]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		m[f] = true
+	}
+	return m
+}
+
+// pinImage keeps the Runtime image the first installation imported in the
+// machine's engine for the rest of the test: a created (never started)
+// container refers to it, so another test's cleanup that removes fixture
+// images by label cannot take it from under a point (the node would then
+// report its provider not ready). Every point sees the same warm engine.
+func (r *crashRig) pinImage(t *testing.T) {
+	if r.pinned != "" {
+		return
+	}
+	for img := range dockerImages() {
+		name := fmt.Sprintf("oac-crash-pin-%s-%s", r.core.installationID[:8], img[len(img)-12:])
+		if err := exec.Command("docker", "create", "--name", name, img, "pin").Run(); err != nil {
+			t.Logf("pin the Runtime image %s: %v", img, err)
+			continue
+		}
+		r.pinned = name
+		r.t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
+	}
+}
+
+// crashHost is one test host under a point.
+type crashHost struct {
+	*testhost.Host
+	r      *crashRig
+	tokens []string
+	// before is the host's /etc and /var/lib as booted.
+	before hostTree
+	// lost counts the paths power cuts lost.
+	lost int
+}
+
+// boot starts a fresh test host for one point (its teardown and the
+// machine's check are t's cleanups).
+func (r *crashRig) boot(t *testing.T) *crashHost {
+	t.Helper()
+	var h *testhost.Host
+	if r.powerCut {
+		h = startPowerCutHost(t)
+	} else {
+		h = testhost.Start(t)
+	}
+	ch := &crashHost{Host: h, r: r}
+	ch.before = ch.tree(t, "")
+	t.Cleanup(func() {
+		// The node's network (the same name at every point) and Core's
+		// record of the node go, so the next point starts as this one.
+		exec.Command("docker", "network", "rm", "oac-node-"+r.core.installationID).Run()
+		for _, n := range r.nodes(t) {
+			r.core.admin(t, "remove-node", n)
+		}
+	})
+	return ch
+}
+
+// nodes lists the node ids Core has enrolled and not removed.
+func (r *crashRig) nodes(t *testing.T) []string {
+	t.Helper()
+	var listed struct {
+		Nodes []struct {
+			NodeID string `json:"node_id"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(r.core.admin(t, "nodes")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, n := range listed.Nodes {
+		ids = append(ids, n.NodeID)
+	}
+	return ids
+}
+
+// runResult is one installer run inside the host.
+type runResult struct {
+	out    string
+	status int
+	killed bool // by SIGKILL (its own failpoint)
+}
+
+func (r runResult) String() string {
+	return fmt.Sprintf("exit %d killed %v:\n%s", r.status, r.killed, r.out)
+}
+
+// run runs the installer in the host with args and the extra environment;
+// a non-empty token is passed on standard input (--enrollment-token-stdin).
+func (h *crashHost) run(t *testing.T, env []string, token string, args ...string) runResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	argv := append([]string{"env", "-i"}, crashEnv...)
+	argv = append(argv, env...)
+	argv = append(argv, filepath.Join(h.r.bin, "oac-node-install"))
+	if token != "" {
+		argv = append(argv, "--enrollment-token-stdin")
+	}
+	argv = append(argv, args...)
+	cmd := h.Command(ctx, argv...)
+	cmd.Stdin = strings.NewReader(token + "\n")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	res := runResult{out: out.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.status = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			res.killed = true
+		}
+	case err != nil:
+		t.Fatalf("run the installer in the test host: %v", err)
+	}
+	return res
+}
+
+func (r *crashRig) installArgs() []string {
+	return []string{"--source-url", r.core.url, "--core-url", r.core.url, "--provider", "docker",
+		"--installation-id", r.core.installationID, "--core-ca", r.core.ca}
+}
+
+func (r *crashRig) uninstallArgs(force bool) []string {
+	args := []string{"--uninstall", "--installation-id", r.core.installationID}
+	if force {
+		args = append(args, "--force")
+	}
+	return args
+}
+
+// install runs the install command; a node Core has not enrolled gets a
+// new token (single use), a registered node none.
+func (h *crashHost) install(t *testing.T, env ...string) runResult {
+	t.Helper()
+	token := ""
+	if len(h.r.nodes(t)) == 0 {
+		token = h.r.core.admin(t, "token")
+		h.tokens = append(h.tokens, token)
+	}
+	return h.run(t, env, token, h.r.installArgs()...)
+}
+
+// uninstall removes the node in Core first (the Nodes page), as the
+// refusal asks, then runs the uninstall command.
+func (h *crashHost) uninstall(t *testing.T, force bool, env ...string) runResult {
+	t.Helper()
+	for _, n := range h.r.nodes(t) {
+		h.r.core.admin(t, "remove-node", n)
+	}
+	return h.run(t, env, "", h.r.uninstallArgs(force)...)
+}
+
+func (h *crashHost) journalDir() string {
+	return filepath.Join(h.VarLib(), "oac-node-install", h.r.core.installationID)
+}
+
+// outcome summarises the workflow journal name (install or uninstall):
+// its condition, state and completed steps; "absent" when there is none.
+func (h *crashHost) outcome(t *testing.T, name string) string {
+	t.Helper()
+	rep, err := workflow.InspectJournal(filepath.Join(h.journalDir(), name+".journal"), workflow.Lookup)
+	if errors.Is(err, os.ErrNotExist) {
+		return "absent"
+	}
+	if err != nil {
+		t.Fatalf("inspect the %s journal: %v", name, err)
+	}
+	var steps []string
+	for _, c := range rep.Completed {
+		steps = append(steps, c.Step)
+	}
+	return fmt.Sprintf("%s %s %s", rep.Condition, rep.State, strings.Join(steps, ","))
+}
+
+// interrupted is the state whose step a crash left begun and unfinished.
+func (h *crashHost) interrupted(t *testing.T, name string) string {
+	rep, err := workflow.InspectJournal(filepath.Join(h.journalDir(), name+".journal"), workflow.Lookup)
+	if err != nil || rep.Pending == nil {
+		return ""
+	}
+	return string(rep.Pending.State)
+}
+
+// records are the bookkeeping records without their times, read from a
+// copy of the database (opening it migrates, which would write).
+func (h *crashHost) records(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(h.Etc(), "oac-node", "installer.db")
+	data, err := os.ReadFile(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return "no database"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "installer.db")
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bookkeeping.Open(cp)
+	if err != nil {
+		t.Fatalf("open a copy of the bookkeeping: %v", err)
+	}
+	defer db.Close()
+	id := h.r.core.installationID
+	var b strings.Builder
+	if a, ok, err := db.Account(); err != nil {
+		t.Fatal(err)
+	} else if ok {
+		a.Recorded = time.Time{}
+		fmt.Fprintf(&b, "account %+v\n", a)
+	}
+	groups, err := db.Groups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		fmt.Fprintf(&b, "group %s\n", g.Name)
+	}
+	insts, err := db.ListInstallations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range insts {
+		in.Created = time.Time{}
+		fmt.Fprintf(&b, "installation %+v\n", in)
+	}
+	files, err := db.Files(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		fmt.Fprintf(&b, "file %s %s\n", f.Path, f.Kind)
+	}
+	nets, err := db.Networks(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nets {
+		fmt.Fprintf(&b, "network %s\n", n.Name)
+	}
+	return b.String()
+}
+
+// hostTree is the host's /etc and /var/lib, path to type, mode, owner and
+// content hash (or link target).
+type hostTree map[string]string
+
+// crashIgnored are the paths whose bytes legitimately differ between an
+// interrupted-then-rerun installation and an uninterrupted one, each
+// compared another way or explained:
+func crashIgnored(rel, id string) bool {
+	switch {
+	// The workflow journals (and their receipts kept aside) record every
+	// attempt with its time: compared through their outcome.
+	case strings.HasPrefix(rel, "var-lib/oac-node-install/"+id+"/"):
+		return strings.Contains(filepath.Base(rel), ".journal")
+	// The bookkeeping database: bbolt's pages hold the records' times and
+	// the free-list of its transactions; compared record by record.
+	case rel == "etc/oac-node/installer.db":
+		return true
+	// shadow-utils' backups of the previous database (passwd-, group-,
+	// shadow-, gshadow-) hold whatever the last call replaced; subuid and
+	// subgid ranges are compared with the databases themselves.
+	case strings.HasPrefix(rel, "etc/") && strings.HasSuffix(rel, "-") && !strings.Contains(rel[4:], "/"):
+		return true
+	// The lock file shadow-utils leaves behind.
+	case rel == "etc/.pwd.lock":
+		return true
+	}
+	return false
+}
+
+// crashNormalized reports whether a file's content may hold the node id
+// Core's enrollment chose (a random UUID per enrollment), replaced before
+// hashing.
+const nodeIDMark = "<node-id>"
+
+// perEnrollment are the JSON fields whose values each enrollment or each
+// fresh host chooses anew, replaced before hashing: the node's credential
+// (a random secret the node program makes before it enrolls, in
+// identity.json) and the device and inode numbers a lease's identity
+// records (each fresh copy of /var/lib has new inodes).
+var perEnrollment = map[string]bool{"credential": true, "device": true, "inode": true}
+
+// normalizeJSON replaces the values of perEnrollment's fields in a JSON
+// object file of the node's state; anything else is returned as it is.
+func normalizeJSON(rel string, data []byte) []byte {
+	if !strings.HasPrefix(rel, "var-lib/oac-node/") || !(strings.HasSuffix(rel, ".json") || strings.HasSuffix(rel, ".lease-identity")) {
+		return data
+	}
+	var v map[string]any
+	if json.Unmarshal(data, &v) != nil {
+		return data
+	}
+	var walk func(m map[string]any)
+	walk = func(m map[string]any) {
+		for k, x := range m {
+			if perEnrollment[k] {
+				m[k] = "<" + k + ">"
+			} else if sub, ok := x.(map[string]any); ok {
+				walk(sub)
+			}
+		}
+	}
+	walk(v)
+	out, _ := json.Marshal(v)
+	return append([]byte("normalized "), out...)
+}
+
+// optional are paths compared only when both trees have them: the Runtime
+// image archive, downloaded only when the machine's engine (shared with
+// every other test) does not hold the image yet; when present the
+// installer has verified it against the manifest's digest.
+func optional(rel string) bool { return strings.HasSuffix(rel, "/images/runtime.tar.gz") }
+
+// tree snapshots the host's /etc and /var/lib; nodeID, when set, is
+// replaced in names and contents by a mark.
+func (h *crashHost) tree(t *testing.T, nodeID string) hostTree {
+	t.Helper()
+	out := hostTree{}
+	id := h.r.core.installationID
+	for _, top := range []struct{ name, dir string }{{"etc", h.Etc()}, {"var-lib", h.VarLib()}} {
+		err := filepath.WalkDir(top.dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(top.dir, p)
+			rel = filepath.Join(top.name, rel)
+			if crashIgnored(rel, id) {
+				return nil
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			desc := fmt.Sprintf("%v %d:%d", fi.Mode(), st.Uid, st.Gid)
+			switch {
+			case fi.Mode().IsRegular():
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				if nodeID != "" {
+					data = bytes.ReplaceAll(data, []byte(nodeID), []byte(nodeIDMark))
+				}
+				data = normalizeJSON(rel, data)
+				sum := sha256.Sum256(data)
+				desc += fmt.Sprintf(" %d %s", len(data), hex.EncodeToString(sum[:8]))
+			case fi.Mode()&fs.ModeSymlink != 0:
+				target, _ := os.Readlink(p)
+				desc += " -> " + target
+			}
+			if nodeID != "" {
+				rel = strings.ReplaceAll(rel, nodeID, nodeIDMark)
+			}
+			out[rel] = desc
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("snapshot the test host: %v", err)
+		}
+	}
+	return out
+}
+
+// diff lists what differs between two trees, sorted; skip leaves paths out.
+func (want hostTree) diff(got hostTree, skip func(string) bool) []string {
+	var out []string
+	for p, w := range want {
+		if skip != nil && skip(p) {
+			continue
+		}
+		if g, ok := got[p]; !ok {
+			if optional(p) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: want %s, gone", p, w))
+		} else if g != w {
+			out = append(out, fmt.Sprintf("%s: want %s, got %s", p, w, g))
+		}
+	}
+	for p, g := range got {
+		if skip != nil && skip(p) {
+			continue
+		}
+		if _, ok := want[p]; !ok && !optional(p) {
+			out = append(out, fmt.Sprintf("%s: new, %s", p, g))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// nodeID is the one node Core lists, "" for none.
+func (h *crashHost) nodeID(t *testing.T) string {
+	if n := h.r.nodes(t); len(n) == 1 {
+		return n[0]
+	}
+	return ""
+}
+
+// secrets checks that no token issued for this host is in a file of the
+// host's /etc, /var/lib, /run or the shared /tmp, and that no token file
+// (.enrollment-*) is left anywhere there.
+func (h *crashHost) secrets(t *testing.T, name string) {
+	t.Helper()
+	dirs := []string{h.Etc(), h.VarLib(), fmt.Sprintf("/proc/%d/root/run", h.PID()), "/tmp"}
+	for _, tok := range h.tokens {
+		if found := grepTree(t, tok, dirs...); len(found) > 0 {
+			t.Errorf("%s: a token is in files: %v", name, found)
+		}
+	}
+	// The shared /tmp is searched for the tokens' bytes only: other
+	// engineers' unit tests leave their own .enrollment-* fixtures there.
+	for _, d := range dirs[:3] {
+		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && strings.HasPrefix(e.Name(), ".enrollment-") {
+				t.Errorf("%s: a token file is left: %s", name, p)
+			}
+			return nil
+		})
+	}
+}
+
+// point is one failpoint of the uninterrupted run: its number (OAC_CRASH_AT),
+// name, and the workflow state whose step it lies in (the state of the last
+// journal record written before it; "" before the first begin).
+type point struct {
+	n     int
+	name  string
+	state string
+}
+
+func (p point) String() string { return fmt.Sprintf("point %d %s in %s", p.n, p.name, p.state) }
+
+// points reads the failpoints the uninterrupted run passed and places each
+// in its step by the journal's records: the k-th journal record's points
+// are the k-th journal-before-write, -before-sync and -after-sync.
+func points(t *testing.T, countFile, journalPath string) []point {
+	t.Helper()
+	data, err := os.ReadFile(countFile)
+	if err != nil || len(data) == 0 {
+		t.Fatalf("no failpoints recorded (is the installer built with -tags crashtest?): %v", err)
+	}
+	recs, _, err := journal.Scan(journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, r := range recs {
+		var rec struct {
+			Type  string `json:"type"`
+			State string `json:"state"`
+		}
+		json.Unmarshal(r, &rec)
+		states = append(states, rec.State)
+	}
+	var out []point
+	k, state := 0, ""
+	for i, name := range strings.Fields(string(data)) {
+		if name == "journal-before-write" {
+			if k < len(states) && states[k] != "" {
+				state = states[k]
+			}
+			k++
+		}
+		out = append(out, point{n: i + 1, name: name, state: state})
+	}
+	return out
+}
+
+// sample picks the points to run: every k-th (OAC_E2E_CRASH_EVERY, default
+// 7) and every point of the states named in always, capped at
+// OAC_E2E_CRASH_MAX (default max) spread evenly; k=1 runs all.
+func sample(t *testing.T, pts []point, max int, always ...string) []point {
+	every := envInt("OAC_E2E_CRASH_EVERY", 7)
+	if v := envInt("OAC_E2E_CRASH_MAX", max); v >= 0 {
+		max = v
+	}
+	if every <= 1 {
+		return pts
+	}
+	var must, rest []point
+	for i, p := range pts {
+		switch {
+		case slices.Contains(always, p.state):
+			must = append(must, p)
+		case i%every == 0:
+			rest = append(rest, p)
+		}
+	}
+	if max > 0 && len(must)+len(rest) > max {
+		keep := max - len(must)
+		if keep < 0 {
+			keep = 0
+		}
+		var thin []point
+		for i := 0; i < keep; i++ {
+			thin = append(thin, rest[i*len(rest)/keep])
+		}
+		rest = thin
+	}
+	out := append(must, rest...)
+	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
+	t.Logf("sample: %d of %d points (every %d-th, all of %v, cap %d)", len(out), len(pts), every, always, max)
+	return out
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// crashCounts is what a test measured.
+type crashCounts struct {
+	resumed, refused, passed int
+	start                    time.Time
+	n                        int
+}
+
+func (c *crashCounts) log(t *testing.T, mode string) {
+	d := time.Since(c.start)
+	per := time.Duration(0)
+	if c.n > 0 {
+		per = d / time.Duration(c.n)
+	}
+	t.Logf("%s: %d points: %d resumed, %d refused for inspection, %d passed without dying; %s in total, %s per point",
+		mode, c.n, c.resumed, c.refused, c.passed, d.Round(time.Second), per.Round(100*time.Millisecond))
+}
+
+// reference is the uninterrupted install in a fresh host: its tree, journal
+// outcome, records and failpoints.
+type reference struct {
+	tree             hostTree
+	outcome, records string
+	points           []point
+}
+
+func (r *crashRig) referenceInstall(t *testing.T) reference {
+	var ref reference
+	t.Run("uninterrupted", func(t *testing.T) {
+		h := r.boot(t)
+		count := filepath.Join(r.tmp, "install-points")
+		res := h.install(t, "OAC_CRASH_COUNT="+count)
+		if res.status != 0 {
+			t.Fatalf("uninterrupted install: %s", res)
+		}
+		ref.tree = h.tree(t, h.nodeID(t))
+		ref.outcome = h.outcome(t, "install")
+		ref.records = h.records(t)
+		ref.points = points(t, count, filepath.Join(h.journalDir(), "install.journal"))
+		h.secrets(t, "uninterrupted")
+	})
+	if ref.points == nil {
+		t.FailNow()
+	}
+	r.pinImage(t)
+	t.Logf("uninterrupted install: %d failpoints; outcome %s", len(ref.points), ref.outcome)
+	return ref
+}
+
+// converged checks a host after the rerun that completed the install.
+func (h *crashHost) converged(t *testing.T, ref reference, name string) {
+	t.Helper()
+	ids := h.r.nodes(t)
+	if len(ids) != 1 {
+		t.Errorf("%s: Core lists %d nodes, want exactly 1: %v", name, len(ids), ids)
+	}
+	if got := h.outcome(t, "install"); got != ref.outcome {
+		t.Errorf("%s: install journal %q, uninterrupted %q", name, got, ref.outcome)
+	}
+	if got := h.records(t); got != ref.records {
+		t.Errorf("%s: bookkeeping\n%s\nuninterrupted\n%s", name, got, ref.records)
+	}
+	if d := ref.tree.diff(h.tree(t, h.nodeID(t)), nil); len(d) > 0 {
+		t.Errorf("%s: the host differs from the uninterrupted install:\n%s", name, strings.Join(d, "\n"))
+	}
+	h.secrets(t, name)
+}
+
+// crash runs cmd with the crash point; it must die there (or finish when
+// the point is not reached), then the host loses power in power-cut mode.
+func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ...string) runResult) {
+	t.Helper()
+	res := run(fmt.Sprintf("OAC_CRASH_AT=%d", p.n))
+	switch {
+	case res.killed:
+	case res.status == 0:
+		c.passed++
+	default:
+		t.Fatalf("%s: the crashing run failed instead of dying: %s", p, res)
+	}
+	if h.r.powerCut {
+		h.powerCut(t)
+	}
+}
+
+func TestEndToEndCrashInstall(t *testing.T) {
+	r := newCrashRig(t)
+	testCrashInstall(t, r)
+}
+
+func testCrashInstall(t *testing.T, r *crashRig) {
+	ref := r.referenceInstall(t)
+	pts := sample(t, ref.points, 40, string(workflow.InstallLease), string(workflow.InstallRegister))
+	c := &crashCounts{start: time.Now()}
+	for _, p := range pts {
+		t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
+			c.n++
+			h := r.boot(t)
+			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
+			if len(r.nodes(t)) > 1 {
+				t.Fatalf("%s: Core enrolled %d nodes", p, len(r.nodes(t)))
+			}
+			if s := h.interrupted(t, "install"); s == string(workflow.InstallLease) {
+				before := h.tree(t, "")
+				res := h.install(t)
+				if res.status == 0 || !strings.Contains(res.out, "lease") {
+					t.Fatalf("%s: the rerun of an interrupted lease step did not refuse naming it: %s", p, res)
+				}
+				if d := before.diff(h.tree(t, ""), nil); len(d) > 0 {
+					t.Fatalf("%s: the refusing rerun changed the host:\n%s", p, strings.Join(d, "\n"))
+				}
+				h.secrets(t, p.String())
+				c.refused++
+				return
+			}
+			res := h.install(t)
+			if res.status != 0 {
+				t.Fatalf("%s: the rerun failed: %s", p, res)
+			}
+			h.converged(t, ref, p.String())
+			c.resumed++
+		})
+	}
+	c.log(t, "install, "+r.mode())
+}
+
+func (r *crashRig) mode() string {
+	if r.powerCut {
+		return "power cut"
+	}
+	return "SIGKILL"
+}
+
+// uninstalled checks that the host is as before the install, except what
+// the uninstallation keeps: the Runtime image (in the engine, not here) and
+// the receipts of the finished journals.
+func (h *crashHost) uninstalled(t *testing.T, name string) {
+	t.Helper()
+	if got := h.outcome(t, "uninstall"); !strings.HasPrefix(got, "complete ") {
+		t.Errorf("%s: the uninstall journal is %q", name, got)
+	}
+	if d := h.before.diff(h.tree(t, ""), nil); len(d) > 0 {
+		t.Errorf("%s: the host differs from before the install:\n%s", name, strings.Join(d, "\n"))
+	}
+	h.secrets(t, name)
+}
+
+func TestEndToEndCrashUninstall(t *testing.T) {
+	r := newCrashRig(t)
+	testCrashUninstall(t, r)
+}
+
+func testCrashUninstall(t *testing.T, r *crashRig) {
+	var pts []point
+	t.Run("uninterrupted", func(t *testing.T) {
+		h := r.boot(t)
+		if res := h.install(t); res.status != 0 {
+			t.Fatalf("install: %s", res)
+		}
+		r.pinImage(t)
+		count := filepath.Join(r.tmp, "uninstall-points")
+		if res := h.uninstall(t, false, "OAC_CRASH_COUNT="+count); res.status != 0 {
+			t.Fatalf("uninterrupted uninstall: %s", res)
+		}
+		h.uninstalled(t, "uninterrupted uninstall")
+		pts = points(t, count, filepath.Join(h.journalDir(), "uninstall.journal"))
+	})
+	if pts == nil {
+		t.FailNow()
+	}
+	pts = sample(t, pts, 25)
+	c := &crashCounts{start: time.Now()}
+	for _, p := range pts {
+		t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
+			c.n++
+			h := r.boot(t)
+			if res := h.install(t); res.status != 0 {
+				t.Fatalf("install: %s", res)
+			}
+			h.crash(t, p, c, func(env ...string) runResult { return h.uninstall(t, false, env...) })
+			res := h.uninstall(t, false)
+			if res.status != 0 {
+				t.Fatalf("%s: the uninstall rerun failed: %s", p, res)
+			}
+			h.uninstalled(t, p.String())
+			c.resumed++
+		})
+	}
+	c.log(t, "uninstall, "+r.mode())
+}
+
+// TestEndToEndCrashInstallThenUninstall interrupts the install at a sample
+// of points and uninstalls instead of rerunning it: with --force where the
+// refusal asks for it (no host record yet).
+func TestEndToEndCrashInstallThenUninstall(t *testing.T) {
+	r := newCrashRig(t)
+	testCrashInstallThenUninstall(t, r)
+}
+
+func testCrashInstallThenUninstall(t *testing.T, r *crashRig) {
+	var pts []point
+	t.Run("uninterrupted", func(t *testing.T) {
+		h := r.boot(t)
+		count := filepath.Join(r.tmp, "install-points-2")
+		if res := h.install(t, "OAC_CRASH_COUNT="+count); res.status != 0 {
+			t.Fatalf("install: %s", res)
+		}
+		r.pinImage(t)
+		pts = points(t, count, filepath.Join(h.journalDir(), "install.journal"))
+	})
+	if pts == nil {
+		t.FailNow()
+	}
+	saved := os.Getenv("OAC_E2E_CRASH_EVERY")
+	if saved == "" {
+		os.Setenv("OAC_E2E_CRASH_EVERY", "11")
+		defer os.Unsetenv("OAC_E2E_CRASH_EVERY")
+	}
+	pts = sample(t, pts, 12)
+	c := &crashCounts{start: time.Now()}
+	forced := 0
+	for _, p := range pts {
+		t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
+			c.n++
+			h := r.boot(t)
+			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
+			res := h.uninstall(t, false)
+			if res.status != 0 && strings.Contains(res.out, "--force") {
+				if !strings.Contains(res.out, "Nothing was changed.") {
+					t.Errorf("%s: the refusal does not say that nothing was changed: %s", p, res)
+				}
+				forced++
+				res = h.uninstall(t, true)
+			}
+			if res.status != 0 {
+				t.Fatalf("%s: uninstall after the interrupted install failed: %s", p, res)
+			}
+			h.uninstalled(t, p.String())
+			c.resumed++
+		})
+	}
+	c.log(t, "install interrupted, then uninstall, "+r.mode())
+	t.Logf("%d of %d uninstalls needed --force", forced, c.n)
+}
+
+// The power-cut tests: the same points, each host on the power-cut file
+// system (make e2e-powercut; they skip without -tags crashtest).
+
+func TestEndToEndPowerCutInstall(t *testing.T) {
+	requirePowerCut(t)
+	r := newCrashRig(t)
+	r.powerCut = true
+	testCrashInstall(t, r)
+}
+
+func TestEndToEndPowerCutUninstall(t *testing.T) {
+	requirePowerCut(t)
+	r := newCrashRig(t)
+	r.powerCut = true
+	testCrashUninstall(t, r)
+}
+
+func TestEndToEndPowerCutInstallThenUninstall(t *testing.T) {
+	requirePowerCut(t)
+	r := newCrashRig(t)
+	r.powerCut = true
+	testCrashInstallThenUninstall(t, r)
+}
