@@ -12,7 +12,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e
+.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-powercut
 
 all: check test
 
@@ -76,6 +76,17 @@ demo-uninstall:
 	$(BIN)/oac-demo down
 
 # The end-to-end tests (the same test host and console); .ci/run runs them.
+# They include the crash tests of install and uninstall at a sample of
+# their journal points (OAC_E2E_CRASH_EVERY, OAC_E2E_CRASH_MAX).
 e2e:
-	$(GO) test -tags e2e -count=1 -timeout 20m -run 'TestEndToEnd' -v ./cmd/oac-node-install/
+	$(GO) test -tags e2e -count=1 -timeout 30m -run 'TestEndToEnd' -v ./cmd/oac-node-install/
 	$(GO) test -tags e2e -count=1 -timeout 10m -run 'TestDemo' -v ./cmd/oac-demo/
+
+# Every journal point of install and uninstall, SIGKILLed in the test host.
+e2e-crash:
+	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 $(GO) test -tags e2e -count=1 -timeout 120m -run 'TestEndToEndCrash' -v ./cmd/oac-node-install/
+
+# The crash tests in power-cut mode: the test host's /etc and /var/lib on the
+# power-cut file system, a reboot after each cut (needs FUSE; not in CI).
+e2e-powercut:
+	$(GO) test -tags e2e,crashtest -count=1 -timeout 120m -run 'TestEndToEndPowerCut' -v ./cmd/oac-node-install/

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -10,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,7 +44,8 @@ import (
 // to 3 so each of a record's before-write, before-sync and after-sync points
 // occurs) plus every point inside the lease and register steps, at most
 // OAC_E2E_CRASH_MAX points per test (default 40; 0 for no cap).
-// OAC_E2E_CRASH_EVERY=1 runs all (make e2e-crash).
+// OAC_E2E_CRASH_EVERY=1 runs all (make e2e-crash); OAC_E2E_CRASH_POINTS=3,7
+// runs the points named.
 
 // crashEnv is the environment every installer run gets inside the host.
 var crashEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/root", "NO_COLOR=1"}
@@ -86,7 +90,7 @@ func newCrashRig(t *testing.T) *crashRig {
 	}
 	r := &crashRig{t: t, bin: bin, tmp: t.TempDir(), images: dockerImages()}
 	os.Chmod(r.tmp, 0o755)
-	r.core = startDevcore(t, bin)
+	r.core = startCrashDevcore(t, bin)
 	t.Cleanup(func() {
 		exec.Command("docker", "network", "rm", "oac-node-"+r.core.installationID).Run()
 		for img := range dockerImages() {
@@ -96,6 +100,51 @@ func newCrashRig(t *testing.T) *crashRig {
 		}
 	})
 	return r
+}
+
+// startCrashDevcore starts oac-devcore and reads its installation id from
+// its state file (its stderr, which startDevcore reads, may not hold the
+// line yet on a loaded machine when the URL is printed on stdout).
+func startCrashDevcore(t *testing.T, bin string) *devcore {
+	t.Helper()
+	data := t.TempDir()
+	cmd := exec.Command(filepath.Join(bin, "oac-devcore"), "--data", data, "--listen", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(t.TempDir(), "devcore.log")
+	logw, err := os.Create(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logw.Close()
+	cmd.Stderr = logw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		log, _ := os.ReadFile(logFile)
+		t.Fatalf("oac-devcore did not start: %v\n%s", err, log)
+	}
+	go io.Copy(io.Discard, stdout)
+	m := regexp.MustCompile(`serving (https://\S+) \(CA (\S+)\)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("oac-devcore said %q", line)
+	}
+	var state struct {
+		InstallationID string `json:"installation_id"`
+	}
+	b, err := os.ReadFile(filepath.Join(data, "core-state.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &state)
+	}
+	if err != nil || state.InstallationID == "" {
+		t.Fatalf("oac-devcore's installation id: %v", err)
+	}
+	return &devcore{url: m[1], ca: m[2], data: data, bin: bin, cmd: cmd, installationID: state.InstallationID}
 }
 
 // dockerImages lists the fixture images the engine holds.
@@ -579,6 +628,24 @@ func points(t *testing.T, countFile, journalPath string) []point {
 	return out
 }
 
+// pointMap is the points' ranges per state: "1-3 (header) 4-9 preflight …".
+func pointMap(pts []point) string {
+	var b strings.Builder
+	for i := 0; i < len(pts); {
+		j := i
+		for j+1 < len(pts) && pts[j+1].state == pts[i].state {
+			j++
+		}
+		name := pts[i].state
+		if name == "" {
+			name = "(header)"
+		}
+		fmt.Fprintf(&b, " %d-%d %s", pts[i].n, pts[j].n, name)
+		i = j + 1
+	}
+	return strings.TrimSpace(b.String())
+}
+
 // sample picks the points to run: every k-th (OAC_E2E_CRASH_EVERY, default
 // 7) and every point of the states named in always, capped at
 // OAC_E2E_CRASH_MAX (default max) spread evenly; k=1 runs all.
@@ -586,6 +653,16 @@ func sample(t *testing.T, pts []point, max int, always ...string) []point {
 	every := envInt("OAC_E2E_CRASH_EVERY", 7)
 	if v := envInt("OAC_E2E_CRASH_MAX", max); v >= 0 {
 		max = v
+	}
+	if only := os.Getenv("OAC_E2E_CRASH_POINTS"); only != "" {
+		var out []point
+		for _, f := range strings.Split(only, ",") {
+			if n, err := strconv.Atoi(f); err == nil && n >= 1 && n <= len(pts) {
+				out = append(out, pts[n-1])
+			}
+		}
+		t.Logf("sample: points %v of %d (OAC_E2E_CRASH_POINTS)", only, len(pts))
+		return out
 	}
 	if every <= 1 {
 		return pts
@@ -626,6 +703,7 @@ func envInt(name string, def int) int {
 // crashCounts is what a test measured.
 type crashCounts struct {
 	resumed, refused, passed int
+	lost                     int // points whose power cut lost something
 	start                    time.Time
 	n                        int
 }
@@ -636,8 +714,8 @@ func (c *crashCounts) log(t *testing.T, mode string) {
 	if c.n > 0 {
 		per = d / time.Duration(c.n)
 	}
-	t.Logf("%s: %d points: %d resumed, %d refused for inspection, %d passed without dying; %s in total, %s per point",
-		mode, c.n, c.resumed, c.refused, c.passed, d.Round(time.Second), per.Round(100*time.Millisecond))
+	t.Logf("%s: %d points: %d resumed, %d refused for inspection, %d passed without dying, %d lost data at the cut; %s in total, %s per point",
+		mode, c.n, c.resumed, c.refused, c.passed, c.lost, d.Round(time.Second), per.Round(100*time.Millisecond))
 }
 
 // reference is the uninterrupted install in a fresh host: its tree, journal
@@ -662,12 +740,17 @@ func (r *crashRig) referenceInstall(t *testing.T) reference {
 		ref.records = h.records(t)
 		ref.points = points(t, count, filepath.Join(h.journalDir(), "install.journal"))
 		h.secrets(t, "uninterrupted")
+		if r.powerCut {
+			// A completed installation survives a power cut as it is.
+			h.powerCut(t)
+			h.converged(t, ref, "uninterrupted, then a power cut")
+		}
 	})
 	if ref.points == nil {
 		t.FailNow()
 	}
 	r.pinImage(t)
-	t.Logf("uninterrupted install: %d failpoints; outcome %s", len(ref.points), ref.outcome)
+	t.Logf("uninterrupted install: %d failpoints (%s); outcome %s", len(ref.points), pointMap(ref.points), ref.outcome)
 	return ref
 }
 
@@ -704,6 +787,9 @@ func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ..
 	}
 	if h.r.powerCut {
 		h.powerCut(t)
+		if h.lost > 0 {
+			c.lost++
+		}
 	}
 }
 
@@ -742,6 +828,10 @@ func testCrashInstall(t *testing.T, r *crashRig) {
 				t.Fatalf("%s: the rerun failed: %s", p, res)
 			}
 			h.converged(t, ref, p.String())
+			if r.powerCut {
+				h.powerCut(t)
+				h.converged(t, ref, p.String()+", rerun, then a power cut")
+			}
 			c.resumed++
 		})
 	}
@@ -807,6 +897,10 @@ func testCrashUninstall(t *testing.T, r *crashRig) {
 				t.Fatalf("%s: the uninstall rerun failed: %s", p, res)
 			}
 			h.uninstalled(t, p.String())
+			if r.powerCut {
+				h.powerCut(t)
+				h.uninstalled(t, p.String()+", rerun, then a power cut")
+			}
 			c.resumed++
 		})
 	}
@@ -860,6 +954,10 @@ func testCrashInstallThenUninstall(t *testing.T, r *crashRig) {
 				t.Fatalf("%s: uninstall after the interrupted install failed: %s", p, res)
 			}
 			h.uninstalled(t, p.String())
+			if r.powerCut {
+				h.powerCut(t)
+				h.uninstalled(t, p.String()+", then a power cut")
+			}
 			c.resumed++
 		})
 	}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/powercut"
@@ -24,15 +25,17 @@ func requirePowerCut(t *testing.T) {
 
 func startPowerCutHost(t *testing.T) *testhost.Host { return testhost.StartPowerCut(t) }
 
-// powerCut cuts the host's power and reboots it.
+// powerCut cuts the host's power and reboots it, and logs what the cut
+// lost: paths of /etc and /var/lib whose type, mode, owner, content or link
+// target changed (powercut reports every path it re-created).
 func (h *crashHost) powerCut(t *testing.T) {
 	t.Helper()
-	lost, err := h.PowerCut()
-	if err != nil {
+	before := h.tree(t, "")
+	if _, err := h.PowerCut(); err != nil {
 		t.Fatal(err)
 	}
-	h.lost += len(lost)
-	if len(lost) > 0 {
-		t.Logf("the power cut lost %d paths: %v", len(lost), lost)
+	if lost := before.diff(h.tree(t, ""), nil); len(lost) > 0 {
+		h.lost += len(lost)
+		t.Logf("the power cut lost:\n%s", strings.Join(lost, "\n"))
 	}
 }
