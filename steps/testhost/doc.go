@@ -39,4 +39,10 @@
 //
 // Start skips the test, with one line saying why, when it does not run as
 // root or the machine lacks systemd, unshare or nsenter.
+//
+// In crashtest builds, StartPowerCut puts each copy on a power-cut file
+// system (package journal/powercut), and PowerCut cuts the host's power:
+// PID 1 is killed, the copies revert to what was made durable, and a new
+// systemd boots on them and starts the units enabled in the copy of /etc
+// that the machine does not enable, as a machine's boot does.
 package testhost
