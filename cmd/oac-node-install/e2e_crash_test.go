@@ -40,10 +40,12 @@ import (
 // (boot ≈ 1 s) against one oac-devcore whose node is removed after each
 // point, so every point sees the same installation id, Core URL and CA.
 //
-// Sampling: OAC_E2E_CRASH_EVERY=k runs every k-th point (default 7, coprime
-// to 3 so each of a record's before-write, before-sync and after-sync points
-// occurs) plus every point inside the lease and register steps, at most
-// OAC_E2E_CRASH_MAX points per test (default 40; 0 for no cap).
+// Sampling (make e2e, in CI): every 7th install point plus every point of
+// the lease and register steps, every 4th uninstall point, every 11th
+// install point before an uninstall (each k coprime to 3, so that each of a
+// record's before-write, before-sync and after-sync points occurs); about 5
+// minutes on a loaded 2-core machine. OAC_E2E_CRASH_EVERY=k overrides k,
+// OAC_E2E_CRASH_MAX caps the points per test (0: no cap).
 // OAC_E2E_CRASH_EVERY=1 runs all (make e2e-crash); OAC_E2E_CRASH_POINTS=3,7
 // runs the points named.
 
@@ -418,19 +420,23 @@ func crashIgnored(rel, id string) bool {
 	case rel == "etc/oac-node/installer.db":
 		return true
 	// shadow-utils' backups of the previous database (passwd-, group-,
-	// shadow-, gshadow-) hold whatever the last call replaced; subuid and
-	// subgid ranges are compared with the databases themselves.
+	// shadow-, gshadow-, subuid-, subgid-) hold whatever the last call
+	// replaced, which depends on which calls a rerun's Verify skipped and,
+	// after an uninstall, differs from before the install; the databases
+	// themselves are compared.
 	case strings.HasPrefix(rel, "etc/") && strings.HasSuffix(rel, "-") && !strings.Contains(rel[4:], "/"):
 		return true
-	// The lock file shadow-utils leaves behind.
+	// The empty lock file the first shadow-utils call creates and none
+	// removes (lckpwdf): after an uninstall it is there though it was not
+	// before the install.
 	case rel == "etc/.pwd.lock":
 		return true
 	}
 	return false
 }
 
-// crashNormalized reports whether a file's content may hold the node id
-// Core's enrollment chose (a random UUID per enrollment), replaced before
+// nodeIDMark replaces the node id Core's enrollment chose (a random UUID
+// the node program makes per enrollment) in names and contents before
 // hashing.
 const nodeIDMark = "<node-id>"
 
@@ -648,10 +654,11 @@ func pointMap(pts []point) string {
 }
 
 // sample picks the points to run: every k-th (OAC_E2E_CRASH_EVERY, default
-// 7) and every point of the states named in always, capped at
-// OAC_E2E_CRASH_MAX (default max) spread evenly; k=1 runs all.
-func sample(t *testing.T, pts []point, max int, always ...string) []point {
-	every := envInt("OAC_E2E_CRASH_EVERY", 7)
+// every; coprime to 3, so that before-write, before-sync and after-sync
+// points all occur) and every point of the states named in always, capped
+// at OAC_E2E_CRASH_MAX (default max) spread evenly; k=1 runs all.
+func sample(t *testing.T, pts []point, every, max int, always ...string) []point {
+	every = envInt("OAC_E2E_CRASH_EVERY", every)
 	if v := envInt("OAC_E2E_CRASH_MAX", max); v >= 0 {
 		max = v
 	}
@@ -774,6 +781,39 @@ func (h *crashHost) converged(t *testing.T, ref reference, name string) {
 	h.secrets(t, name)
 }
 
+// treeDied waits until no installer process (root's, or a service-account
+// child re-executed from the sealed copy, argv[0] "oac-node-install") is
+// left in the host's namespace: the children die with root (their parent
+// death signal). The deadline is generous; a survivor fails the point.
+func (h *crashHost) treeDied(t *testing.T, p point) {
+	t.Helper()
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", h.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left = left[:0]
+		procs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, pr := range procs {
+			if l, err := os.Readlink(pr + "/ns/pid"); err != nil || l != ns {
+				continue
+			}
+			cmd, _ := os.ReadFile(pr + "/cmdline")
+			argv0, _, _ := bytes.Cut(cmd, []byte{0})
+			if filepath.Base(string(argv0)) == "oac-node-install" {
+				left = append(left, fmt.Sprintf("%s %q", pr, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: installer processes outlived the killed run: %v", p, left)
+		}
+	}
+}
+
 // crash runs cmd with the crash point; it must die there (or finish when
 // the point is not reached), then the host loses power in power-cut mode.
 func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ...string) runResult) {
@@ -786,6 +826,9 @@ func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ..
 	default:
 		h.r.skipIfImageLost(t)
 		t.Fatalf("%s: the crashing run failed instead of dying: %s", p, res)
+	}
+	if res.killed {
+		h.treeDied(t, p)
 	}
 	if h.r.powerCut {
 		h.powerCut(t)
@@ -802,7 +845,7 @@ func TestEndToEndCrashInstall(t *testing.T) {
 
 func testCrashInstall(t *testing.T, r *crashRig) {
 	ref := r.referenceInstall(t)
-	pts := sample(t, ref.points, 40, string(workflow.InstallLease), string(workflow.InstallRegister))
+	pts := sample(t, ref.points, 7, 40, string(workflow.InstallLease), string(workflow.InstallRegister))
 	c := &crashCounts{start: time.Now()}
 	for _, p := range pts {
 		t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
@@ -926,7 +969,7 @@ func testCrashUninstall(t *testing.T, r *crashRig) {
 	if pts == nil {
 		t.FailNow()
 	}
-	pts = sample(t, pts, 25)
+	pts = sample(t, pts, 4, 25)
 	c := &crashCounts{start: time.Now()}
 	for _, p := range pts {
 		t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
@@ -974,12 +1017,7 @@ func testCrashInstallThenUninstall(t *testing.T, r *crashRig) {
 	if pts == nil {
 		t.FailNow()
 	}
-	saved := os.Getenv("OAC_E2E_CRASH_EVERY")
-	if saved == "" {
-		os.Setenv("OAC_E2E_CRASH_EVERY", "11")
-		defer os.Unsetenv("OAC_E2E_CRASH_EVERY")
-	}
-	pts = sample(t, pts, 12)
+	pts = sample(t, pts, 11, 12)
 	c := &crashCounts{start: time.Now()}
 	forced := 0
 	for _, p := range pts {
