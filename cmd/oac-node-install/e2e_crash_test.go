@@ -858,7 +858,7 @@ func testCrashInstall(t *testing.T, r *crashRig) {
 			if s := h.interrupted(t, "install"); s == string(workflow.InstallLease) {
 				before := h.tree(t, "")
 				res := h.install(t)
-				if res.status == 0 || !strings.Contains(res.out, "lease") {
+				if res.status == 0 || !strings.Contains(res.out, `step "lease" (state lease)`) || !strings.Contains(res.out, "Nothing was changed.") {
 					t.Fatalf("%s: the rerun of an interrupted lease step did not refuse naming it: %s", p, res)
 				}
 				if d := before.diff(h.tree(t, ""), nil); len(d) > 0 {
