@@ -830,6 +830,9 @@ func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ..
 	if res.killed {
 		h.treeDied(t, p)
 	}
+	if n := h.r.nodes(t); len(n) > 1 {
+		t.Fatalf("%s: Core enrolled %d nodes: %v", p, len(n), n)
+	}
 	if h.r.powerCut {
 		h.powerCut(t)
 		if h.lost > 0 {
@@ -852,9 +855,6 @@ func testCrashInstall(t *testing.T, r *crashRig) {
 			c.n++
 			h := r.boot(t)
 			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
-			if len(r.nodes(t)) > 1 {
-				t.Fatalf("%s: Core enrolled %d nodes", p, len(r.nodes(t)))
-			}
 			if s := h.interrupted(t, "install"); s == string(workflow.InstallLease) {
 				before := h.tree(t, "")
 				res := h.install(t)
