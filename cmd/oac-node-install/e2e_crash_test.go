@@ -896,39 +896,6 @@ func (r *crashRig) mode() string {
 // the receipts of the finished journals.
 func (h *crashHost) uninstalled(t *testing.T, name string) {
 	t.Helper()
-	h.uninstalledExcept(t, name, nil)
-}
-
-// leftoverTemporaries is a known defect, reported and not yet fixed in
-// steps/uninstall: an install killed inside an atomic write of the unit,
-// the env file or the host record leaves that write's temporary file
-// ("."+name+".tmp", package safefile), which uninstall does not remove (a
-// rerun of the install replaces it). Only the install-then-uninstall test
-// tolerates exactly these names, and logs each; remove this once uninstall
-// removes them.
-func (h *crashHost) leftoverTemporaries(t *testing.T) func(string) bool {
-	id := h.r.core.installationID
-	tmp := map[string]bool{
-		"etc/systemd/system/.oac-node-" + id + ".service.tmp": true,
-		"etc/oac-node/." + id + ".env.tmp":                    true,
-		"etc/oac-node/." + id + ".json.tmp":                   true,
-	}
-	return func(rel string) bool {
-		if tmp[rel] {
-			t.Logf("KNOWN DEFECT: uninstall left the temporary file %s of the interrupted install", rel)
-			return true
-		}
-		// /etc/oac-node stays while the record's temporary is in it.
-		if rel == "etc/oac-node" {
-			_, err := os.Lstat(filepath.Join(h.Etc(), "oac-node", "."+id+".json.tmp"))
-			return err == nil
-		}
-		return false
-	}
-}
-
-func (h *crashHost) uninstalledExcept(t *testing.T, name string, except func(string) bool) {
-	t.Helper()
 	if got := h.outcome(t, "uninstall"); !strings.HasPrefix(got, "complete ") {
 		t.Errorf("%s: the uninstall journal is %q", name, got)
 	}
@@ -937,8 +904,7 @@ func (h *crashHost) uninstalledExcept(t *testing.T, name string, except func(str
 	// (CONTRACT §10 removes neither), so status reports the node
 	// uninstalled and a later install of the same id starts anew.
 	receipts := func(rel string) bool {
-		return rel == "var-lib/oac-node-install" || rel == "var-lib/oac-node-install/"+h.r.core.installationID ||
-			(except != nil && except(rel))
+		return rel == "var-lib/oac-node-install" || rel == "var-lib/oac-node-install/"+h.r.core.installationID
 	}
 	if d := h.before.diff(h.tree(t, ""), receipts); len(d) > 0 {
 		t.Errorf("%s: the host differs from before the install:\n%s", name, strings.Join(d, "\n"))
@@ -1036,10 +1002,10 @@ func testCrashInstallThenUninstall(t *testing.T, r *crashRig) {
 			if res.status != 0 {
 				t.Fatalf("%s: uninstall after the interrupted install failed: %s", p, res)
 			}
-			h.uninstalledExcept(t, p.String(), h.leftoverTemporaries(t))
+			h.uninstalled(t, p.String())
 			if r.powerCut {
 				h.powerCut(t)
-				h.uninstalledExcept(t, p.String()+", then a power cut", h.leftoverTemporaries(t))
+				h.uninstalled(t, p.String()+", then a power cut")
 			}
 			c.resumed++
 		})

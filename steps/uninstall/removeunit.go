@@ -37,9 +37,14 @@ func (s removeUnitStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Res
 // removeFile unlinks p (a link itself, never its target) and the
 // temporary file an install killed while writing p left beside it, and
 // fsyncs their directory, also when they are already gone (an earlier
-// run's removal may not be durable); a missing file is no error.
+// run's removal may not be durable); a missing file is no error, nor a
+// missing directory (an install killed before it made /etc/oac-node, or an
+// earlier run of the records step that removed it).
 func removeFile(p string) error {
-	return safefile.RemoveWritten(p)
+	if err := safefile.RemoveWritten(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // forgetFiles drops the bookkeeping entries of paths, when the
