@@ -56,7 +56,9 @@ func (s envFileStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 }
 
 // unitStep writes the node's unit (0644), recorded first in the
-// bookkeeping, and reloads systemd when the text changed.
+// bookkeeping, and reloads systemd when systemd has not loaded the unit
+// from that file (a new unit, a changed one, or an earlier run's write
+// whose reload did not happen).
 type unitStep struct{ d Data }
 
 func (s unitStep) unit() systemd.Unit {
@@ -92,8 +94,13 @@ func (s unitStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, e
 		}
 		facts[factRestart] = "true"
 	}
-	d.Printf("reload systemd")
-	return workflow.Result{Facts: facts}, d.Systemd().Reload(ctx)
+	// systemd rereads every unit file on a daemon-reload: only when it
+	// has not loaded this unit from the file now on disk.
+	reloaded, err := systemd.ReloadIfNeeded(ctx, d.Systemd(), s.unit().Name())
+	if reloaded {
+		d.Printf("reload systemd")
+	}
+	return workflow.Result{Facts: facts}, err
 }
 
 // durable makes root's file p, found holding the bytes it should, and its

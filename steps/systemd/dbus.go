@@ -161,7 +161,8 @@ func (d *DBus) ResetFailed(ctx context.Context, unit string) error {
 	return nil
 }
 
-// State reads LoadState, ActiveState, SubState and UnitFileState of the unit and, for a
+// State reads LoadState, ActiveState, SubState, UnitFileState and
+// NeedDaemonReload of the unit and, for a
 // .service, NRestarts and ExecMainStatus.
 func (d *DBus) State(ctx context.Context, unit string) (UnitState, error) {
 	var st UnitState
@@ -173,6 +174,7 @@ func (d *DBus) State(ctx context.Context, unit string) (UnitState, error) {
 	st.ActiveState, _ = props["ActiveState"].(string)
 	st.SubState, _ = props["SubState"].(string)
 	st.UnitFileState, _ = props["UnitFileState"].(string)
+	st.NeedDaemonReload, _ = props["NeedDaemonReload"].(bool)
 	if st.LoadState != "loaded" || !isService(unit) {
 		return st, nil
 	}

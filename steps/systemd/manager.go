@@ -45,11 +45,33 @@ type UnitState struct {
 	NRestarts      uint32 // automatic restarts since the last start or reset-failed
 	ExecMainStatus int32  // exit status (or signal) of the last main process
 	UnitFileState  string // enabled, disabled, static, … ("" when not known)
+	// NeedDaemonReload: the unit's file (or a drop-in) changed on disk
+	// since systemd loaded it.
+	NeedDaemonReload bool
 }
 
 func (s UnitState) String() string {
 	return fmt.Sprintf("%s/%s (load %s, %d restarts, last exit status %d)",
 		s.ActiveState, s.SubState, s.LoadState, s.NRestarts, s.ExecMainStatus)
+}
+
+// ReloadIfNeeded makes systemd's view of unit current with its file on
+// disk, doing a daemon-reload (which rereads every unit file and costs far
+// more than starting a unit) only when systemd says it is needed: the unit
+// is not loaded (LoadState other than "loaded": a unit file systemd has not
+// read, or a name it cached as not-found before the file existed) or is
+// loaded from an older version of its file (NeedDaemonReload). Reading the
+// unit's state loads a unit systemd does not know yet from its current
+// file, as starting it would. It reports whether it reloaded.
+func ReloadIfNeeded(ctx context.Context, m Manager, unit string) (bool, error) {
+	st, err := m.State(ctx, unit)
+	if err != nil {
+		return false, err
+	}
+	if st.LoadState == "loaded" && !st.NeedDaemonReload {
+		return false, nil
+	}
+	return true, m.Reload(ctx)
 }
 
 // WaitActive polls the unit's state every interval until its ActiveState is

@@ -1,10 +1,12 @@
 package systemdtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -19,7 +21,12 @@ var ErrClosed = errors.New("fake systemd: connection closed")
 type Fake struct {
 	mu sync.Mutex
 	// UnitDir, when set, is read by Reload: each regular file in it becomes
-	// a loaded unit, and a unit whose file is gone becomes not-found.
+	// a loaded unit, and a unit whose file is gone becomes not-found. A
+	// unit loaded from a file that has changed since (or which is gone)
+	// shows NeedDaemonReload, as systemd's does (systemd compares the
+	// file's modification time; the fake, the text). The
+	// fake loads a new file only on Reload (as systemd does for a name it
+	// has cached as not-found).
 	UnitDir string
 	units   map[string]*unit
 	calls   []string
@@ -32,7 +39,8 @@ type Fake struct {
 }
 
 type unit struct {
-	file    bool // a unit file is loaded
+	file    bool   // a unit file is loaded
+	loaded  []byte // the loaded file's text (Reload); nil when added
 	enabled bool
 	state   systemd.UnitState
 }
@@ -145,7 +153,11 @@ func (f *Fake) Reload(context.Context) error {
 		}
 	}
 	for name := range present {
-		f.get(name).file = true
+		u := f.get(name)
+		u.file = true
+		if text, err := os.ReadFile(filepath.Join(f.UnitDir, name)); err == nil {
+			u.loaded = append([]byte{}, text...)
+		}
 	}
 	for name, u := range f.units {
 		if !present[name] {
@@ -244,6 +256,10 @@ func (f *Fake) State(_ context.Context, name string) (systemd.UnitState, error) 
 	}
 	u := f.get(name)
 	st := u.state
+	if u.file && u.loaded != nil {
+		text, err := os.ReadFile(filepath.Join(f.UnitDir, name))
+		st.NeedDaemonReload = err != nil || !bytes.Equal(text, u.loaded)
+	}
 	if u.file {
 		st.UnitFileState = "disabled"
 		if u.enabled {
