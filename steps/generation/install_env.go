@@ -207,22 +207,42 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 	}
 	e := &InstallEnv{Env: &Env{opts: opts, node: node, root: root, releases: map[string]*Metadata{}}, in: in}
 	e.spec = conf.Specification
-	if e.roots, err = trustedRoots(in.CoreCA); err != nil {
+	// The operator's CA and the proxy settings are checked now; the
+	// system roots and the client are built when a step first needs them
+	// (certPool, console).
+	if len(in.CoreCA) > 0 && !x509.NewCertPool().AppendCertsFromPEM(in.CoreCA) {
 		e.Close()
-		return nil, err
+		return nil, errCoreCA
 	}
 	dopts := in.Download
-	if dopts.RootCAs == nil {
-		dopts.RootCAs = e.roots
-	}
 	if dopts.Proxy == (download.ProxyEnv{}) {
 		dopts.Proxy = download.ProxyEnvFromEnviron(os.Environ())
 	}
-	if e.client, err = download.NewClient(dopts); err != nil {
+	check := dopts
+	if check.RootCAs == nil {
+		check.RootCAs = x509.NewCertPool()
+	}
+	c, err := download.NewClient(check)
+	if err != nil {
 		e.Close()
 		return nil, err
 	}
-	e.source = trimOrigin(in.SourceURL)
+	c.Close()
+	e.rootsFunc = func() (*x509.CertPool, error) { return trustedRoots(in.CoreCA) }
+	source := trimOrigin(in.SourceURL)
+	e.consoleFunc = func() (*download.Client, string, error) {
+		o := dopts
+		if o.RootCAs == nil {
+			pool, err := e.certPool()
+			if err != nil {
+				return nil, "", err
+			}
+			o.RootCAs = pool
+		}
+		c, err := download.NewClient(o)
+		return c, source, err
+	}
+	e.source = source
 	addrs, err := e.coreAddrs(ctx)
 	if err != nil {
 		e.Close()
@@ -241,6 +261,8 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 	return e, nil
 }
 
+var errCoreCA = errors.New("the Core CA file holds no PEM certificate")
+
 // trustedRoots is the system roots plus the operator's CA bundle.
 func trustedRoots(ca []byte) (*x509.CertPool, error) {
 	pool, err := x509.SystemCertPool()
@@ -248,7 +270,7 @@ func trustedRoots(ca []byte) (*x509.CertPool, error) {
 		pool = x509.NewCertPool()
 	}
 	if len(ca) > 0 && !pool.AppendCertsFromPEM(ca) {
-		return nil, errors.New("the Core CA file holds no PEM certificate")
+		return nil, errCoreCA
 	}
 	return pool, nil
 }
@@ -313,11 +335,15 @@ func (e *InstallEnv) CurrentRelease(ctx context.Context) (*Metadata, error) {
 	if e.in.Bundle != "" {
 		return e.bundleCurrent()
 	}
-	m, err := e.client.FetchMetadata(ctx, e.source+"/node-install/"+release.ManifestName, release.MaxMetadataSize)
+	client, source, err := e.console()
+	if err != nil {
+		return nil, err
+	}
+	m, err := client.FetchMetadata(ctx, source+"/node-install/"+release.ManifestName, release.MaxMetadataSize)
 	if err != nil {
 		return nil, artifactErr(err)
 	}
-	s, err := e.client.FetchMetadata(ctx, e.source+"/node-install/"+release.SumsName, release.MaxMetadataSize)
+	s, err := client.FetchMetadata(ctx, source+"/node-install/"+release.SumsName, release.MaxMetadataSize)
 	if err != nil {
 		return nil, artifactErr(err)
 	}
