@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/image"
@@ -102,35 +100,10 @@ func (c *countingDocker) ImageLoad(ctx context.Context, path string) error {
 // (Docker 20.10, classic store: under the config digest). A rerun finds
 // the image held: it neither downloads the archive nor loads it.
 func TestInstallRuntimeAttestedWithTheDockerEngine(t *testing.T) {
-	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
-		t.Skip("no Docker Engine socket at /var/run/docker.sock")
-	}
-	dk, err := docker.New(docker.DefaultHost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dk.Close()
+	rel := generationtest.BuildUniqueAttestedRelease(t)
+	dk := machineEngine(t, rel)
 	cx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := dk.Info(cx); err != nil {
-		t.Skipf("the Docker Engine does not answer: %v", err)
-	}
-	raw, err := client.New(client.WithHost(docker.DefaultHost))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	rel := generationtest.BuildUniqueAttestedRelease(t)
-	t.Cleanup(func() {
-		cx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, id := range []string{rel.Image.ConfigDigest, rel.Image.ManifestDigest} {
-			raw.ImageRemove(cx, id, client.ImageRemoveOptions{Force: true, PruneChildren: true})
-			if _, err := raw.ImageInspect(cx, id); err == nil {
-				t.Errorf("cleanup: image %s is still in the engine", id)
-			}
-		}
-	})
 	f := newInstallFixtureFor(t, rel)
 	engine := &countingDocker{Client: dk}
 	archive := "/node-install/releases/" + rel.Commit + "/artifacts/" + rel.Manifest.Artifacts[release.PathRuntimeImage].Filename
