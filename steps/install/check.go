@@ -187,17 +187,22 @@ func (s envFileStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 	if err != nil {
 		return 0, workflow.Result{}, workflow.Unchanged(err)
 	}
-	old, rerr := os.ReadFile(path)
 	if !write {
-		if errors.Is(rerr, os.ErrNotExist) {
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 			return done, workflow.Result{}, nil
 		}
 		return notDone, workflow.Result{}, nil
 	}
-	if rerr != nil || !bytes.Equal(old, text) {
+	return checkWritten(d.Host(), id, path, text)
+}
+
+// checkWritten is done when the root-owned file path holds text and the
+// bookkeeping records it as the installation's.
+func checkWritten(h layout.Host, id, path string, text []byte) (workflow.Outcome, workflow.Result, error) {
+	if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, text) {
 		return notDone, workflow.Result{}, nil
 	}
-	db, ok, err := readBookkeeping(d.Host())
+	db, ok, err := readBookkeeping(h)
 	if err != nil || !ok {
 		return notDone, workflow.Result{}, err
 	}
@@ -215,19 +220,7 @@ func (s unitStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome
 	if err != nil {
 		return 0, workflow.Result{}, workflow.Unchanged(err)
 	}
-	path := d.Host().Unit(id)
-	if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, text) {
-		return notDone, workflow.Result{}, nil
-	}
-	db, ok, err := readBookkeeping(d.Host())
-	if err != nil || !ok {
-		return notDone, workflow.Result{}, err
-	}
-	defer db.Close()
-	if !recordsFile(db, id, path) {
-		return notDone, workflow.Result{}, nil
-	}
-	return done, workflow.Result{}, nil
+	return checkWritten(d.Host(), id, d.Host().Unit(id), text)
 }
 
 // Check: systemd reports the unit enabled and active.
