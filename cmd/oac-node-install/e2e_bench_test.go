@@ -44,19 +44,10 @@ import (
 //	go test -tags e2e -run '^$' -bench EndToEndInstall -benchtime 1x ./cmd/oac-node-install/
 
 func BenchmarkEndToEndInstall(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("bench install: needs root (a private systemd, accounts and units)")
-	}
-	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
-		b.Skip("bench install: needs the machine's Docker Engine")
-	}
 	if _, err := exec.LookPath("curl"); err != nil {
 		b.Skip("bench install: needs curl(1) for the download reference")
 	}
-	bin := buildAll(b)
-	core := startDevcore(b, bin)
-	h := testhost.Start(b)
-	b.Cleanup(func() { cleanupEngine(b, core.installationID) })
+	bin, core, h := endToEnd(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	installer := filepath.Join(bin, "oac-node-install")

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/openagentcore/oac-node-install/steps/testhost"
 )
 
 // TestEndToEndBundle installs a node offline: oac-devcore writes a bundle
@@ -22,16 +20,7 @@ import (
 // installer run from the bundle with --bundle installs the node in the
 // test host: every file comes from the bundle.
 func TestEndToEndBundle(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end: needs root (a private systemd, accounts and units)")
-	}
-	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
-		t.Skip("end-to-end: needs the machine's Docker Engine")
-	}
-	bin := buildAll(t)
-	core := startDevcore(t, bin)
-	h := testhost.Start(t)
-	t.Cleanup(func() { cleanupEngine(t, core.installationID) })
+	_, core, h := endToEnd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

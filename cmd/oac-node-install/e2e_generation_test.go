@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -181,19 +180,10 @@ func (g *genHost) until(what string, cond func() bool, detail func() string) {
 // download), the generation is prepared and Core serves it. A drop grant
 // for generation 1 then has it collected.
 func TestEndToEndGeneration(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end: needs root (a private systemd, accounts and units)")
-	}
-	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
-		t.Skip("end-to-end: needs the machine's Docker Engine")
-	}
-	bin := buildAll(t)
 	// An image archive of a few MiB (10 MiB of payload compresses to about
 	// 4.4): the downloader writes its part file a buffer (1 MiB) at a time,
 	// and the hold stops halfway.
-	core := startDevcore(t, bin, "--image-payload-mib", "10")
-	h := testhost.Start(t)
-	t.Cleanup(func() { cleanupEngine(t, core.installationID) })
+	bin, core, h := endToEnd(t, "--image-payload-mib", "10")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	g := &genHost{t: t, ctx: ctx, h: h, home: t.TempDir(), bin: bin}

@@ -128,17 +128,27 @@ func (d *devcore) bootstrap(t testing.TB, token string) string {
 	return string(out)
 }
 
-func TestEndToEndInstall(t *testing.T) {
+// endToEnd is the setup of an end-to-end test: root and the machine's
+// Docker Engine (or it skips, saying which it lacks), the binaries built,
+// oac-devcore started with devcoreFlags, a test host booted, and the
+// engine rid of what the installation left when the test ends.
+func endToEnd(t testing.TB, devcoreFlags ...string) (bin string, core *devcore, h *testhost.Host) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("end-to-end: needs root (a private systemd, accounts and units)")
 	}
 	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
 		t.Skip("end-to-end: needs the machine's Docker Engine")
 	}
-	bin := buildAll(t)
-	core := startDevcore(t, bin)
-	h := testhost.Start(t)
+	bin = buildAll(t)
+	core = startDevcore(t, bin, devcoreFlags...)
+	h = testhost.Start(t)
 	t.Cleanup(func() { cleanupEngine(t, core.installationID) })
+	return bin, core, h
+}
+
+func TestEndToEndInstall(t *testing.T) {
+	bin, core, h := endToEnd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
