@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -291,24 +290,6 @@ func msbTree(t *testing.T, times bool, dirs ...string) map[string]string {
 	return out
 }
 
-func msbTreeDiff(a, b map[string]string) string {
-	var d []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok {
-			d = append(d, "removed "+k)
-		} else if w != v {
-			d = append(d, fmt.Sprintf("changed %s: %s -> %s", k, v, w))
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			d = append(d, "added "+k)
-		}
-	}
-	sort.Strings(d)
-	return strings.Join(d, "\n")
-}
-
 // The whole microsandbox installation through Run, with the store path at
 // its longest: KVM and the store checked, the account in group kvm only,
 // the image loaded by the release's msb into the store claimed for the
@@ -415,7 +396,7 @@ func TestInstallMicrosandboxRegisteredRerun(t *testing.T) {
 	if !strings.Contains(r.out.String(), "  Sandbox Provider: microsandbox (ready)\n") {
 		t.Errorf("the summary does not say microsandbox (ready):\n%s", r.out.String())
 	}
-	if d := msbTreeDiff(before, msbTree(t, true, oac, filepath.Join(r.base, "engine"))); d != "" {
+	if d := treeDiff(before, msbTree(t, true, oac, filepath.Join(r.base, "engine"))); d != "" {
 		t.Errorf("the registered rerun wrote:\n%s", d)
 	}
 	if n := r.registrations(); n != 1 {
@@ -512,7 +493,7 @@ func TestInstallMicrosandboxRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
 				t.Fatalf("error %v, want %q ending in \"Nothing was changed.\"", err, tc.want)
 			}
-			if d := msbTreeDiff(before, r.tree(t, true)); d != "" {
+			if d := treeDiff(before, r.tree(t, true)); d != "" {
 				t.Errorf("the refusal changed:\n%s", d)
 			}
 			if calls := r.accts.Calls(); len(calls) != 0 {

@@ -209,7 +209,7 @@ func TestInstallRefusesWithoutSpace(t *testing.T) {
 	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
 		t.Fatalf("error %v, want the space refusal", err)
 	}
-	if d := msbTreeDiff(before, r.tree(t, true)); d != "" {
+	if d := treeDiff(before, r.tree(t, true)); d != "" {
 		t.Errorf("the refusal changed:\n%s", d)
 	}
 	if got := r.nodeFileRequests(); len(got) != 0 {
