@@ -31,13 +31,13 @@ import (
 // valid characters: the goal is to stay within a quarter of it.
 //
 // "spawn" (root only): one round trip of a service-account child that
-// returns at once, against the physical limit of its design — two execs of
+// returns at once, against the physical limit of its design — one exec of
 // this same binary as the same account with the same session and parent
-// death settings (the child re-executes itself once to join its keyring).
+// death settings.
 // Both are timed in CPU time of this process and its children (user +
 // system), which other load on the machine disturbs far less than wall
 // time; runs alternate and the medians count. The goal bounds what the
-// pipes, keyring, checks and messages add to the two execs at half of them.
+// pipes, keyring, checks and messages add to the exec at half of it.
 func init() {
 	privsep.ServeChild(os.Args[1:], benchRoles)
 	if len(os.Args) > 1 && os.Args[1] == benchNoop {
@@ -221,7 +221,7 @@ func benchSpawn(dir string) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		r, err := timeDoubleExec(home)
+		r, err := timeExec(home)
 		if err != nil {
 			return Result{}, err
 		}
@@ -237,7 +237,7 @@ func benchSpawn(dir string) (Result, error) {
 		Ratio:     oursMs / refMs,
 		Goal:      1.5,
 		Max:       true,
-		Note:      fmt.Sprintf("reference: two execs of this binary as uid %d, setsid, pdeathsig; medians of %d alternating runs", benchUID, spawnBenchRuns),
+		Note:      fmt.Sprintf("reference: an exec of this binary as uid %d, setsid, pdeathsig; medians of %d alternating runs", benchUID, spawnBenchRuns),
 	}, nil
 }
 
@@ -277,23 +277,21 @@ func processTreeCPU() (time.Duration, error) {
 	return total, nil
 }
 
-func timeDoubleExec(home string) (time.Duration, error) {
+func timeExec(home string) (time.Duration, error) {
 	start, err := processTreeCPU()
 	if err != nil {
 		return 0, err
 	}
-	for range 2 {
-		cmd := exec.Command("/proc/self/exe", benchNoop)
-		cmd.Dir = home
-		cmd.Env = privsep.ChildEnv(home, nil)
-		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Credential: &syscall.Credential{Uid: benchUID, Gid: benchUID},
-			Setsid:     true,
-			Pdeathsig:  syscall.SIGKILL,
-		}
-		if err := cmd.Run(); err != nil {
-			return 0, fmt.Errorf("reference exec: %w", err)
-		}
+	cmd := exec.Command("/proc/self/exe", benchNoop)
+	cmd.Dir = home
+	cmd.Env = privsep.ChildEnv(home, nil)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: benchUID, Gid: benchUID},
+		Setsid:     true,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("reference exec: %w", err)
 	}
 	end, err := processTreeCPU()
 	return end - start, err

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -129,12 +128,10 @@ func clip(s string) string {
 // calls it first thing, before parsing flags, with every role the
 // installer's parent side starts.
 //
-// A child runs in two stages. The first sets umask 077, refuses to run as
-// root, joins a new anonymous session keyring and re-executes itself (the
-// sealed copy, through /proc/self/exe), because a keyring joined by one
-// thread is not joined by the runtime's other threads while exec leaves a
-// single thread whose keyring every later thread inherits. The second stage
-// reads the parent's envelope, checks it runs as exactly the user, group and
+// The child sets umask 077, refuses to run as root, hardens itself (not
+// dumpable; it checks that it started with no new privileges and a session
+// keyring of its own, which the parent's forking thread gave it), reads the
+// parent's envelope, checks it runs as exactly the user, group and
 // supplementary groups the parent asked for, and calls the role's handler.
 func ServeChild(args []string, roles map[string]Handler) (handled bool) {
 	if len(args) == 0 || args[0] != ChildCommand {
@@ -153,21 +150,15 @@ func serveChild(args []string, roles map[string]Handler) int {
 		return 2
 	}
 	out := &sender{f: os.NewFile(resultFD, "result pipe")}
-	if len(args) < 1 || len(args) > 2 || (len(args) == 2 && args[1] != reexecMark) {
+	if len(args) != 1 {
 		return out.fail(fmt.Errorf("child arguments %q: %w", args, ErrUnknownRole))
 	}
 	role := args[0]
 	if err := refuseRoot(); err != nil {
 		return out.fail(err)
 	}
-	if err := harden(len(args) == 2); err != nil {
+	if err := harden(); err != nil {
 		return out.fail(err)
-	}
-	if len(args) == 1 {
-		if reexecOffMainThread {
-			return out.fail(reexecFromOtherThread(role))
-		}
-		return out.fail(joinAndReexec(role))
 	}
 	// Processes the handler starts must not hold the result pipe (the
 	// parent reads it to end of file), nor the executable.
@@ -232,57 +223,6 @@ func isPipe(fd int) bool {
 func refuseRoot() error {
 	if os.Getuid() == 0 || os.Geteuid() == 0 || os.Getgid() == 0 || os.Getegid() == 0 {
 		return fmt.Errorf("uid %d euid %d gid %d egid %d: %w", os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid(), ErrRoot)
-	}
-	return nil
-}
-
-// joinAndReexec joins a new anonymous session keyring on this thread and
-// re-executes the running (sealed) binary from it; it returns only on
-// failure. The keyring inherited from root would otherwise stay possessed,
-// and so readable, by the service account.
-func joinAndReexec(role string) error {
-	runtime.LockOSThread()
-	if err := joinSessionKeyring(); err != nil {
-		return err
-	}
-	// The parent death signal belongs to a thread, and after an exec from
-	// a thread other than the main one only that thread is left: set it
-	// here too. Until the exec completes, the main thread's signal (set by
-	// the parent's fork) still kills the child if the parent dies.
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("set the parent death signal: %w", err)
-	}
-	if err := forbidNewPrivileges(); err != nil {
-		return err
-	}
-	argv := []string{memfdName, ChildCommand, role, reexecMark}
-	err := syscall.Exec(selfExe, argv, os.Environ())
-	return fmt.Errorf("re-execute the installer after joining a session keyring: %w", err)
-}
-
-// reexecOffMainThread is a test hook: the tests set it in their child to
-// make the re-exec happen on a thread other than the main one, where a lost
-// parent death signal would show.
-var reexecOffMainThread bool
-
-// reexecFromOtherThread holds the current thread, usually the main one,
-// while another thread runs joinAndReexec.
-func reexecFromOtherThread(role string) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	errc := make(chan error)
-	go func() { errc <- joinAndReexec(role) }()
-	return <-errc
-}
-
-// joinSessionKeyring makes the calling thread join a new anonymous session
-// keyring (keyctl KEYCTL_JOIN_SESSION_KEYRING with a NULL name; the x/sys
-// wrapper passes a pointer to "" instead, which names a shared keyring). A
-// kernel built without keys (ENOSYS) has no keyring to leave.
-func joinSessionKeyring() error {
-	_, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
-	if errno != 0 && errno != unix.ENOSYS {
-		return fmt.Errorf("join a new session keyring: %w", errno)
 	}
 	return nil
 }

@@ -11,12 +11,14 @@
 // starts a child for one role with the account's credentials, its own
 // session (and so its own process group), stdin /dev/null, SIGKILL as its
 // parent death signal, and a fixed environment plus the six normalized proxy
-// variables (ChildEnv). The child sets umask 077, refuses to run as root,
-// makes itself not dumpable, closes every descriptor above the intended
-// ones, forbids new privileges, joins a new anonymous session keyring,
-// re-executes itself so that every thread has that keyring and those
-// settings, checks its credentials against the parent's request and calls
-// the role's Handler (ServeChild).
+// variables (ChildEnv), forked from a thread of its own that has joined a
+// new anonymous session keyring given to the account, forbids new
+// privileges and has marked root's descriptors close-on-exec; the thread
+// ends with the child, so root's other threads never carry those settings.
+// The child sets umask 077, refuses to run as root, makes itself not
+// dumpable, checks that it may not gain privileges and that its session
+// keyring is its own user's, checks its credentials against the parent's
+// request and calls the role's Handler (ServeChild). One exec starts it.
 //
 // No other process of the service account can reach into a child: the
 // sealed copy is executable but not readable by the account (mode 0711), so
@@ -24,11 +26,11 @@
 // it again; pidfd_getfd, ptrace and /proc/<pid>/mem are refused to the
 // account. A descriptor root was started with and passed on without
 // close-on-exec (`oac-node-install status 7</etc/shadow`) is closed by the
-// re-execution, before any handler runs.
+// child's execve: the forking thread marked it close-on-exec.
 //
 //	parent (root)                             child (oac-node)
-//	Capture ─ sealed memfd ─ execve ────────▶ ServeChild: umask, keyring,
-//	Run ── fd 4: envelope (ids, request) ───▶   re-exec, check ids, Handler
+//	Capture ─ sealed memfd ─ execve ────────▶ ServeChild: umask, harden,
+//	Run ── fd 4: envelope (ids, request) ───▶   check ids, Handler
 //	    ── fd 5: the sealed copy, read-only ─▶  Child.Executable
 //	    ◀─ fd 3: phase/line …, result|error ──  Child.Phase/Progress
 //	    ◀─ stdout, stderr ── Sanitize ─▶ terminal

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,7 +21,6 @@ import (
 // The test binary is its own service-account child: Run executes the
 // captured test binary, whose TestMain serves the roles below.
 func TestMain(m *testing.M) {
-	reexecOffMainThread = true
 	ServeChild(os.Args[1:], testRoles)
 	if home := os.Getenv(envIntermediate); home != "" {
 		os.Exit(intermediateParent(home))
@@ -72,6 +72,8 @@ type inspection struct {
 	PID, SID, PGID       int
 	SessionKeyring       int
 	ThreadKeyrings       []int
+	// KeyringOwner is the uid field of the session keyring's description.
+	KeyringOwner         string
 	Env                  []string
 	Exe                  string
 	Cwd                  string
@@ -113,6 +115,11 @@ var testRoles = map[string]Handler{
 		in.SID, _ = unix.Getsid(0)
 		in.SessionKeyring = sessionKeyring()
 		in.ThreadKeyrings = threadKeyrings(4)
+		if desc, err := unix.KeyctlString(unix.KEYCTL_DESCRIBE, unix.KEY_SPEC_SESSION_KEYRING); err == nil {
+			if f := strings.Split(desc, ";"); len(f) > 1 {
+				in.KeyringOwner = f[1]
+			}
+		}
 		in.Env = os.Environ()
 		in.Exe, _ = os.Readlink("/proc/self/exe")
 		in.Cwd, _ = os.Getwd()
@@ -288,4 +295,27 @@ func openDescriptors() map[int]string {
 		fds[fd], _ = os.Readlink("/proc/self/fd/" + e.Name())
 	}
 	return fds
+}
+
+// threadNoNewPrivs returns no_new_privs as seen from n distinct OS threads.
+func threadNoNewPrivs(n int) []int {
+	vals := make([]int, n)
+	var locked, release, done sync.WaitGroup
+	locked.Add(n)
+	release.Add(1)
+	for i := range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			vals[i], _ = unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+			locked.Done()
+			release.Wait()
+		}()
+	}
+	locked.Wait()
+	release.Done()
+	done.Wait()
+	return vals
 }

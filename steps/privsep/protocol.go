@@ -22,10 +22,6 @@ const (
 // parent's pipes.
 const ChildCommand = "__privsep-child"
 
-// reexecMark is the argument the child adds when it re-executes itself after
-// joining its new session keyring (see joinSessionKeyring).
-const reexecMark = "session-joined"
-
 // Limits on what crosses the pipes.
 const (
 	maxRequest = 16 << 20 // the envelope, parent → child

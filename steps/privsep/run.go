@@ -212,15 +212,21 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		},
 	}
 
-	// The parent death signal is tied to the OS thread that forks, not to
-	// the process: if that thread ever exited, the child would be killed.
-	// The goroutine that starts the child keeps its thread locked until the
-	// child has exited, so no other goroutine can make that thread exit.
+	// The child is forked from a thread of its own (childThread): the
+	// parent death signal is tied to the OS thread that forks, and that
+	// thread also carries what the child must start with (a new session
+	// keyring of the account's, no new privileges). The goroutine keeps
+	// the thread locked until the child has exited and never unlocks it,
+	// so the runtime ends the thread with the goroutine and no other
+	// goroutine of root ever runs with those settings.
 	started := make(chan error, 1)
 	exited := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		if err := prepareChildThread(o.UID, o.GID); err != nil {
+			started <- err
+			return
+		}
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
@@ -289,6 +295,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	return rd.outcome(state)
 }
+
+// prepareChildThread is childThread; a test replaces it to start a child
+// the way a careless parent would.
+var prepareChildThread = childThread
 
 // waitExited blocks until the child pid has exited, leaving it unreaped
 // (WNOWAIT) so that its pid stays reserved while Run signals its group.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"golang.org/x/sys/unix"
 )
 
 func TestRunChildProcessAttributes(t *testing.T) {
@@ -56,6 +57,12 @@ func TestRunChildProcessAttributes(t *testing.T) {
 			break
 		}
 	}
+	if in.KeyringOwner != strconv.Itoa(nobody) {
+		t.Errorf("child session keyring owned by uid %q, want the account's %d", in.KeyringOwner, nobody)
+	}
+	if in.NoNewPrivs != 1 || in.Dumpable != 0 {
+		t.Errorf("child no_new_privs=%d dumpable=%d, want 1 and 0", in.NoNewPrivs, in.Dumpable)
+	}
 	wantEnv := []string{
 		"HOME=" + o.Home, "USER=oac-node", "LOGNAME=oac-node",
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -73,7 +80,7 @@ func TestRunChildProcessAttributes(t *testing.T) {
 	if in.Cwd != o.Home {
 		t.Errorf("working directory %q, want %q", in.Cwd, o.Home)
 	}
-	wantArgs := []string{"oac-node-install", ChildCommand, "inspect", reexecMark}
+	wantArgs := []string{"oac-node-install", ChildCommand, "inspect"}
 	if !slices.Equal(in.Args, wantArgs) {
 		t.Errorf("args %q, want %q", in.Args, wantArgs)
 	}
@@ -389,3 +396,58 @@ func TestRunSurvivesFailingOutput(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write(p []byte) (int, error) { return 0, errors.New("terminal gone") }
+
+// TestRunLeavesRootsThreadsAlone: the keyring and no_new_privs the child
+// starts with are set on the thread that forks it, which ends with the
+// child; root's other threads keep root's session keyring and may still
+// gain privileges.
+func TestRunLeavesRootsThreadsAlone(t *testing.T) {
+	needRoot(t)
+	before := threadKeyrings(8)
+	for range 3 {
+		if _, err := Run(context.Background(), baseOptions(t, "inspect")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := threadKeyrings(8)
+	for _, id := range append(before, after...) {
+		if id != before[0] {
+			t.Fatalf("root's thread session keyrings before %v, after %v: want all %d", before, after, before[0])
+		}
+	}
+	for _, nnp := range threadNoNewPrivs(8) {
+		if nnp != 0 {
+			t.Fatalf("a thread of root has no_new_privs after Run")
+		}
+	}
+}
+
+// TestChildRefusesRootsKeyring starts a child from a thread that joined a
+// session keyring of root's instead of the account's: the child refuses
+// before its handler runs.
+func TestChildRefusesRootsKeyring(t *testing.T) {
+	needRoot(t)
+	prepareChildThread = func(uid, gid int) error {
+		if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {
+			return errno
+		}
+		return forbidNewPrivileges()
+	}
+	defer func() { prepareChildThread = childThread }()
+	_, err := Run(context.Background(), baseOptions(t, "inspect"))
+	if err == nil || !strings.Contains(err.Error(), "session keyring") {
+		t.Fatalf("child with root's keyring: %v, want a refusal naming the session keyring", err)
+	}
+}
+
+// TestChildRefusesNewPrivileges starts a child from a thread that may still
+// gain privileges: the child refuses.
+func TestChildRefusesNewPrivileges(t *testing.T) {
+	needRoot(t)
+	prepareChildThread = func(uid, gid int) error { return nil }
+	defer func() { prepareChildThread = childThread }()
+	_, err := Run(context.Background(), baseOptions(t, "inspect"))
+	if err == nil || !strings.Contains(err.Error(), "may gain privileges") {
+		t.Fatalf("child without no_new_privs: %v, want a refusal", err)
+	}
+}
