@@ -264,9 +264,12 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	if e.in.Helper == nil {
 		return 0, workflow.Result{}, errors.New("no installer bytes to retain as the generation helper")
 	}
-	r, err := e.in.Helper()
+	data, err := e.in.Helper()
 	if err != nil {
 		return 0, workflow.Result{}, err
+	}
+	if len(data) > MaxHelperSize {
+		return 0, workflow.Result{}, fmt.Errorf("the installer is larger than %d bytes", MaxHelperSize)
 	}
 	registered, err := e.Registered()
 	if err != nil {
@@ -275,7 +278,7 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	f, err := e.root.OpenFile(HelperName, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
 	same := false
 	if err == nil {
-		same, err = sameBytes(io.LimitReader(r, MaxHelperSize+1), io.LimitReader(f, MaxHelperSize+1))
+		same, err = sameBytes(bytes.NewReader(data), io.LimitReader(f, MaxHelperSize+1))
 		f.Close()
 	}
 	var rerr *readError

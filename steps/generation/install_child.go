@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -114,7 +113,7 @@ func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, 
 		InstallationID: req.InstallationID, Home: home, UID: uid, SourceURL: req.SourceURL, Bundle: req.Bundle, CoreOrigin: req.CoreOrigin,
 		AllowInsecureOrigin: req.AllowInsecureOrigin, CoreCA: req.CoreCA, Configuration: conf,
 		Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
-		Helper: func() (io.Reader, error) {
+		Helper: func() ([]byte, error) {
 			if exe == nil {
 				b, err := c.Executable()
 				if err != nil {
@@ -122,7 +121,7 @@ func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, 
 				}
 				exe = b
 			}
-			return exe.Reader(), nil
+			return exe.Mapped(), nil
 		},
 		Log:      progressWriter{c},
 		Progress: transferReporter(c),

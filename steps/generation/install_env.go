@@ -59,8 +59,9 @@ type InstallOptions struct {
 	// when zero (system roots plus CoreCA; the process environment).
 	Download download.Options
 	// Helper returns the installer's own bytes, which become the retained
-	// generation helper.
-	Helper func() (io.Reader, error)
+	// generation helper. They are read only (the child's are the sealed
+	// copy, mapped read-only) and valid while the step runs.
+	Helper func() ([]byte, error)
 	// Register runs the node program's registration (nil: the node root's
 	// native/bin/oac-node).
 	Register Registrar

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -30,11 +29,9 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 	if e.in.Helper == nil {
 		return workflow.Result{}, errors.New("no installer bytes to retain as the generation helper")
 	}
-	r, err := e.in.Helper()
-	if err != nil {
-		return workflow.Result{}, err
-	}
-	data, err := readInstaller(r)
+	// The bytes are written as they are mapped: a copy of tens of
+	// megabytes first would cost the step most of its time.
+	data, err := e.in.Helper()
 	if err != nil {
 		return workflow.Result{}, fmt.Errorf("read the installer's bytes: %w", err)
 	}
@@ -59,18 +56,4 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 		return workflow.Result{}, err
 	}
 	return workflow.Result{}, nil
-}
-
-// readInstaller reads the installer's bytes, at most MaxHelperSize+1 of
-// them, into one buffer of their size when r tells it (a bytes.Reader over
-// the sealed copy does) instead of growing one as it reads.
-func readInstaller(r io.Reader) ([]byte, error) {
-	lr := io.LimitReader(r, MaxHelperSize+1)
-	sized, ok := r.(interface{ Len() int })
-	if !ok {
-		return io.ReadAll(lr)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, min(sized.Len(), MaxHelperSize)+bytes.MinRead))
-	_, err := buf.ReadFrom(lr)
-	return buf.Bytes(), err
 }

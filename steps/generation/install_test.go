@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,7 +80,7 @@ func (f *installFixture) options() InstallOptions {
 			Specification: f.spec, SpecificationDigest: f.spec.Digest(), MaxActive: 2, MaxRetained: 4},
 		Docker:   func(context.Context, string) (Docker, error) { return f.docker, nil },
 		Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond}, StallWindow: 5 * time.Second},
-		Helper:   func() (io.Reader, error) { return bytes.NewReader(f.helper), nil },
+		Helper:   func() ([]byte, error) { return f.helper, nil },
 		Register: f.reg,
 		Progress: f.progress,
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -99,7 +98,7 @@ func (f *fixture) Child() ChildRunner {
 			CoreCA: got.CoreCA, Configuration: conf,
 			Docker:   func(context.Context, string) (generation.Docker, error) { return f.engine, nil },
 			Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond}},
-			Helper:   func() (io.Reader, error) { return bytes.NewReader([]byte("installer")), nil },
+			Helper:   func() ([]byte, error) { return []byte("installer"), nil },
 			Register: f.reg,
 		}
 		return generation.RunInstallStep(ctx, in, got)

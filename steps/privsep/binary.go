@@ -228,6 +228,10 @@ func (b *Binary) Size() int64 { return int64(len(b.data)) }
 // Bytes returns a copy of the captured bytes.
 func (b *Binary) Bytes() []byte { return bytes.Clone(b.data) }
 
+// Mapped returns the captured bytes as mapped, read-only (a write to them
+// faults), without copying them; they are valid until Close.
+func (b *Binary) Mapped() []byte { return b.data }
+
 // Reader returns a new reader over the captured bytes, without copying them.
 func (b *Binary) Reader() *bytes.Reader { return bytes.NewReader(b.data) }
 
