@@ -782,7 +782,7 @@ func (h *crashHost) converged(t *testing.T, ref reference, name string) {
 }
 
 // treeDied waits until no installer process (root's, or a service-account
-// child re-executed from the sealed copy, argv[0] "oac-node-install") is
+// child executed from the sealed copy, argv[0] "oac-node-install") is
 // left in the host's namespace: the children die with root (their parent
 // death signal). The deadline is generous; a survivor fails the point.
 func (h *crashHost) treeDied(t *testing.T, p point) {

@@ -214,19 +214,30 @@ func sessionKeyring() int {
 
 // threadKeyrings returns the session keyring seen from n distinct OS
 // threads.
-func threadKeyrings(n int) []int {
-	ids := make([]int, n)
-	var locked, release sync.WaitGroup
+func threadKeyrings(n int) []int { return onThreads(n, sessionKeyring) }
+
+// threadNoNewPrivs returns no_new_privs as seen from n distinct OS threads.
+func threadNoNewPrivs(n int) []int {
+	return onThreads(n, func() int {
+		v, _ := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+		return v
+	})
+}
+
+// onThreads calls f on n distinct OS threads at once and returns what
+// each returned.
+func onThreads(n int, f func() int) []int {
+	vals := make([]int, n)
+	var locked, release, done sync.WaitGroup
 	locked.Add(n)
 	release.Add(1)
-	var done sync.WaitGroup
 	for i := range n {
 		done.Add(1)
 		go func() {
 			defer done.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			ids[i] = sessionKeyring()
+			vals[i] = f()
 			locked.Done()
 			release.Wait() // every goroutine holds its own thread at once
 		}()
@@ -234,7 +245,7 @@ func threadKeyrings(n int) []int {
 	locked.Wait()
 	release.Done()
 	done.Wait()
-	return ids
+	return vals
 }
 
 // needRoot skips a test that starts children as another user.
@@ -295,27 +306,4 @@ func openDescriptors() map[int]string {
 		fds[fd], _ = os.Readlink("/proc/self/fd/" + e.Name())
 	}
 	return fds
-}
-
-// threadNoNewPrivs returns no_new_privs as seen from n distinct OS threads.
-func threadNoNewPrivs(n int) []int {
-	vals := make([]int, n)
-	var locked, release, done sync.WaitGroup
-	locked.Add(n)
-	release.Add(1)
-	for i := range n {
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			vals[i], _ = unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
-			locked.Done()
-			release.Wait()
-		}()
-	}
-	locked.Wait()
-	release.Done()
-	done.Wait()
-	return vals
 }
