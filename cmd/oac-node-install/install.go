@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -177,14 +177,12 @@ func readCA(path string) ([]byte, error) {
 	return data, nil
 }
 
-// coreRoots are the system roots plus the operator's CA bundle.
-func coreRoots(ca []byte) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if len(ca) > 0 && !pool.AppendCertsFromPEM(ca) {
+// coreRoots are the system roots plus the operator's CA bundle; the
+// system roots are loaded only for a server the bundle does not verify.
+func coreRoots(ca []byte) (*trust.Roots, error) {
+	roots, err := trust.New(ca)
+	if err != nil {
 		return nil, errors.New("--core-ca holds no PEM certificate. Nothing was changed.")
 	}
-	return pool, nil
+	return roots, nil
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // Defaults of Options.
@@ -31,6 +33,10 @@ var DefaultRetrySleeps = []time.Duration{1 * time.Second, 2 * time.Second}
 type Options struct {
 	// RootCAs replaces the system roots, for a console with a private CA.
 	RootCAs *x509.CertPool
+	// Trust, when RootCAs is nil, is what the client trusts (the system
+	// roots plus the operator's CA, the system roots loaded only when
+	// needed); nil trusts the system roots.
+	Trust *trust.Roots
 	// ConnectTimeout bounds the TCP connect and the TLS handshake each.
 	ConnectTimeout time.Duration
 	// ResponseTimeout bounds the wait for response headers.
@@ -56,7 +62,7 @@ type Options struct {
 type Client struct {
 	metadata  *http.Client // never follows redirects
 	artifact  *http.Client // follows HTTPS redirects, Range/If-Range only
-	transport *http.Transport
+	transport trust.RoundTripper
 	secrets   []string
 
 	metadataTimeout time.Duration
@@ -92,7 +98,7 @@ func NewClient(o Options) (*Client, error) {
 	}
 	connect := orDuration(o.ConnectTimeout, DefaultConnectTimeout)
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
-	c.transport = &http.Transport{
+	base := &http.Transport{
 		Proxy:                 sel.proxy,
 		DialContext:           dialer.DialContext,
 		TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
@@ -105,6 +111,11 @@ func NewClient(o Options) (*Client, error) {
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     30 * time.Second,
+	}
+	if o.RootCAs != nil {
+		c.transport = base
+	} else {
+		c.transport = o.Trust.Transport(base)
 	}
 	c.metadata = &http.Client{
 		Transport: c.transport,

@@ -3,7 +3,6 @@ package generation
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // MaxConfigurationSize bounds Core's configuration answer.
@@ -80,14 +80,14 @@ type CoreClient struct {
 	http       *http.Client
 }
 
-// NewCoreClient returns a client for the node id. roots replaces the
-// system roots when not nil (a private CA); proxy is the proxy snapshot,
+// NewCoreClient returns a client for the node id that trusts roots (nil:
+// the system roots); proxy is the proxy snapshot,
 // read by the parser downloads use (lowercase first even when empty, an
 // unusable value refused). It refuses, before any request, a Core origin
 // that the identity's recorded insecure-origin policy does not allow:
 // the node credential never travels in clear text to a host that is not
 // loopback unless the node was installed with --allow-insecure-origin.
-func NewCoreClient(id *NodeIdentity, roots *x509.CertPool, proxy download.ProxyEnv) (*CoreClient, error) {
+func NewCoreClient(id *NodeIdentity, roots *trust.Roots, proxy download.ProxyEnv) (*CoreClient, error) {
 	if err := provider.CheckOriginPolicy(id.CoreURL, id.AllowInsecureOrigin); err != nil {
 		return nil, fmt.Errorf("%w: core_url: %w", ErrIdentity, err)
 	}
@@ -97,7 +97,7 @@ func NewCoreClient(id *NodeIdentity, roots *x509.CertPool, proxy download.ProxyE
 	}
 	tr := &http.Transport{
 		Proxy:               proxyFunc,
-		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout: 15 * time.Second,
 		ForceAttemptHTTP2:   false,
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
@@ -107,7 +107,7 @@ func NewCoreClient(id *NodeIdentity, roots *x509.CertPool, proxy download.ProxyE
 		nodeID:     id.Identity.NodeID,
 		credential: id.Credential,
 		http: &http.Client{
-			Transport:     tr,
+			Transport:     roots.Transport(tr),
 			Timeout:       30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},

@@ -14,6 +14,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/download/downloadtest"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // setIdentity rewrites fields of the node's identity.json.
@@ -157,7 +158,7 @@ func seen(p *downloadtest.Proxy) []string {
 // testCoreClient is a Core client without a proxy.
 func testCoreClient(t *testing.T, id *NodeIdentity, roots *x509.CertPool) *CoreClient {
 	t.Helper()
-	c, err := NewCoreClient(id, roots, download.ProxyEnv{})
+	c, err := NewCoreClient(id, trust.Only(roots), download.ProxyEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}

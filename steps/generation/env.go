@@ -2,7 +2,6 @@ package generation
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // Actions of the generation helper.
@@ -72,7 +72,7 @@ type Env struct {
 
 	base     *provider.Config
 	identity *NodeIdentity
-	roots    *x509.CertPool
+	roots    *trust.Roots
 	spec     *release.Specification
 	releases map[string]*Metadata
 	client   *download.Client
@@ -83,7 +83,7 @@ type Env struct {
 	// options) instead of from the node's records. Parsing the system
 	// roots costs a process about 10 ms: a step that never connects
 	// anywhere does not pay it.
-	rootsFunc   func() (*x509.CertPool, error)
+	rootsFunc   func() (*trust.Roots, error)
 	consoleFunc func() (*download.Client, string, error)
 }
 
@@ -313,45 +313,43 @@ func (e *Env) nodeIdentity() (*NodeIdentity, error) {
 	return id, nil
 }
 
-// certPool is the system roots plus the node's retained Core CA.
-func (e *Env) certPool() (*x509.CertPool, error) {
+// certPool is the system roots plus the node's retained Core CA (the
+// system roots loaded only for a server the CA does not verify).
+func (e *Env) certPool() (*trust.Roots, error) {
 	if e.roots != nil {
 		return e.roots, nil
 	}
 	if e.rootsFunc != nil {
-		pool, err := e.rootsFunc()
+		roots, err := e.rootsFunc()
 		if err != nil {
 			return nil, err
 		}
-		e.roots = pool
-		return pool, nil
+		e.roots = roots
+		return roots, nil
 	}
 	id, err := e.nodeIdentity()
 	if err != nil {
 		return nil, err
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
+	var pem []byte
 	if id.CoreCA != "" {
 		rel, err := filepath.Rel(e.node.Root, id.CoreCA)
 		if err != nil || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
 			return nil, fmt.Errorf("%w: core_ca %s is not inside the node root", ErrIdentity, id.CoreCA)
 		}
-		pem, err := e.readPrivate(rel, 1<<20)
-		if err != nil {
+		if pem, err = e.readPrivate(rel, 1<<20); err != nil {
 			return nil, fmt.Errorf("Core CA: %w", err)
 		}
 		if release.SHA256Hex(pem) != id.CoreCASHA256 {
 			return nil, fmt.Errorf("%w: %s does not have the recorded core_ca_sha256", ErrIdentity, id.CoreCA)
 		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: %s holds no certificate", ErrIdentity, id.CoreCA)
-		}
 	}
-	e.roots = pool
-	return pool, nil
+	roots, err := trust.New(pem)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s holds no certificate", ErrIdentity, id.CoreCA)
+	}
+	e.roots = roots
+	return roots, nil
 }
 
 // Specification implements Data.
@@ -440,7 +438,7 @@ func (e *Env) console() (*download.Client, string, error) {
 	}
 	opts := e.opts.Download
 	if opts.RootCAs == nil {
-		if opts.RootCAs, err = e.certPool(); err != nil {
+		if opts.Trust, err = e.certPool(); err != nil {
 			return nil, "", err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/lease"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // ActionInstall is the service-account part of an installation: the node
@@ -211,7 +212,8 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 	// The operator's CA and the proxy settings are checked now; the
 	// system roots and the client are built when a step first needs them
 	// (certPool, console).
-	if len(in.CoreCA) > 0 && !x509.NewCertPool().AppendCertsFromPEM(in.CoreCA) {
+	roots, err := trust.New(in.CoreCA)
+	if err != nil {
 		e.Close()
 		return nil, errCoreCA
 	}
@@ -229,16 +231,16 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 		return nil, err
 	}
 	c.Close()
-	e.rootsFunc = func() (*x509.CertPool, error) { return trustedRoots(in.CoreCA) }
+	e.rootsFunc = func() (*trust.Roots, error) { return roots, nil }
 	source := trimOrigin(in.SourceURL)
 	e.consoleFunc = func() (*download.Client, string, error) {
 		o := dopts
 		if o.RootCAs == nil {
-			pool, err := e.certPool()
+			roots, err := e.certPool()
 			if err != nil {
 				return nil, "", err
 			}
-			o.RootCAs = pool
+			o.Trust = roots
 		}
 		c, err := download.NewClient(o)
 		return c, source, err
@@ -263,18 +265,6 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 }
 
 var errCoreCA = errors.New("the Core CA file holds no PEM certificate")
-
-// trustedRoots is the system roots plus the operator's CA bundle.
-func trustedRoots(ca []byte) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if len(ca) > 0 && !pool.AppendCertsFromPEM(ca) {
-		return nil, errCoreCA
-	}
-	return pool, nil
-}
 
 func trimOrigin(s string) string {
 	for len(s) > 0 && s[len(s)-1] == '/' {

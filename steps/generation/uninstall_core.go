@@ -2,7 +2,6 @@ package generation
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -113,13 +113,9 @@ func coreResult(how string) UninstallStepResult {
 
 // uninstallPool is the system roots plus the node's CA copy, which must
 // have the sha256 root recorded.
-func uninstallPool(root *safefile.Root, uid int, sha string) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
+func uninstallPool(root *safefile.Root, uid int, sha string) (*trust.Roots, error) {
 	if sha == "" {
-		return pool, nil
+		return trust.New(nil)
 	}
 	pem, err := root.ReadFile(CoreCAName, safefile.Expect{UID: uid, MaxSize: 1 << 20})
 	if err != nil {
@@ -128,8 +124,9 @@ func uninstallPool(root *safefile.Root, uid int, sha string) (*x509.CertPool, er
 	if release.SHA256Hex(pem) != sha {
 		return nil, fmt.Errorf("%w: %s does not have the recorded core_ca_sha256", ErrIdentity, root.Join(CoreCAName))
 	}
-	if !pool.AppendCertsFromPEM(pem) {
+	roots, err := trust.New(pem)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s holds no certificate", ErrIdentity, root.Join(CoreCAName))
 	}
-	return pool, nil
+	return roots, nil
 }

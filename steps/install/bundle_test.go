@@ -21,6 +21,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -132,7 +133,7 @@ func newBundleRun(t *testing.T) *bundleRun {
 	r.cmd = Command{
 		Options: Options{InstallationID: generationtest.InstallationID, SourceURL: r.core.srv.URL, CoreURL: r.core.srv.URL,
 			Provider: "docker", CoreCA: ca, Bundle: filepath.Join(f.base, "bundle")},
-		Host: f.host, Token: bundleToken, Machine: "x86_64", Core: CoreReader{Roots: pool},
+		Host: f.host, Token: bundleToken, Machine: "x86_64", Core: CoreReader{Roots: trust.Only(pool)},
 		Engine: bundleEngine{fileEngineOf(f.host.Home())}, Accounts: f.accts, Systemd: f.systemd, Child: child,
 		Version: "test", Out: &r.out,
 	}

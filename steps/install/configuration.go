@@ -3,7 +3,6 @@ package install
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // ErrConfiguration: Core's configuration could not be read or does not fit
@@ -22,8 +22,9 @@ var ErrConfiguration = errors.New("Core's node configuration")
 // node does before anything is changed. It never follows a redirect and
 // puts the token only in the Authorization header.
 type CoreReader struct {
-	// Roots are the trusted roots (system roots plus --core-ca).
-	Roots *x509.CertPool
+	// Roots are the trusted roots (system roots plus --core-ca; nil: the
+	// system roots).
+	Roots *trust.Roots
 	// Proxy selects a request's proxy (the installer's one proxy parser).
 	Proxy func(*http.Request) (*url.URL, error)
 	// Sleeps are the waits before the second and third attempt.
@@ -38,12 +39,13 @@ type CoreReader struct {
 func (c CoreReader) Read(ctx context.Context, o Options, token string) (*generation.Configuration, []byte, error) {
 	tr := &http.Transport{
 		Proxy:               c.Proxy,
-		TLSClientConfig:     &tls.Config{RootCAs: c.Roots, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout: 15 * time.Second,
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second,
+	rt := c.Roots.Transport(tr)
+	defer rt.CloseIdleConnections()
+	client := &http.Client{Transport: rt, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	sleeps := c.Sleeps
 	if sleeps == nil {

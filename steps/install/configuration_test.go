@@ -13,6 +13,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 func TestCoreReader(t *testing.T) {
@@ -75,7 +76,7 @@ func TestCoreReader(t *testing.T) {
 			url = srv.URL
 			roots := x509.NewCertPool()
 			roots.AddCert(srv.Certificate())
-			c := CoreReader{Roots: roots, Sleeps: []time.Duration{time.Millisecond, time.Millisecond}}
+			c := CoreReader{Roots: trust.Only(roots), Sleeps: []time.Duration{time.Millisecond, time.Millisecond}}
 			conf, body, err := c.Read(context.Background(), Options{InstallationID: testID, CoreURL: srv.URL, Provider: tc.provider}, token)
 			if tc.want == "" {
 				if err != nil || conf.Generation != 1 || len(body) == 0 {
@@ -98,7 +99,7 @@ func TestCoreReader(t *testing.T) {
 func TestCoreReaderUntrusted(t *testing.T) {
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	defer srv.Close()
-	_, _, err := CoreReader{Roots: x509.NewCertPool(), Sleeps: []time.Duration{}}.Read(context.Background(), Options{InstallationID: testID, CoreURL: srv.URL}, "t")
+	_, _, err := CoreReader{Roots: trust.Only(x509.NewCertPool()), Sleeps: []time.Duration{}}.Read(context.Background(), Options{InstallationID: testID, CoreURL: srv.URL}, "t")
 	if err == nil || !strings.Contains(err.Error(), "--core-ca") {
 		t.Fatalf("got %v", err)
 	}

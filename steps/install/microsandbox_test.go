@@ -34,6 +34,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 	"github.com/openagentcore/oac-node-install/workflow"
 	"golang.org/x/sys/unix"
 )
@@ -188,7 +189,7 @@ func newMSBRun(t *testing.T, storeLen int) *msbRun {
 	r.cmd = Command{
 		Options: Options{InstallationID: generationtest.InstallationID, SourceURL: r.srv.URL, CoreURL: r.srv.URL,
 			Provider: "microsandbox", CoreCA: ca},
-		Host: r.host, Token: msbToken, Machine: "x86_64", Core: CoreReader{Roots: pool},
+		Host: r.host, Token: msbToken, Machine: "x86_64", Core: CoreReader{Roots: trust.Only(pool)},
 		Engine: msbNoEngine{t}, Accounts: r.accts, Systemd: r.systemd, Child: child, Version: "test", Out: &r.out,
 	}
 	return r

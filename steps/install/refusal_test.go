@@ -21,6 +21,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 const otherID = "11111111-2222-4333-8444-555555555555"
@@ -194,7 +195,7 @@ func refusalCases() []refusalCase {
 			c.Options.CoreURL, c.Options.SourceURL = "https://127.0.0.1:1", "https://127.0.0.1:1"
 		}, want: "cannot be reached"},
 		{name: "Core's certificate not trusted", edit: func(f *runFixture, c *Command) {
-			c.Core.Roots = x509.NewCertPool()
+			c.Core.Roots = trust.Only(x509.NewCertPool())
 		}, want: "not trusted"},
 		{name: "Core 401", setup: func(t *testing.T, f *runFixture) {
 			f.setCoreReply(coreAnswers(401, nil))

@@ -30,6 +30,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -147,7 +148,7 @@ func (f *runFixture) command() Command {
 	f.out.Reset()
 	return Command{
 		Options: f.options(), Host: f.host, Token: f.token, Environ: f.environ, Machine: f.machine,
-		Core:   CoreReader{Roots: mustPool(f.ca)},
+		Core:   CoreReader{Roots: trust.Only(mustPool(f.ca))},
 		Engine: f.engine, Accounts: f.accts, Systemd: f.systemd, Child: f.child, Version: f.version, Out: &f.out,
 	}
 }

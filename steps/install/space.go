@@ -2,7 +2,6 @@ package install
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/image"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // CheckSpaceName is the name of the free-space check.
@@ -55,7 +55,7 @@ type SpaceCheck struct {
 	Bundle    string
 	// Roots are the trusted roots of console requests; Proxy the proxy
 	// settings.
-	Roots *x509.CertPool
+	Roots *trust.Roots
 	Proxy download.ProxyEnv
 	// Images is the Docker Engine, asked whether it already holds the
 	// image (nil: it is not asked).
@@ -159,7 +159,7 @@ func (s *SpaceCheck) releases(ctx context.Context) (cur, sel *release.Release, e
 	if s.Bundle != "" {
 		return s.bundleReleases()
 	}
-	cl, err := download.NewClient(download.Options{RootCAs: s.Roots, Proxy: s.Proxy,
+	cl, err := download.NewClient(download.Options{Trust: s.Roots, Proxy: s.Proxy,
 		MetadataTimeout: spaceMetadataTimeout, RetrySleeps: []time.Duration{}})
 	if err != nil {
 		return nil, nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -103,7 +104,7 @@ func TestSpaceCheck(t *testing.T) {
 		check := func(avail int64, edit func(*SpaceCheck)) (Check, []string) {
 			t.Helper()
 			asked := fakeSpace(t, avail)
-			sc := &SpaceCheck{Host: host, Provider: providerName, Spec: spec, SourceURL: srv.URL, Roots: pool}
+			sc := &SpaceCheck{Host: host, Provider: providerName, Spec: spec, SourceURL: srv.URL, Roots: trust.Only(pool)}
 			if edit != nil {
 				edit(sc)
 			}
@@ -145,7 +146,7 @@ func TestSpaceCheck(t *testing.T) {
 	t.Run("warm Docker image", func(t *testing.T) {
 		spec := sel.Spec(t, release.ProviderDocker, 1)
 		fakeSpace(t, spaceNeed(cur, sel, release.ProviderDocker, true))
-		sc := &SpaceCheck{Host: host, Provider: release.ProviderDocker, Spec: spec, SourceURL: srv.URL, Roots: pool,
+		sc := &SpaceCheck{Host: host, Provider: release.ProviderDocker, Spec: spec, SourceURL: srv.URL, Roots: trust.Only(pool),
 			Images: heldImage{sel.Image}}
 		if c := sc.Run(context.Background()); c.Failed() {
 			t.Errorf("warm image: %v", c.Err)

@@ -21,6 +21,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // call sends a JSON request with a bearer secret and decodes the answer
@@ -109,7 +110,7 @@ func enroll(t *testing.T, s *Server) EnrollRequest {
 func coreClient(t *testing.T, s *Server, req EnrollRequest) *generation.CoreClient {
 	id := &generation.NodeIdentity{Credential: req.Credential, CoreURL: s.URL}
 	id.Identity.NodeID = req.NodeID
-	c, err := generation.NewCoreClient(id, s.CA.Pool(), download.ProxyEnv{})
+	c, err := generation.NewCoreClient(id, trust.Only(s.CA.Pool()), download.ProxyEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}

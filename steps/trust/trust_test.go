@@ -1,0 +1,205 @@
+package trust
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
+)
+
+// The system roots of this test process are one file: the certificate of
+// the "public" server below, as a host's bundle would hold a public CA.
+// Go reads SSL_CERT_FILE when the process first loads its system roots.
+var publicServer = httptest.NewUnstartedServer(http.HandlerFunc(echo))
+
+var requests atomic.Int64
+
+func echo(w http.ResponseWriter, r *http.Request) {
+	requests.Add(1)
+	b, _ := io.ReadAll(r.Body)
+	w.Write(append([]byte(r.Method+" "), b...))
+}
+
+func TestMain(m *testing.M) {
+	publicServer.StartTLS()
+	dir, err := os.MkdirTemp("", "oac-trust-")
+	if err != nil {
+		panic(err)
+	}
+	bundle := filepath.Join(dir, "bundle.pem")
+	if err := os.WriteFile(bundle, certPEM(publicServer.Certificate()), 0o600); err != nil {
+		panic(err)
+	}
+	os.Setenv("SSL_CERT_FILE", bundle)
+	os.Setenv("SSL_CERT_DIR", dir)
+	code := m.Run()
+	publicServer.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func certPEM(c *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+}
+
+// privateServer serves echo with a certificate of a private CA for hosts;
+// it returns the server and the CA's PEM.
+func privateServer(t *testing.T, hosts ...string) (*httptest.Server, []byte) {
+	t.Helper()
+	ca, err := devcore.LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ca.ServerConfig(hosts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(echo))
+	srv.TLS = cfg
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, certPEM(ca.Cert)
+}
+
+func get(t *testing.T, rt RoundTripper, url, body string) (string, error) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: rt}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+func TestCAAloneNeedsNoSystemRoots(t *testing.T) {
+	srv, ca := privateServer(t, "127.0.0.1")
+	r, err := New(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := r.Transport(&http.Transport{})
+	defer rt.CloseIdleConnections()
+	before := requests.Load()
+	got, err := get(t, rt, srv.URL, "hello")
+	if err != nil || got != "POST hello" {
+		t.Fatalf("request to the CA's server: %q, %v", got, err)
+	}
+	if n := requests.Load() - before; n != 1 {
+		t.Errorf("the server saw %d requests, want 1", n)
+	}
+	if r.all != nil || r.err != nil {
+		t.Error("the system roots were loaded for a server the CA alone verifies")
+	}
+}
+
+func TestUnknownToTheCAFallsBackToSystemRoots(t *testing.T) {
+	own, ca := privateServer(t, "127.0.0.1")
+	r, err := New(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := r.Transport(&http.Transport{})
+	defer rt.CloseIdleConnections()
+	before := requests.Load()
+	// A POST whose body must reach the server once, after the switch.
+	got, err := get(t, rt, publicServer.URL, "once")
+	if err != nil || got != "POST once" {
+		t.Fatalf("request to a server of the system roots: %q, %v", got, err)
+	}
+	if n := requests.Load() - before; n != 1 {
+		t.Errorf("the server saw %d requests, want 1", n)
+	}
+	if r.all == nil {
+		t.Error("the system roots were not loaded")
+	}
+	// Switched for good: the CA's own server is still trusted (the CA is
+	// in the whole set), another private CA's is not.
+	if _, err := get(t, rt, own.URL, ""); err != nil {
+		t.Errorf("the CA's server after the switch: %v", err)
+	}
+	other, _ := privateServer(t, "127.0.0.1")
+	if _, err := get(t, rt, other.URL, ""); !unknownAuthority(err) {
+		t.Errorf("a server of another private CA: %v, want an unknown authority", err)
+	}
+}
+
+func TestHostnameIsVerified(t *testing.T) {
+	// The operator's CA signed the certificate, for other names than the
+	// one asked for: no fallback, and no request.
+	srv, ca := privateServer(t)
+	r, err := New(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := r.Transport(&http.Transport{TLSClientConfig: &tls.Config{ServerName: "core.example"}})
+	defer rt.CloseIdleConnections()
+	before := requests.Load()
+	_, err = get(t, rt, srv.URL, "")
+	var he x509.HostnameError
+	if !errors.As(err, &he) {
+		t.Fatalf("a certificate without core.example at %s: %v, want a hostname error", srv.URL, err)
+	}
+	if requests.Load() != before {
+		t.Error("the request was sent")
+	}
+	if r.all != nil {
+		t.Error("the system roots were loaded for a hostname mismatch")
+	}
+}
+
+func TestUnknownEverywhere(t *testing.T) {
+	srv, _ := privateServer(t, "127.0.0.1")
+	_, ca := privateServer(t, "127.0.0.1")
+	r, err := New(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := r.Transport(&http.Transport{})
+	defer rt.CloseIdleConnections()
+	_, err = get(t, rt, srv.URL, "")
+	if !unknownAuthority(err) {
+		t.Fatalf("a server no root signed: %v, want an unknown authority", err)
+	}
+}
+
+func TestWithoutCAOrWithOnly(t *testing.T) {
+	r, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := r.Transport(&http.Transport{})
+	if got, err := get(t, rt, publicServer.URL, "x"); err != nil || got != "POST x" {
+		t.Fatalf("system roots: %q, %v", got, err)
+	}
+	srv, ca := privateServer(t, "127.0.0.1")
+	if _, err := get(t, rt, srv.URL, ""); !unknownAuthority(err) {
+		t.Fatalf("a private server with the system roots: %v", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	only := Only(pool).Transport(&http.Transport{})
+	if _, err := get(t, only, srv.URL, ""); err != nil {
+		t.Fatalf("Only: %v", err)
+	}
+	if _, err := get(t, only, publicServer.URL, ""); !unknownAuthority(err) {
+		t.Fatalf("Only trusted the system roots: %v", err)
+	}
+	if _, err := New([]byte("not a certificate")); !errors.Is(err, ErrNoCertificate) {
+		t.Fatalf("New of a bundle without a certificate: %v", err)
+	}
+}
