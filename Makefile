@@ -12,7 +12,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-powercut e2e-powercut-uninstall
+.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-powercut e2e-powercut-install e2e-powercut-uninstall
 
 all: check test
 
@@ -82,9 +82,13 @@ e2e:
 	$(GO) test -tags e2e -count=1 -timeout 30m -run 'TestEndToEnd' -v ./cmd/oac-node-install/
 	$(GO) test -tags e2e -count=1 -timeout 10m -run 'TestDemo' -v ./cmd/oac-demo/
 
-# The uninstall's power cuts at every journal point: .ci/run runs it after
-# make e2e-crash (the uninstall and install-then-uninstall checks in both
-# modes).
+# The power cuts of install and of uninstall at every journal point: .ci/run
+# runs them after make e2e-crash (install, uninstall and install then
+# uninstall in SIGKILL mode), so both modes cover every point of both
+# workflows.
+e2e-powercut-install:
+	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 $(GO) test -tags e2e,crashtest -count=1 -timeout 60m -run 'TestEndToEndPowerCutInstall$$' -v ./cmd/oac-node-install/
+
 e2e-powercut-uninstall:
 	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 $(GO) test -tags e2e,crashtest -count=1 -timeout 40m -run 'TestEndToEndPowerCutUninstall$$' -v ./cmd/oac-node-install/
 
@@ -93,6 +97,7 @@ e2e-crash:
 	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestEndToEndCrash' -v ./cmd/oac-node-install/
 
 # The crash tests in power-cut mode: the test host's /etc and /var/lib on the
-# power-cut file system, a reboot after each cut (needs FUSE; not in CI).
+# power-cut file system, a reboot after each cut (needs FUSE). CI runs the
+# install's and the uninstall's (above); this adds install then uninstall.
 e2e-powercut:
 	$(GO) test -tags e2e,crashtest -count=1 -timeout 120m -run 'TestEndToEndPowerCut' -v ./cmd/oac-node-install/

@@ -33,11 +33,15 @@ type devcore struct {
 	cmd                                *exec.Cmd
 }
 
+// buildAll builds the installer, oac-devcore and oac-node-dev as make build
+// does (stripped: the size of the shipped installer is the size of every
+// child's executable and of the retained helper), with the test-only
+// --host-root flag.
 func buildAll(t testing.TB) string {
 	t.Helper()
 	bin := t.TempDir()
 	root, _ := filepath.Abs("../..")
-	cmd := exec.Command("go", "build", "-tags", "testhost", "-trimpath", "-o", bin+"/",
+	cmd := exec.Command("go", "build", "-tags", "testhost", "-trimpath", "-ldflags", "-s -w", "-o", bin+"/",
 		"./cmd/oac-node-install", "./cmd/oac-devcore", "./cmd/oac-node-dev")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
