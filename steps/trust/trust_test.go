@@ -71,6 +71,19 @@ func privateServer(t *testing.T, hosts ...string) (*httptest.Server, []byte) {
 	return srv, certPEM(ca.Cert)
 }
 
+// transport returns roots of the CA bundle ca and their transport over
+// base, closed when the test ends.
+func transport(t *testing.T, ca []byte, base *http.Transport) (*Roots, RoundTripper) {
+	t.Helper()
+	r, err := New(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := r.Transport(base)
+	t.Cleanup(rt.CloseIdleConnections)
+	return r, rt
+}
+
 func get(t *testing.T, rt RoundTripper, url, body string) (string, error) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
@@ -88,12 +101,7 @@ func get(t *testing.T, rt RoundTripper, url, body string) (string, error) {
 
 func TestCAAloneNeedsNoSystemRoots(t *testing.T) {
 	srv, ca := privateServer(t, "127.0.0.1")
-	r, err := New(ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := r.Transport(&http.Transport{})
-	defer rt.CloseIdleConnections()
+	r, rt := transport(t, ca, &http.Transport{})
 	before := requests.Load()
 	got, err := get(t, rt, srv.URL, "hello")
 	if err != nil || got != "POST hello" {
@@ -109,12 +117,7 @@ func TestCAAloneNeedsNoSystemRoots(t *testing.T) {
 
 func TestUnknownToTheCAFallsBackToSystemRoots(t *testing.T) {
 	own, ca := privateServer(t, "127.0.0.1")
-	r, err := New(ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := r.Transport(&http.Transport{})
-	defer rt.CloseIdleConnections()
+	r, rt := transport(t, ca, &http.Transport{})
 	before := requests.Load()
 	// A POST whose body must reach the server once, after the switch.
 	got, err := get(t, rt, publicServer.URL, "once")
@@ -142,14 +145,9 @@ func TestHostnameIsVerified(t *testing.T) {
 	// The operator's CA signed the certificate, for other names than the
 	// one asked for: no fallback, and no request.
 	srv, ca := privateServer(t)
-	r, err := New(ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := r.Transport(&http.Transport{TLSClientConfig: &tls.Config{ServerName: "core.example"}})
-	defer rt.CloseIdleConnections()
+	r, rt := transport(t, ca, &http.Transport{TLSClientConfig: &tls.Config{ServerName: "core.example"}})
 	before := requests.Load()
-	_, err = get(t, rt, srv.URL, "")
+	_, err := get(t, rt, srv.URL, "")
 	var he x509.HostnameError
 	if !errors.As(err, &he) {
 		t.Fatalf("a certificate without core.example at %s: %v, want a hostname error", srv.URL, err)
@@ -165,13 +163,8 @@ func TestHostnameIsVerified(t *testing.T) {
 func TestUnknownEverywhere(t *testing.T) {
 	srv, _ := privateServer(t, "127.0.0.1")
 	_, ca := privateServer(t, "127.0.0.1")
-	r, err := New(ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := r.Transport(&http.Transport{})
-	defer rt.CloseIdleConnections()
-	_, err = get(t, rt, srv.URL, "")
+	_, rt := transport(t, ca, &http.Transport{})
+	_, err := get(t, rt, srv.URL, "")
 	if !unknownAuthority(err) {
 		t.Fatalf("a server no root signed: %v, want an unknown authority", err)
 	}
