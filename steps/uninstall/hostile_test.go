@@ -40,6 +40,21 @@ func newVictimDir(t *testing.T, f *hostFixture) *victimDir {
 	return v
 }
 
+// accountVictimDir is newVictimDir with every entry the account's own.
+func accountVictimDir(t *testing.T, f *hostFixture) *victimDir {
+	t.Helper()
+	v := newVictimDir(t, f)
+	u := f.user(t)
+	must(t, filepath.Walk(v.dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, u.UID, u.GID)
+	}))
+	v.before, v.mtimes = generationtest.Snapshot(t, v.dir), mtimes(t, v.dir)
+	return v
+}
+
 func mtimes(t *testing.T, dir string) map[string]unix.Timespec {
 	out := map[string]unix.Timespec{}
 	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
@@ -151,18 +166,10 @@ func TestUninstallOfAHostileHome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newHostFixture(t)
 			f.install(t)
-			v := newVictimDir(t, f)
-			u := f.user(t)
 			// The target is the account's own, outside its home: even
 			// where the account could remove it, the removal of the node
 			// state never reaches it through a link.
-			must(t, filepath.Walk(v.dir, func(p string, _ os.FileInfo, err error) error {
-				if err != nil {
-					return err
-				}
-				return os.Lchown(p, u.UID, u.GID)
-			}))
-			v.before, v.mtimes = generationtest.Snapshot(t, v.dir), mtimes(t, v.dir)
+			v, u := accountVictimDir(t, f), f.user(t)
 			tc.plant(t, f, v)
 			if out, err := exec.Command("chown", "-h", "-R", "--", fmt.Sprintf("%d:%d", u.UID, u.GID), f.host.Home()).CombinedOutput(); err != nil && tc.name != "home a link" {
 				t.Fatalf("chown: %v %s", err, out)
@@ -226,15 +233,7 @@ func TestUninstallOfAHostileHome(t *testing.T) {
 func TestUninstallWhileTheNodesDirectoryIsSwapped(t *testing.T) {
 	f := newHostFixture(t)
 	f.install(t)
-	v := newVictimDir(t, f)
-	u := f.user(t)
-	must(t, filepath.Walk(v.dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, u.UID, u.GID)
-	}))
-	v.before, v.mtimes = generationtest.Snapshot(t, v.dir), mtimes(t, v.dir)
+	v := accountVictimDir(t, f)
 	nodes := filepath.Dir(f.host.NodeRoot(id))
 	stop := make(chan struct{})
 	done := make(chan struct{})
