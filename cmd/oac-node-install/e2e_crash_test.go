@@ -912,6 +912,18 @@ func (h *crashHost) uninstalled(t *testing.T, name string) {
 	h.secrets(t, name)
 }
 
+// uninstalledThroughCut checks uninstalled, and in power-cut mode checks it
+// again after a cut (name+after names that check): a finished uninstall
+// loses nothing.
+func (h *crashHost) uninstalledThroughCut(t *testing.T, name, after string) {
+	t.Helper()
+	h.uninstalled(t, name)
+	if h.r.powerCut {
+		h.powerCut(t)
+		h.uninstalled(t, name+after)
+	}
+}
+
 func TestEndToEndCrashUninstall(t *testing.T) {
 	r := newCrashRig(t)
 	testCrashUninstall(t, r)
@@ -950,11 +962,7 @@ func testCrashUninstall(t *testing.T, r *crashRig) {
 			if res.status != 0 {
 				t.Fatalf("%s: the uninstall rerun failed: %s", p, res)
 			}
-			h.uninstalled(t, p.String())
-			if r.powerCut {
-				h.powerCut(t)
-				h.uninstalled(t, p.String()+", rerun, then a power cut")
-			}
+			h.uninstalledThroughCut(t, p.String(), ", rerun, then a power cut")
 			c.resumed++
 		})
 	}
@@ -1002,11 +1010,7 @@ func testCrashInstallThenUninstall(t *testing.T, r *crashRig) {
 			if res.status != 0 {
 				t.Fatalf("%s: uninstall after the interrupted install failed: %s", p, res)
 			}
-			h.uninstalled(t, p.String())
-			if r.powerCut {
-				h.powerCut(t)
-				h.uninstalled(t, p.String()+", then a power cut")
-			}
+			h.uninstalledThroughCut(t, p.String(), ", then a power cut")
 			c.resumed++
 		})
 	}
