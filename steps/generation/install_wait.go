@@ -17,6 +17,41 @@ import (
 // node connected and its provider ready (CONTRACT §2.3).
 var ReadyDeadline = 60 * time.Second
 
+// The sleeps between two polls of Core's identity route start at
+// readyFirstInterval and double up to readyMaxInterval (CONTRACT §2.3):
+// a node usually connects within a second of its start, so a fixed 2 s
+// sleep after a first poll that came too early cost most of an install.
+const (
+	readyFirstInterval = 100 * time.Millisecond
+	readyMaxInterval   = 2 * time.Second
+)
+
+// readyIntervals yields the sleep before each next poll: 100 ms, 200 ms,
+// 400 ms, … then 2 s for good.
+type readyIntervals struct{ next time.Duration }
+
+func (r *readyIntervals) Next() time.Duration {
+	if r.next == 0 {
+		r.next = readyFirstInterval
+	}
+	d := r.next
+	r.next = min(2*r.next, readyMaxInterval)
+	return d
+}
+
+// sleepCtx sleeps d or until ctx ends (tests replace it to record the
+// schedule).
+var sleepCtx = func(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // ErrNodeNotReady: Core did not report the node connected and ready in time.
 var ErrNodeNotReady = errors.New("the node did not become ready")
 
@@ -63,45 +98,66 @@ func (s waitReadyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resu
 		return workflow.Result{}, err
 	}
 	u := nid.CoreURL + "/api/v1/sandbox-node/identity?node_id=" + url.QueryEscape(nid.Identity.NodeID)
-	deadline := time.Now().Add(ReadyDeadline)
-	var last string
-	for {
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			break
-		}
-		rctx, cancel := context.WithTimeout(ctx, min(10*time.Second, remaining))
+	ready, last, err := pollUntil(ctx, time.Now().Add(ReadyDeadline), func(rctx context.Context) (bool, string, error) {
 		a, status, err := c.identity(rctx, u)
-		cancel()
 		switch {
 		case ctx.Err() != nil:
-			return workflow.Result{}, ctx.Err()
+			return false, "", ctx.Err()
 		case err != nil:
-			last = "Core has not confirmed the connection (" + err.Error() + ")"
+			return false, "Core has not confirmed the connection (" + err.Error() + ")", nil
 		case status == http.StatusOK:
 			if a.NodeID != nid.Identity.NodeID || a.InstallationID != nid.Identity.InstallationID || a.Provider != nid.Identity.Provider ||
 				a.DeploymentGeneration != nid.Identity.DeploymentGeneration || a.SpecificationDigest != nid.Identity.SpecificationDigest {
-				return workflow.Result{}, fmt.Errorf("Core answered for a different node identity")
+				return false, "", fmt.Errorf("Core answered for a different node identity")
 			}
 			if a.Connected && a.ProviderReady {
-				return workflow.Result{Facts: map[string]string{"node_id": nid.Identity.NodeID}}, nil
+				return true, "", nil
 			}
-			last = "Core has not confirmed the connection"
 			if a.Connected {
-				last = "the node is connected but its provider is not ready"
+				return false, "the node is connected but its provider is not ready", nil
 			}
+			return false, "Core has not confirmed the connection", nil
 		case transient(status):
-			last = fmt.Sprintf("Core has not confirmed the connection (HTTP %d)", status)
+			return false, fmt.Sprintf("Core has not confirmed the connection (HTTP %d)", status), nil
 		default:
-			return workflow.Result{}, fmt.Errorf("Core refused the node's identity read (HTTP %d)", status)
+			return false, "", fmt.Errorf("Core refused the node's identity read (HTTP %d)", status)
 		}
-		select {
-		case <-ctx.Done():
-			return workflow.Result{}, ctx.Err()
-		case <-time.After(min(2*time.Second, time.Until(deadline))):
-		}
+	})
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if ready {
+		return workflow.Result{Facts: map[string]string{"node_id": nid.Identity.NodeID}}, nil
 	}
 	return workflow.Result{}, fmt.Errorf("%w: %s; the service and its state are kept: see `sudo journalctl -u oac-node-%s.service`", ErrNodeNotReady, last, e.in.InstallationID)
+}
+
+// pollUntil calls poll at once and then after each of readyIntervals'
+// sleeps (never past deadline), each call with a timeout of min(10 s, the
+// time left), until poll reports done or fails. Once the deadline passed
+// it returns the last poll's reason for not being done.
+func pollUntil(ctx context.Context, deadline time.Time, poll func(context.Context) (done bool, reason string, err error)) (bool, string, error) {
+	last := "Core has not confirmed the connection"
+	var intervals readyIntervals
+	for {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return false, last, nil
+		}
+		rctx, cancel := context.WithTimeout(ctx, min(10*time.Second, remaining))
+		done, reason, err := poll(rctx)
+		cancel()
+		if err != nil {
+			return false, "", err
+		}
+		if done {
+			return true, "", nil
+		}
+		last = reason
+		if err := sleepCtx(ctx, min(intervals.Next(), time.Until(deadline))); err != nil {
+			return false, "", err
+		}
+	}
 }
 
 func transient(status int) bool {
