@@ -66,6 +66,36 @@ type crashRig struct {
 	powerCut bool
 	// runtimeImages are the fixture images after the first installation.
 	runtimeImages map[string]bool
+	// phases is where the points' time went, by phase (timed), in the
+	// order the phases first occurred.
+	phases map[string]time.Duration
+	order  []string
+}
+
+// timed starts timing one phase of a point; the returned func ends it.
+func (r *crashRig) timed(phase string) func() {
+	start := time.Now()
+	return func() {
+		if r.phases == nil {
+			r.phases = map[string]time.Duration{}
+		}
+		if _, ok := r.phases[phase]; !ok {
+			r.order = append(r.order, phase)
+		}
+		r.phases[phase] += time.Since(start)
+	}
+}
+
+// point runs one point as a subtest: body, then the cleanups (teardown of
+// the host, Core's record of the node), timed as "teardown".
+func (r *crashRig) point(t *testing.T, p point, c *crashCounts, body func(t *testing.T)) {
+	t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
+		var end func()
+		t.Cleanup(func() { end() })
+		defer func() { end = r.timed("teardown") }()
+		c.n++
+		body(t)
+	})
 }
 
 func newCrashRig(t *testing.T) *crashRig {
@@ -185,6 +215,12 @@ type crashHost struct {
 	*testhost.Host
 	r      *crashRig
 	tokens []string
+	// firstToken is when the first of tokens was issued.
+	firstToken time.Time
+	// hashed memoizes tree's description of a file by its identity and
+	// status (a file whose inode, size, mtime and ctime are unchanged
+	// has its bytes unchanged).
+	hashed map[fileKey]string
 	// before is the host's /etc and /var/lib as booted.
 	before hostTree
 	// lost counts the paths power cuts lost.
@@ -195,12 +231,8 @@ type crashHost struct {
 // machine's check are t's cleanups).
 func (r *crashRig) boot(t *testing.T) *crashHost {
 	t.Helper()
-	var h *testhost.Host
-	if r.powerCut {
-		h = startPowerCutHost(t)
-	} else {
-		h = testhost.Start(t)
-	}
+	defer r.timed("boot")()
+	h := testhost.StartWith(t, testhost.Options{InMemory: true, PowerCut: r.powerCut})
 	ch := &crashHost{Host: h, r: r}
 	ch.before = ch.tree(t, "")
 	t.Cleanup(func() {
@@ -288,12 +320,22 @@ func (r *crashRig) uninstallArgs(force bool) []string {
 	return args
 }
 
+// rerun is the run after the crash, timed as "rerun".
+func (h *crashHost) rerun(t *testing.T, run func(t *testing.T, env ...string) runResult) runResult {
+	t.Helper()
+	defer h.r.timed("rerun")()
+	return run(t)
+}
+
 // install runs the install command; a node Core has not enrolled gets a
 // new token (single use), a registered node none.
 func (h *crashHost) install(t *testing.T, env ...string) runResult {
 	t.Helper()
 	token := ""
 	if len(h.r.nodes(t)) == 0 {
+		if len(h.tokens) == 0 {
+			h.firstToken = time.Now()
+		}
 		token = h.r.core.admin(t, "token")
 		h.tokens = append(h.tokens, token)
 	}
@@ -478,13 +520,24 @@ func normalizeJSON(rel string, data []byte) []byte {
 // installer has verified it against the manifest's digest.
 func optional(rel string) bool { return strings.HasSuffix(rel, "/images/runtime.tar.gz") }
 
+// fileKey is a file's identity and status for crashHost.hashed.
+type fileKey struct {
+	rel, nodeID        string
+	dev, ino           uint64
+	size, mtime, ctime int64
+}
+
 // tree snapshots the host's /etc and /var/lib; nodeID, when set, is
 // replaced in names and contents by a mark.
 func (h *crashHost) tree(t *testing.T, nodeID string) hostTree {
 	t.Helper()
 	out := hostTree{}
 	id := h.r.core.installationID
-	for _, top := range []struct{ name, dir string }{{"etc", h.Etc()}, {"var-lib", h.VarLib()}} {
+	etc, varLib := h.Copies()
+	if h.hashed == nil {
+		h.hashed = map[fileKey]string{}
+	}
+	for _, top := range []struct{ name, dir string }{{"etc", etc}, {"var-lib", varLib}} {
 		err := filepath.WalkDir(top.dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -502,16 +555,22 @@ func (h *crashHost) tree(t *testing.T, nodeID string) hostTree {
 			desc := fmt.Sprintf("%v %d:%d", fi.Mode(), st.Uid, st.Gid)
 			switch {
 			case fi.Mode().IsRegular():
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
+				k := fileKey{rel, nodeID, st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano()}
+				sum, ok := h.hashed[k]
+				if !ok {
+					data, err := os.ReadFile(p)
+					if err != nil {
+						return err
+					}
+					if nodeID != "" {
+						data = bytes.ReplaceAll(data, []byte(nodeID), []byte(nodeIDMark))
+					}
+					data = normalizeJSON(rel, data)
+					s := sha256.Sum256(data)
+					sum = fmt.Sprintf(" %d %s", len(data), hex.EncodeToString(s[:8]))
+					h.hashed[k] = sum
 				}
-				if nodeID != "" {
-					data = bytes.ReplaceAll(data, []byte(nodeID), []byte(nodeIDMark))
-				}
-				data = normalizeJSON(rel, data)
-				sum := sha256.Sum256(data)
-				desc += fmt.Sprintf(" %d %s", len(data), hex.EncodeToString(sum[:8]))
+				desc += sum
 			case fi.Mode()&fs.ModeSymlink != 0:
 				target, _ := os.Readlink(p)
 				desc += " -> " + target
@@ -567,13 +626,40 @@ func (h *crashHost) nodeID(t *testing.T) string {
 
 // secrets checks that no token issued for this host is in a file of the
 // host's /etc, /var/lib, /run or the shared /tmp, and that no token file
-// (.enrollment-*) is left anywhere there.
+// (.enrollment-*) is left anywhere there. A file whose status last changed
+// before the host's first token was issued cannot hold a token and is not
+// read (writing a file sets its ctime, which no process can set back; the
+// margin covers the kernel's coarse clock): the scan reads what the point
+// wrote, not the machine's /tmp and the host's copies again.
 func (h *crashHost) secrets(t *testing.T, name string) {
 	t.Helper()
-	dirs := []string{h.Etc(), h.VarLib(), fmt.Sprintf("/proc/%d/root/run", h.PID()), "/tmp"}
-	for _, tok := range h.tokens {
-		if found := grepTree(t, tok, dirs...); len(found) > 0 {
-			t.Errorf("%s: a token is in files: %v", name, found)
+	etc, varLib := h.Copies()
+	dirs := []string{etc, varLib, fmt.Sprintf("/proc/%d/root/run", h.PID()), "/tmp"}
+	if len(h.tokens) > 0 {
+		cutoff := h.firstToken.Add(-50 * time.Millisecond).UnixNano()
+		for _, d := range dirs {
+			filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+				if err == nil && e.IsDir() && (p == h.Etc() || p == h.VarLib()) && p != etc && p != varLib {
+					return fs.SkipDir // the power-cut mounts of the copies scanned above
+				}
+				if err != nil || !e.Type().IsRegular() {
+					return nil
+				}
+				var st syscall.Stat_t
+				if syscall.Lstat(p, &st) != nil || st.Ctim.Nano() < cutoff || st.Size > 64<<20 {
+					return nil
+				}
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return nil
+				}
+				for _, tok := range h.tokens {
+					if bytes.Contains(data, []byte(tok)) {
+						t.Errorf("%s: a token is in file %s", name, p)
+					}
+				}
+				return nil
+			})
 		}
 	}
 	// The shared /tmp is searched for the tokens' bytes only: other
@@ -714,6 +800,15 @@ type crashCounts struct {
 	lost                     int // points whose power cut lost something
 	start                    time.Time
 	n                        int
+	rig                      *crashRig
+}
+
+// counts starts counting the points of a suite: the phases timed so far
+// (the uninterrupted reference run's) are not the points'.
+func (r *crashRig) counts() *crashCounts {
+	r.phases, r.order = nil, nil
+	c := &crashCounts{start: time.Now(), rig: r}
+	return c
 }
 
 func (c *crashCounts) log(t *testing.T, mode string) {
@@ -724,6 +819,14 @@ func (c *crashCounts) log(t *testing.T, mode string) {
 	}
 	t.Logf("%s: %d points: %d resumed, %d refused for inspection, %d passed without dying, %d lost data at the cut; %s in total, %s per point",
 		mode, c.n, c.resumed, c.refused, c.passed, c.lost, d.Round(time.Second), per.Round(100*time.Millisecond))
+	var b strings.Builder
+	var timed time.Duration
+	for _, ph := range c.rig.order {
+		v := c.rig.phases[ph]
+		timed += v
+		fmt.Fprintf(&b, "; %s %s", ph, (v / time.Duration(max(c.n, 1))).Round(10*time.Millisecond))
+	}
+	t.Logf("%s: per point%s; other %s", mode, b.String(), ((d - timed) / time.Duration(max(c.n, 1))).Round(10*time.Millisecond))
 }
 
 // reference is the uninterrupted install in a fresh host: its tree, journal
@@ -765,6 +868,7 @@ func (r *crashRig) referenceInstall(t *testing.T) reference {
 // converged checks a host after the rerun that completed the install.
 func (h *crashHost) converged(t *testing.T, ref reference, name string) {
 	t.Helper()
+	defer h.r.timed("check")()
 	ids := h.r.nodes(t)
 	if len(ids) != 1 {
 		t.Errorf("%s: Core lists %d nodes, want exactly 1: %v", name, len(ids), ids)
@@ -818,6 +922,7 @@ func (h *crashHost) treeDied(t *testing.T, p point) {
 // the point is not reached), then the host loses power in power-cut mode.
 func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ...string) runResult) {
 	t.Helper()
+	stop := h.r.timed("killed run")
 	res := run(fmt.Sprintf("OAC_CRASH_AT=%d", p.n))
 	switch {
 	case res.killed:
@@ -830,6 +935,7 @@ func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ..
 	if res.killed {
 		h.treeDied(t, p)
 	}
+	stop()
 	if n := h.r.nodes(t); len(n) > 1 {
 		t.Fatalf("%s: Core enrolled %d nodes: %v", p, len(n), n)
 	}
@@ -849,15 +955,14 @@ func TestEndToEndCrashInstall(t *testing.T) {
 func testCrashInstall(t *testing.T, r *crashRig) {
 	ref := r.referenceInstall(t)
 	pts := sample(t, ref.points, 7, 40, string(workflow.InstallLease), string(workflow.InstallRegister))
-	c := &crashCounts{start: time.Now()}
+	c := r.counts()
 	for _, p := range pts {
-		t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
-			c.n++
+		r.point(t, p, c, func(t *testing.T) {
 			h := r.boot(t)
 			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
 			if s := h.interrupted(t, "install"); s == string(workflow.InstallLease) {
 				before := h.tree(t, "")
-				res := h.install(t)
+				res := h.rerun(t, h.install)
 				if res.status == 0 || !strings.Contains(res.out, `step "lease" (state lease)`) || !strings.Contains(res.out, "Nothing was changed.") {
 					t.Fatalf("%s: the rerun of an interrupted lease step did not refuse naming it: %s", p, res)
 				}
@@ -868,7 +973,7 @@ func testCrashInstall(t *testing.T, r *crashRig) {
 				c.refused++
 				return
 			}
-			res := h.install(t)
+			res := h.rerun(t, h.install)
 			if res.status != 0 {
 				r.skipIfImageLost(t)
 				t.Fatalf("%s: the rerun failed: %s", p, res)
@@ -896,6 +1001,7 @@ func (r *crashRig) mode() string {
 // the receipts of the finished journals.
 func (h *crashHost) uninstalled(t *testing.T, name string) {
 	t.Helper()
+	defer h.r.timed("check")()
 	if got := h.outcome(t, "uninstall"); !strings.HasPrefix(got, "complete ") {
 		t.Errorf("%s: the uninstall journal is %q", name, got)
 	}
@@ -948,17 +1054,18 @@ func testCrashUninstall(t *testing.T, r *crashRig) {
 		t.FailNow()
 	}
 	pts = sample(t, pts, 4, 25)
-	c := &crashCounts{start: time.Now()}
+	c := r.counts()
 	for _, p := range pts {
-		t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
-			c.n++
+		r.point(t, p, c, func(t *testing.T) {
 			h := r.boot(t)
+			stop := r.timed("install to uninstall")
 			if res := h.install(t); res.status != 0 {
 				r.skipIfImageLost(t)
 				t.Fatalf("install: %s", res)
 			}
+			stop()
 			h.crash(t, p, c, func(env ...string) runResult { return h.uninstall(t, false, env...) })
-			res := h.uninstall(t, false)
+			res := h.rerun(t, func(t *testing.T, env ...string) runResult { return h.uninstall(t, false, env...) })
 			if res.status != 0 {
 				t.Fatalf("%s: the uninstall rerun failed: %s", p, res)
 			}
@@ -992,20 +1099,19 @@ func testCrashInstallThenUninstall(t *testing.T, r *crashRig) {
 		t.FailNow()
 	}
 	pts = sample(t, pts, 11, 12)
-	c := &crashCounts{start: time.Now()}
+	c := r.counts()
 	forced := 0
 	for _, p := range pts {
-		t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
-			c.n++
+		r.point(t, p, c, func(t *testing.T) {
 			h := r.boot(t)
 			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
-			res := h.uninstall(t, false)
+			res := h.rerun(t, func(t *testing.T, env ...string) runResult { return h.uninstall(t, false, env...) })
 			if res.status != 0 && strings.Contains(res.out, "--force") {
 				if !strings.Contains(res.out, "Nothing was changed.") {
 					t.Errorf("%s: the refusal does not say that nothing was changed: %s", p, res)
 				}
 				forced++
-				res = h.uninstall(t, true)
+				res = h.rerun(t, func(t *testing.T, env ...string) runResult { return h.uninstall(t, true, env...) })
 			}
 			if res.status != 0 {
 				t.Fatalf("%s: uninstall after the interrupted install failed: %s", p, res)

@@ -2,22 +2,13 @@
 
 package main
 
-import (
-	"testing"
-
-	"github.com/openagentcore/oac-node-install/steps/testhost"
-)
+import "testing"
 
 // The power-cut file system exists only in crashtest builds: make
 // e2e-powercut runs these tests with -tags e2e,crashtest.
 
 func requirePowerCut(t *testing.T) {
 	t.Skip("end-to-end power cut: needs -tags e2e,crashtest (make e2e-powercut)")
-}
-
-func startPowerCutHost(t *testing.T) *testhost.Host {
-	t.Skip("end-to-end power cut: needs -tags e2e,crashtest (make e2e-powercut)")
-	return nil
 }
 
 func (h *crashHost) powerCut(t *testing.T) {

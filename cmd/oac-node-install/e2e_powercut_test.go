@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/powercut"
-
-	"github.com/openagentcore/oac-node-install/steps/testhost"
 )
 
 // Power-cut mode (make e2e-powercut, -tags e2e,crashtest): each host's
@@ -23,13 +21,12 @@ func requirePowerCut(t *testing.T) {
 	}
 }
 
-func startPowerCutHost(t *testing.T) *testhost.Host { return testhost.StartPowerCut(t) }
-
 // powerCut cuts the host's power and reboots it, and logs what the cut
 // lost: paths of /etc and /var/lib whose type, mode, owner, content or link
 // target changed (powercut reports every path it re-created).
 func (h *crashHost) powerCut(t *testing.T) {
 	t.Helper()
+	defer h.r.timed("power cut")()
 	before := h.tree(t, "")
 	if _, err := h.PowerCut(); err != nil {
 		t.Fatal(err)

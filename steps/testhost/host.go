@@ -50,6 +50,8 @@ type Host struct {
 	// disks are the power-cut file systems the copies live on
 	// (StartPowerCut), unmounted by Teardown.
 	disks []disk
+	// tmpfs is set when dir is a tmpfs of the host's own (InMemory).
+	tmpfs bool
 }
 
 // disk is a power-cut file system (package journal/powercut, in crashtest
@@ -59,17 +61,49 @@ type disk interface {
 	Unmount() error
 }
 
+// Options say how StartWith lays out a test host.
+type Options struct {
+	// InMemory puts the host's directory (the copies of /etc and
+	// /var/lib, and under PowerCut the power-cut file systems' backing
+	// directories) on a tmpfs of its own, unmounted by Teardown. Copying
+	// and removing the copies then costs a few milliseconds instead of
+	// hundreds, and an fsync inside costs nothing: for tests of what a
+	// killed process leaves (a SIGKILL does not lose the page cache) and
+	// for the power-cut file system, which decides itself what an fsync
+	// made durable. Tests that measure the installer's cost on a disk
+	// leave it unset.
+	InMemory bool
+	// PowerCut puts each copy on a power-cut file system (StartPowerCut;
+	// crashtest builds only, elsewhere the test skips).
+	PowerCut bool
+}
+
 // Start boots a test host, or skips the test with one line saying why the
 // machine cannot. Teardown and the check that the machine is unchanged are
 // registered with t.Cleanup.
 func Start(t testing.TB) *Host {
 	t.Helper()
-	return start(t, nil)
+	return start(t, Options{}, nil)
 }
+
+// StartWith is Start with the layout o.
+func StartWith(t testing.TB, o Options) *Host {
+	t.Helper()
+	if !o.PowerCut {
+		return start(t, o, nil)
+	}
+	if startPowerCut == nil {
+		t.Skip("testhost: power cut: needs a build with -tags crashtest")
+	}
+	return startPowerCut(t, o)
+}
+
+// startPowerCut is StartPowerCut's start in crashtest builds, nil in others.
+var startPowerCut func(testing.TB, Options) *Host
 
 // start is Start; prepare, when set, runs on the copies before systemd
 // boots.
-func start(t testing.TB, prepare func(*Host) error) *Host {
+func start(t testing.TB, o Options, prepare func(*Host) error) *Host {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("testhost: needs root to boot systemd in private namespaces")
@@ -100,6 +134,13 @@ func start(t testing.TB, prepare func(*Host) error) *Host {
 	h.dir, err = os.MkdirTemp("", "oac-testhost-")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.InMemory {
+		if err := syscall.Mount("tmpfs", h.dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0700,size=4g"); err != nil {
+			os.Remove(h.dir)
+			t.Fatalf("testhost: a tmpfs for the copies: %v", err)
+		}
+		h.tmpfs = true
 	}
 	t.Cleanup(func() {
 		if err := h.Teardown(); err != nil {
@@ -325,6 +366,18 @@ func (h *Host) Etc() string { return filepath.Join(h.dir, "etc") }
 // VarLib is the host's private copy of /var/lib, as seen from the machine.
 func (h *Host) VarLib() string { return filepath.Join(h.dir, "var-lib") }
 
+// Copies are the directories that hold the host's /etc and /var/lib, for a
+// test that reads the whole tree from the machine: Etc and VarLib, or for
+// a host on power-cut file systems their backing directories, which hold
+// the same names, bytes, modes and owners and are read without a trip
+// through FUSE for every file.
+func (h *Host) Copies() (etc, varLib string) {
+	if len(h.disks) > 0 {
+		return h.Etc() + ".disk", h.VarLib() + ".disk"
+	}
+	return h.Etc(), h.VarLib()
+}
+
 // Console is what systemd printed so far.
 func (h *Host) Console() string { return h.console.String() }
 
@@ -377,6 +430,12 @@ func (h *Host) Teardown() error {
 		if err := fs.Unmount(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if h.tmpfs {
+		if err := syscall.Unmount(h.dir, syscall.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount the tmpfs %s: %w", h.dir, err))
+		}
+		h.tmpfs = false
 	}
 	if h.dir != "" {
 		if err := os.RemoveAll(h.dir); err != nil {

@@ -24,10 +24,17 @@ import (
 // Start would or FUSE cannot be mounted. Crashtest builds only.
 func StartPowerCut(t testing.TB) *Host {
 	t.Helper()
-	if err := powercut.Available(); err != nil {
-		t.Skipf("testhost: power cut: %v", err)
+	return StartWith(t, Options{PowerCut: true})
+}
+
+func init() {
+	startPowerCut = func(t testing.TB, o Options) *Host {
+		t.Helper()
+		if err := powercut.Available(); err != nil {
+			t.Skipf("testhost: power cut: %v", err)
+		}
+		return start(t, o, (*Host).mountDisks)
 	}
-	return start(t, (*Host).mountDisks)
 }
 
 // mountDisks moves each copy to <name>.disk and mounts a power-cut file
