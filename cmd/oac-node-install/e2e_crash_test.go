@@ -47,7 +47,8 @@ import (
 // minutes on a loaded 2-core machine. OAC_E2E_CRASH_EVERY=k overrides k,
 // OAC_E2E_CRASH_MAX caps the points per test (0: no cap).
 // OAC_E2E_CRASH_EVERY=1 runs all (make e2e-crash); OAC_E2E_CRASH_POINTS=3,7
-// runs the points named.
+// runs the points named; OAC_E2E_CRASH_PART=k/n runs the k-th of n
+// disjoint parts of the points (before the sampling above).
 
 // crashEnv is the environment every installer run gets inside the host.
 var crashEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/root", "NO_COLOR=1"}
@@ -758,6 +759,17 @@ func sample(t *testing.T, pts []point, every, max int, always ...string) []point
 		t.Logf("sample: points %v of %d (OAC_E2E_CRASH_POINTS)", only, len(pts))
 		return out
 	}
+	if k, n, ok := crashPart(t); ok {
+		var part []point
+		for _, p := range pts {
+			if (p.n-1)%n == k {
+				part = append(part, p)
+			}
+		}
+		t.Logf("sample: part %d of %d (OAC_E2E_CRASH_PART=%d/%d): the %d points whose number minus one is %d modulo %d, of %d",
+			k+1, n, k, n, len(part), k, n, len(pts))
+		pts = part
+	}
 	if every <= 1 {
 		return pts
 	}
@@ -785,6 +797,23 @@ func sample(t *testing.T, pts []point, every, max int, always ...string) []point
 	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
 	t.Logf("sample: %d of %d points (every %d-th, all of %v, cap %d)", len(out), len(pts), every, always, max)
 	return out
+}
+
+// crashPart reads OAC_E2E_CRASH_PART=k/n: run only the k-th of n disjoint
+// parts of the points (0 ≤ k < n), so that n runs with k = 0 … n-1 cover
+// every point. .ci/run chooses k from the commit it tests.
+func crashPart(t *testing.T) (k, n int, ok bool) {
+	v := os.Getenv("OAC_E2E_CRASH_PART")
+	if v == "" {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(v, "/")
+	k, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !found || err1 != nil || err2 != nil || n < 1 || k < 0 || k >= n {
+		t.Fatalf("OAC_E2E_CRASH_PART=%q: want k/n with 0 ≤ k < n", v)
+	}
+	return k, n, true
 }
 
 func envInt(name string, def int) int {
