@@ -55,7 +55,7 @@ var benchRoles = map[string]privsep.Handler{
 
 const (
 	sanitizeBenchBytes = 64 << 20
-	spawnBenchRuns     = 60
+	spawnBenchRuns     = 151
 	privsepBenchRounds = 5
 	benchUID           = 65534
 )
@@ -213,19 +213,31 @@ func benchSpawn(dir string) (Result, error) {
 		return Result{}, err
 	}
 	defer b.Close()
-	// One of ours, then one reference, alternately, and the medians
-	// count: other load on the machine then disturbs both alike.
+	// Pairs of one of ours and one reference, back to back, the order
+	// alternating from pair to pair; each pair starts from a collected
+	// heap (the garbage of earlier measures is neither side's work), and
+	// the median of the pairs' ratios counts: load that comes and goes
+	// disturbs both runs of a pair alike.
 	var ours, ref []time.Duration
-	for range spawnBenchRuns {
-		o, err := timeSpawn(b, home)
-		if err != nil {
-			return Result{}, err
+	var ratios []float64
+	for i := range spawnBenchRuns {
+		runtime.GC()
+		var o, r time.Duration
+		var err error
+		if i%2 == 0 {
+			if o, err = timeSpawn(b, home); err == nil {
+				r, err = timeExec(home)
+			}
+		} else {
+			if r, err = timeExec(home); err == nil {
+				o, err = timeSpawn(b, home)
+			}
 		}
-		r, err := timeExec(home)
 		if err != nil {
 			return Result{}, err
 		}
 		ours, ref = append(ours, o), append(ref, r)
+		ratios = append(ratios, o.Seconds()/r.Seconds())
 	}
 	oursMs := median(ours).Seconds() * 1000
 	refMs := median(ref).Seconds() * 1000
@@ -234,11 +246,21 @@ func benchSpawn(dir string) (Result, error) {
 		Ours:      oursMs,
 		Reference: refMs,
 		Unit:      "ms CPU",
-		Ratio:     oursMs / refMs,
+		Ratio:     medianFloat(ratios),
 		Goal:      1.5,
 		Max:       true,
-		Note:      fmt.Sprintf("reference: an exec of this binary as uid %d, setsid, pdeathsig; medians of %d alternating runs", benchUID, spawnBenchRuns),
+		Note: fmt.Sprintf("reference: an exec of this binary as uid %d, setsid, pdeathsig; median ratio of %d alternating pairs (quartiles %.3f–%.3f), medians shown",
+			benchUID, spawnBenchRuns, quantile(ratios, 0.25), quantile(ratios, 0.75)),
 	}, nil
+}
+
+// medianFloat is the median of v (which it sorts).
+func medianFloat(v []float64) float64 { return quantile(v, 0.5) }
+
+// quantile is the q-quantile of v by the nearest rank (it sorts v).
+func quantile(v []float64, q float64) float64 {
+	slices.Sort(v)
+	return v[min(len(v)-1, int(q*float64(len(v))))]
 }
 
 func median(d []time.Duration) time.Duration {
