@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -51,14 +50,12 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 		return err
 	}
 	defer bin.Close()
-	var token string
+	// The token is read once the checks that need none passed (install.Run
+	// calls it after the platform, systemd, SELinux and environment checks;
+	// systemd's bus is dialled below, before it).
+	var readTok func() (string, error)
 	if f.tokenStdin {
-		if token, err = readToken(c.stdin, c.stderr); err != nil {
-			return err
-		}
-		if token == "" || len(token) > 4096 || strings.ContainsAny(token, " \t\r\n\v\f") {
-			return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated. Nothing was changed.")
-		}
+		readTok = func() (string, error) { return readToken(c.stdin, c.stderr) }
 	}
 	opts, err := installOptions(f)
 	if err != nil {
@@ -91,7 +88,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 		Output: out.beside(c.stderr), Progress: out.event, NoColor: noColor(),
 	}, accounts.Under(host.Root))
 	rep, err := install.Run(ctx, install.Command{
-		Options: opts, Host: host, Token: token, Environ: os.Environ(), Machine: unix.ByteSliceToString(uts.Machine[:]),
+		Options: opts, Host: host, ReadToken: readTok, Environ: os.Environ(), Machine: unix.ByteSliceToString(uts.Machine[:]),
 		Core: install.CoreReader{Roots: roots, Proxy: proxyFunc}, Engine: engine, Accounts: accounts.Commands{},
 		Systemd: sd, Child: child, Proxy: privsep.ProxyFromEnviron(os.Environ()), Version: workflow.Version,
 		Out: out, Phase: out.phase, Style: out.summaryStyle(),

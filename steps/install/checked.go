@@ -49,12 +49,24 @@ func (s readConfigurationStep) Run(context.Context, workflow.Facts) (workflow.Re
 	return workflow.Result{Facts: map[string]string{"specification_digest": c.SpecificationDigest}}, nil
 }
 
-// hostLockStep checks that the command holds /run/oac-node.lock.
+// hostLockStep checks that the command holds /run/oac-node.lock and
+// re-checks the host records under it: another installation's record on
+// the host refuses a node this host does not record (one Core per host).
+// The command decided the same under the same lock before the engine ran;
+// this is the journal's own check of it.
 type hostLockStep struct{ d Data }
 
 func (s hostLockStep) Run(context.Context, workflow.Facts) (workflow.Result, error) {
 	if !s.d.HostLocked() {
 		return workflow.Result{}, errors.New("the host lock /run/oac-node.lock is not held")
+	}
+	id := s.d.Options().InstallationID
+	known, err := knownNode(s.d.Host(), id)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if c := (&Preflight{Host: s.d.Host(), InstallationID: id, NewNode: !known}).records(); c.Failed() {
+		return workflow.Result{}, &Refusal{Check: c}
 	}
 	return workflow.Result{}, nil
 }

@@ -111,7 +111,22 @@ func (p *Preflight) Run(ctx context.Context) []Check {
 // systemd, SELinux, the token's absence from the environment, the host's
 // records and the older product's traces.
 func (p *Preflight) HostChecks() []Check {
-	return []Check{p.platform(), p.systemd(), p.selinux(), p.tokenEnv(), p.records(), p.olderProduct(), p.sudoUserNode()}
+	return append(p.LockFreeChecks(), p.RecordChecks()...)
+}
+
+// LockFreeChecks are the host checks that read nothing of the host's
+// records (platform, systemd, SELinux, the token's absence from the
+// environment): install runs them before it reads the token and before it
+// takes the host lock (CONTRACT §10).
+func (p *Preflight) LockFreeChecks() []Check {
+	return []Check{p.platform(), p.systemd(), p.selinux(), p.tokenEnv()}
+}
+
+// RecordChecks are the host checks that read the host's records (one Core
+// per host, the original installer's records, the older product's traces,
+// $SUDO_USER's node root): install runs them under the host lock.
+func (p *Preflight) RecordChecks() []Check {
+	return []Check{p.records(), p.olderProduct(), p.sudoUserNode()}
 }
 
 // ProviderChecks are the checks of provider's prerequisites on this host

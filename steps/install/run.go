@@ -33,13 +33,17 @@ type Command struct {
 	Options Options
 	Host    layout.Host
 	// Token is the enrollment token ("" when the command gave none).
-	Token    string
-	Environ  []string
-	Machine  string
-	Core     CoreReader
-	Engine   Engine
-	Accounts accounts.Adapter
-	Systemd  systemd.Manager
+	Token string
+	// ReadToken, when set, reads the token (--enrollment-token-stdin)
+	// once the checks that need no token passed, before the host lock;
+	// it replaces Token.
+	ReadToken func() (string, error)
+	Environ   []string
+	Machine   string
+	Core      CoreReader
+	Engine    Engine
+	Accounts  accounts.Adapter
+	Systemd   systemd.Manager
 	// Child runs a service-account step (PrivsepChild in production).
 	Child ChildRunner
 	Proxy privsep.ProxyEnv
@@ -68,14 +72,20 @@ func JournalPath(h layout.Host, id string) string {
 	return filepath.Join(h.JournalDir(id), "install.journal")
 }
 
-// Run installs the node or reruns an installation: every refusal comes
-// before the first change (Core's configuration with the token, the
-// preflight checks, then every step's read-only check), then the host
-// lock, then the install workflow against root's journal, resuming an
-// interrupted run. When every step's check is satisfied and no run is
-// unfinished, Run prints the summary and writes nothing at all. A journal
-// of a finished run is kept beside as a receipt and a new run starts (a
-// rerun checks everything again and changes only what differs).
+// Run installs the node or reruns an installation. The checks that read
+// nothing of the host's records come first (platform, systemd, SELinux, a
+// token in the environment), then the token (ReadToken), then the host
+// lock, held to the end: every decision from the host's state — is the
+// node known, which Core, which provider, is another Core on this host,
+// is every step already satisfied — is taken under it, from root's records
+// (CONTRACT §10, "Decisions under the lock"). Every refusal comes before
+// the first change (Core's configuration, the preflight checks, then every
+// step's read-only check); then the install workflow runs against root's
+// journal, resuming an interrupted run. When every step's check is
+// satisfied and no run is unfinished, Run prints the summary and writes
+// nothing (the host lock file aside). A journal of a finished run is kept
+// beside as a receipt and a new run starts (a rerun checks everything
+// again and changes only what differs).
 func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	o := c.Options
 	phase := func(label string) {
@@ -83,6 +93,25 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			c.Phase(label)
 		}
 	}
+	bare := &Preflight{Host: c.Host, InstallationID: o.InstallationID, Environ: c.Environ, Machine: c.Machine}
+	if err := FirstRefusal(bare.LockFreeChecks()); err != nil {
+		return nil, err
+	}
+	if c.ReadToken != nil {
+		tok, err := c.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckToken(tok); err != nil {
+			return nil, err
+		}
+		c.Token = tok
+	}
+	lock, err := HostLock(ctx, c.Host, phase)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	known, err := knownNode(c.Host, o.InstallationID)
 	if err != nil {
 		return nil, err
@@ -170,11 +199,6 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return prev, nil
 	}
 	env.checks, env.checksErr = nil, nil
-	lock, err := HostLock(ctx, c.Host, phase)
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Unlock()
 	env.Locked = true
 	dir := c.Host.JournalDir(o.InstallationID)
 	if err := safefile.MkdirAll(dir, 0o700); err != nil {
@@ -250,6 +274,15 @@ func inspectRefusal(path string, old *workflow.Report, version string) error {
 	}
 	return fmt.Errorf("the installation's journal %s, written by %s, stopped in step %q (%s); this installer (%s) does not start over from it. Inspect it with `oac-node-install status` and `oac-node-install leases`. Nothing was changed.",
 		path, by, step, note, version)
+}
+
+// CheckToken refuses an enrollment token that cannot be one: empty, over
+// 4096 bytes, or holding white space.
+func CheckToken(tok string) error {
+	if tok == "" || len(tok) > 4096 || strings.ContainsAny(tok, " \t\r\n\v\f") {
+		return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated. Nothing was changed.")
+	}
+	return nil
 }
 
 // knownNode reports whether the host records this installation.

@@ -245,7 +245,7 @@ func TestInstallFromBundleRefusesWithoutSpace(t *testing.T) {
 	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
 		t.Fatalf("error %v, want the space refusal", err)
 	}
-	if d := generationtest.Diff(host, generationtest.Snapshot(t, r.f.host.Root)); d != "" {
+	if d := generationtest.DiffHost(host, generationtest.Snapshot(t, r.f.host.Root)); d != "" {
 		t.Errorf("the host root changed:\n%s", d)
 	}
 	fakeSpace(t, spaceNeed(r.cur, r.sel, release.ProviderDocker, false))

@@ -41,7 +41,8 @@ func JournalPath(h layout.Host, id string) string {
 	return filepath.Join(h.JournalDir(id), workflow.UninstallDefinition().Name+".journal")
 }
 
-// Run uninstalls the node or resumes an interrupted uninstallation. Every
+// Run uninstalls the node or resumes an interrupted uninstallation. It
+// takes the host lock first and keeps it to the end. Every
 // refusal comes before the first change: a host without a record of the
 // installation needs --force, then Core must confirm the removal (unless
 // --force or the node never registered). A complete journal is a no-op,
@@ -52,6 +53,14 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	id := c.Options.InstallationID
 	e := &Env{Opts: c.Options, HostPaths: c.Host, Adapter: c.Accounts, DBs: accounts.Under(c.Host.Root),
 		Manager: c.Systemd, Runner: c.Child, Running: c.Running, Out: c.Out}
+	// Every decision below (is the installation recorded, did it
+	// register, what Core answers) is taken under the host lock and acted
+	// on under it (CONTRACT §10, "Decisions under the lock").
+	lock, err := install.HostLock(ctx, c.Host, func(label string) { e.Printf("%s...", label) })
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	path := JournalPath(c.Host, id)
 	prev, err := workflow.InspectJournal(path, workflow.Lookup)
 	resuming := err == nil && prev.Condition != workflow.Complete
@@ -87,11 +96,6 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			return nil, fmt.Errorf("the service account: %w. Nothing was changed.", err)
 		}
 	}
-	lock, err := install.HostLock(ctx, c.Host, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Unlock()
 	if err := safefile.MkdirAll(c.Host.JournalDir(id), 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", c.Host.JournalDir(id), err)
 	}

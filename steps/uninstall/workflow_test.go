@@ -292,7 +292,7 @@ func TestUninstallLeavesTheHostAsBeforeTheInstallation(t *testing.T) {
 		if err != nil || rep.Condition != workflow.Complete {
 			t.Fatalf("%v %v", rep, err)
 		}
-		if d := generationtest.Diff(before, generationtest.Snapshot(t, f.host.Root)); d != "" || f.children.Load() != n {
+		if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" || f.children.Load() != n {
 			t.Errorf("the rerun changed the host or ran a child:\n%s", d)
 		}
 		if !strings.Contains(f.out.String(), "already uninstalled") {
@@ -369,7 +369,7 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 			if tc.not != "" && strings.Contains(err.Error(), tc.not) {
 				t.Errorf("the refusal names %q: %v", tc.not, err)
 			}
-			if d := generationtest.Diff(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
+			if d := generationtest.DiffHost(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
 				t.Errorf("the refusal changed the host:\n%s", d)
 			}
 			if len(f.engine(t).Nets) != 1 || f.systemd.Enabled(layout.UnitName(id)) == false {
@@ -386,7 +386,7 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "Nothing was changed.") {
 			t.Fatalf("err %v", err)
 		}
-		if d := generationtest.Diff(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
+		if d := generationtest.DiffHost(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
 			t.Errorf("the refusal changed the host:\n%s", d)
 		}
 	})
@@ -397,7 +397,7 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "Nothing was changed.") {
 			t.Fatalf("err %v", err)
 		}
-		if d := generationtest.Diff(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
+		if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
 			t.Errorf("the refusal changed the host:\n%s", d)
 		}
 	})

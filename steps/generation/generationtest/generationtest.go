@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -478,6 +479,22 @@ func Snapshot(t testing.TB, dir string) map[string]string {
 		return nil
 	})
 	return out
+}
+
+// HostLock is the host lock's path in a snapshot of a host root.
+const HostLock = "run/oac-node.lock"
+
+// DiffHost is Diff of two snapshots of a host root, except that the host
+// lock is no difference when b has it and a has not: a command may create
+// it even when it changes nothing (CONTRACT §10).
+func DiffHost(a, b map[string]string) string {
+	if _, ok := a[HostLock]; !ok {
+		if _, ok := b[HostLock]; ok {
+			b = maps.Clone(b)
+			delete(b, HostLock)
+		}
+	}
+	return Diff(a, b)
 }
 
 // Diff describes how two snapshots differ ("" when equal).

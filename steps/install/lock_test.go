@@ -1,0 +1,246 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// The install command decides under the host lock (CONTRACT §10,
+// "Decisions under the lock"): these tests hold the lock, or block the
+// command that holds it, and look at what the other command did meanwhile.
+
+// countCore counts Core's configuration requests and lets them through.
+func (f *runFixture) countCore() *atomic.Int32 {
+	var n atomic.Int32
+	f.setCoreReply(func(w http.ResponseWriter, r *http.Request) bool {
+		n.Add(1)
+		return false
+	})
+	return &n
+}
+
+// phases collects the labels a run announces, safely for a run in
+// another goroutine; waitFor blocks until one of them contains s.
+type phases struct {
+	mu  sync.Mutex
+	got []string
+	ch  chan struct{}
+}
+
+func newPhases() *phases { return &phases{ch: make(chan struct{}, 64)} }
+
+func (p *phases) add(label string) {
+	p.mu.Lock()
+	p.got = append(p.got, label)
+	p.mu.Unlock()
+	p.ch <- struct{}{}
+}
+
+func (p *phases) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		p.mu.Lock()
+		for _, g := range p.got {
+			if strings.Contains(g, s) {
+				p.mu.Unlock()
+				return
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.ch:
+		case <-deadline:
+			t.Fatalf("no phase %q: %v", s, p.got)
+		}
+	}
+}
+
+// While another command holds the host lock, an install says that it
+// waits and reads nothing of Core's (the configuration, the node's
+// answer) and runs no service-account child: it decides once it holds the
+// lock.
+func TestInstallWaitsForTheHostLockBeforeItDecides(t *testing.T) {
+	f := newRunFixture(t)
+	core := f.countCore()
+	lock, err := safefile.TryLock(f.host.HostLock(), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := newPhases()
+	var children atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.install(t, func(c *Command) {
+			c.Phase = ph.add
+			child := c.Child
+			c.Child = func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+				children.Add(1)
+				return child(ctx, req)
+			}
+		})
+		done <- err
+	}()
+	ph.waitFor(t, "Wait for another node installation")
+	// The command is now blocked on the lock; give it time to do what it
+	// must not.
+	time.Sleep(200 * time.Millisecond)
+	if n := core.Load(); n != 0 {
+		t.Errorf("the waiting install read Core's configuration %d times", n)
+	}
+	if n := children.Load(); n != 0 {
+		t.Errorf("the waiting install ran %d service-account children", n)
+	}
+	lock.Unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("install after the lock was released: %v\n%s", err, f.out.String())
+	}
+	if core.Load() == 0 {
+		t.Error("the install never read Core's configuration")
+	}
+}
+
+// Two installations for two Cores started together: the one that holds
+// the lock completes, the other, waiting meanwhile, then finds the first
+// one's record and refuses (one Core per host), with nothing changed.
+func TestTwoCoresStartedTogetherOneInstalls(t *testing.T) {
+	f := newRunFixture(t)
+	const otherID = "0b9c6f1e-5d2a-4c8e-9f3b-7a1d2e4c6b80"
+	const otherToken = "enroll-other-core"
+	release := make(chan struct{})
+	var released sync.Once
+	unblock := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the server's Close, which waits for the blocked request
+	var first sync.Once
+	blocked := make(chan struct{})
+	f.setCoreReply(func(w http.ResponseWriter, r *http.Request) bool {
+		switch r.Header.Get("Authorization") {
+		case "Bearer " + otherToken:
+			w.Write(f.configurationBody(func(m map[string]any) { m["installation_id"] = otherID }))
+			return true
+		case "Bearer " + fixtureToken:
+			// The first install's first read waits until the second
+			// install is started.
+			first.Do(func() { close(blocked); <-release })
+		}
+		return false
+	})
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := f.install(t, nil)
+		firstDone <- err
+	}()
+	<-blocked
+	var out bytes.Buffer
+	ph := newPhases()
+	secondDone := make(chan error, 1)
+	go func() {
+		_, err := f.install(t, func(c *Command) {
+			c.Options.InstallationID = otherID
+			c.Token = otherToken
+			c.Out = &out
+			c.Phase = ph.add
+		})
+		secondDone <- err
+	}()
+	ph.waitFor(t, "Wait for another node installation")
+	unblock()
+	if err := <-firstDone; err != nil {
+		t.Fatalf("the first install: %v", err)
+	}
+	err := <-secondDone
+	var ref *Refusal
+	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "another Core") || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("the second install: %v, want the one-Core-per-host refusal", err)
+	}
+	for _, p := range []string{f.host.Record(otherID), JournalPath(f.host, otherID)} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("the refused install wrote %s", p)
+		}
+	}
+	if _, err := os.Lstat(f.host.Record(generationtest.InstallationID)); err != nil {
+		t.Errorf("the first install's record: %v", err)
+	}
+}
+
+// On a host that fails a check needing no token (SELinux enforcing here),
+// the install refuses before it reads the token or asks Core.
+func TestHostChecksComeBeforeTheToken(t *testing.T) {
+	f := newRunFixture(t)
+	core := f.countCore()
+	if err := os.MkdirAll(filepath.Join(f.host.Root, "sys/fs/selinux"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.host.Root, "sys/fs/selinux/enforce"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	_, err := f.install(t, func(c *Command) {
+		c.Token = ""
+		c.ReadToken = func() (string, error) { read++; return fixtureToken, nil }
+	})
+	if err == nil || !strings.Contains(err.Error(), "SELinux is enforcing") || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("err %v, want the SELinux refusal", err)
+	}
+	if read != 0 {
+		t.Errorf("the token was read %d times before the refusal", read)
+	}
+	if n := core.Load(); n != 0 {
+		t.Errorf("Core was asked %d times before the refusal", n)
+	}
+	// Without SELinux the same command reads the token once and installs.
+	os.Remove(filepath.Join(f.host.Root, "sys/fs/selinux/enforce"))
+	rep, err := f.install(t, func(c *Command) {
+		c.Token = ""
+		c.ReadToken = func() (string, error) { read++; return fixtureToken, nil }
+	})
+	if err != nil || rep.Condition != workflow.Complete || read != 1 {
+		t.Fatalf("install: %v, read the token %d times", err, read)
+	}
+}
+
+// A token that cannot be one refuses once the host checks passed, before
+// the host lock and Core: nothing is changed, the lock file not created.
+func TestBadTokensRefuseBeforeTheLock(t *testing.T) {
+	for _, tc := range []struct{ name, token, want string }{
+		{"empty", "", "empty, too long or holds white space"},
+		{"white space", "a b", "white space"},
+		{"too long", strings.Repeat("t", 4097), "too long"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			core := f.countCore()
+			before := f.tree(t, true)
+			_, err := f.install(t, func(c *Command) {
+				c.Token = ""
+				c.ReadToken = func() (string, error) { return tc.token, nil }
+			})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+				t.Fatalf("err %v, want a refusal saying %q", err, tc.want)
+			}
+			if n := core.Load(); n != 0 {
+				t.Errorf("Core was asked %d times", n)
+			}
+			if _, err := os.Lstat(f.host.HostLock()); err == nil {
+				t.Error("the refusal took the host lock")
+			}
+			if d := treeDiff(before, f.tree(t, true)); d != "" {
+				t.Errorf("the refusal changed:\n%s", d)
+			}
+		})
+	}
+}
