@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"os"
 	"path/filepath"
 	"sort"
@@ -280,6 +281,9 @@ func (s *installationStatus) attention(host layout.Host) string {
 	}
 	if s.recordErr != nil {
 		return "inspect " + host.Record(id) + ": " + s.recordErr.Error()
+	}
+	if b := s.Bookkeeping; b != nil && b.State == bookkeepingDamaged {
+		return bookkeeping.DamagedAdvice(b.Database, id)
 	}
 	if b := s.Bookkeeping; b != nil && b.State == bookkeepingError {
 		return "inspect " + b.Database + ": " + b.Error

@@ -136,6 +136,7 @@ const (
 	bookkeepingNone    = "none"    // no database on this host
 	bookkeepingBusy    = "busy"    // another process held it open
 	bookkeepingError   = "error"   // it cannot be read
+	bookkeepingDamaged = "damaged" // it is not a whole, consistent database (bookkeeping.ErrDamaged)
 	// bookkeepingDenied: this process may not read it (status not run as
 	// root); no reason for attention.
 	bookkeepingDenied = "denied"
@@ -182,6 +183,8 @@ func readBookkeeping(h layout.Host) bookkeepingSnapshot {
 		return bookkeepingSnapshot{state: bookkeepingBusy, err: err.Error()}
 	case errors.Is(err, fs.ErrPermission):
 		return bookkeepingSnapshot{state: bookkeepingDenied, err: err.Error()}
+	case errors.Is(err, bookkeeping.ErrDamaged):
+		return bookkeepingSnapshot{state: bookkeepingDamaged, err: err.Error()}
 	case err != nil:
 		return bookkeepingSnapshot{state: bookkeepingError, err: err.Error()}
 	}
@@ -207,6 +210,9 @@ func readBookkeeping(h layout.Host) bookkeepingSnapshot {
 	errs = append(errs, e)
 	if err := errors.Join(errs...); err != nil {
 		s.state, s.err = bookkeepingError, err.Error()
+		if errors.Is(err, bookkeeping.ErrDamaged) {
+			s.state = bookkeepingDamaged
+		}
 	}
 	return s
 }

@@ -277,6 +277,15 @@ func TestStatusNeedsAttention(t *testing.T) {
 		{"Core unreachable", func(t *testing.T, h *statusHost) { h.core.Close() }, exitOK, "", ": unreachable ("},
 		{"systemd unreachable", func(t *testing.T, h *statusHost) { useSystemd(t, nil) }, exitOK, "", ": systemd not reachable ("},
 		{"no bookkeeping", func(t *testing.T, h *statusHost) { os.Remove(h.host.Bookkeeping()) }, exitOK, "", "bookkeeping:   none ("},
+		{"bookkeeping damaged", func(t *testing.T, h *statusHost) {
+			data, err := os.ReadFile(h.host.Bookkeeping())
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(h.host.Bookkeeping(), data[:len(data)/8], 0o600)
+		}, exitAttention, "installer.db.damaged", "bookkeeping:   damaged: "},
+		{"bookkeeping empty", func(t *testing.T, h *statusHost) { os.WriteFile(h.host.Bookkeeping(), nil, 0o600) },
+			exitAttention, "--uninstall --installation-id " + testID + " --force", "the file is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newStatusHost(t)

@@ -55,6 +55,9 @@ func Open(path string) (*DB, error) {
 		if !fi.Mode().IsRegular() {
 			return nil, fmt.Errorf("open installer bookkeeping %s: not a regular file", path)
 		}
+		if err := checkFile(path); err != nil {
+			return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
+		}
 		if fi.Mode().Perm() != 0o600 {
 			if err := os.Chmod(path, 0o600); err != nil {
 				return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
@@ -63,12 +66,9 @@ func Open(path string) (*DB, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout})
+	bdb, err := openBolt(path, &bolt.Options{Timeout: openTimeout})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("open installer bookkeeping %s: %w (waited %s)", path, ErrBusy, openTimeout)
-		}
-		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
+		return nil, err
 	}
 	db := &DB{db: bdb, path: path}
 	if err := db.migrate(len(migrations)); err != nil {
@@ -80,6 +80,30 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// openBolt opens the file with bbolt and checks its pages: damage is an
+// error (ErrDamaged), never a crash. Another process holding the file past
+// the timeout is ErrBusy.
+func openBolt(path string, o *bolt.Options) (*bolt.DB, error) {
+	var bdb *bolt.DB
+	err := guard(func() (err error) {
+		bdb, err = bolt.Open(path, 0o600, o)
+		return err
+	})
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return nil, fmt.Errorf("open installer bookkeeping %s: %w (waited %s)", path, ErrBusy, o.Timeout)
+	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrChecksum), errors.Is(err, bolt.ErrVersionMismatch):
+		return nil, fmt.Errorf("open installer bookkeeping %s: %w: %v", path, ErrDamaged, err)
+	case err != nil:
+		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
+	}
+	if err := checkPages(bdb); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
+	}
+	return bdb, nil
 }
 
 // Path returns the database file name.
@@ -95,23 +119,27 @@ func (db *DB) Close() error {
 
 // update runs fn in one read-write transaction on the root bucket.
 func (db *DB) update(fn func(root *bolt.Bucket) error) error {
-	return db.db.Update(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketRoot)
-		if root == nil {
-			return fmt.Errorf("installer bookkeeping %s has no root bucket", db.path)
-		}
-		return fn(root)
+	return guard(func() error {
+		return db.db.Update(func(tx *bolt.Tx) error {
+			root := tx.Bucket(bucketRoot)
+			if root == nil {
+				return fmt.Errorf("%w: %s has no root bucket", ErrDamaged, db.path)
+			}
+			return fn(root)
+		})
 	})
 }
 
 // view runs fn in one read-only transaction on the root bucket.
 func (db *DB) view(fn func(root *bolt.Bucket) error) error {
-	return db.db.View(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketRoot)
-		if root == nil {
-			return fmt.Errorf("installer bookkeeping %s has no root bucket", db.path)
-		}
-		return fn(root)
+	return guard(func() error {
+		return db.db.View(func(tx *bolt.Tx) error {
+			root := tx.Bucket(bucketRoot)
+			if root == nil {
+				return fmt.Errorf("%w: %s has no root bucket", ErrDamaged, db.path)
+			}
+			return fn(root)
+		})
 	})
 }
 
@@ -119,7 +147,7 @@ func (db *DB) view(fn func(root *bolt.Bucket) error) error {
 func bucket(root *bolt.Bucket, name []byte) (*bolt.Bucket, error) {
 	b := root.Bucket(name)
 	if b == nil {
-		return nil, fmt.Errorf("installer bookkeeping has no %q bucket", name)
+		return nil, fmt.Errorf("%w: no %q bucket", ErrDamaged, name)
 	}
 	return b, nil
 }
@@ -132,7 +160,7 @@ func get(b *bolt.Bucket, key []byte, v any) (bool, error) {
 		return false, nil
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("decode %q: %w", key, err)
+		return false, fmt.Errorf("%w: decode %q: %v", ErrDamaged, key, err)
 	}
 	return true, nil
 }

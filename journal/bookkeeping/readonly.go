@@ -1,7 +1,6 @@
 package bookkeeping
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -22,12 +21,12 @@ func OpenReadOnly(path string) (*DB, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("open installer bookkeeping %s: not a regular file", path)
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, ReadOnly: true})
-	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("open installer bookkeeping %s: %w (waited %s)", path, ErrBusy, openTimeout)
-		}
+	if err := checkFile(path); err != nil {
 		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
+	}
+	bdb, err := openBolt(path, &bolt.Options{Timeout: openTimeout, ReadOnly: true})
+	if err != nil {
+		return nil, err
 	}
 	db := &DB{db: bdb, path: path}
 	var version int

@@ -244,3 +244,44 @@ func TestBadTokensRefuseBeforeTheLock(t *testing.T) {
 		})
 	}
 }
+
+// A rerun on a host whose installer.db is damaged refuses under the lock,
+// before any change, naming the damage and the recovery; so does a new
+// installation's first run.
+func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
+	for _, installed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "rerun", false: "new node"}[installed], func(t *testing.T) {
+			f := newRunFixture(t)
+			if installed {
+				f.installed(t)
+				data, err := os.ReadFile(f.host.Bookkeeping())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f.host.Bookkeeping(), data[:len(data)/8], 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := os.MkdirAll(f.host.EtcDir(), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f.host.Bookkeeping(), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			core := f.countCore()
+			before := f.tree(t, true)
+			_, err := f.install(t, nil)
+			if err == nil || !strings.Contains(err.Error(), "installer bookkeeping is damaged") || !strings.Contains(err.Error(), "--force") ||
+				!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+				t.Fatalf("install: %v, want the damage refusal", err)
+			}
+			if d := treeDiff(before, f.tree(t, true)); d != "" {
+				t.Errorf("the refusal changed:\n%s", d)
+			}
+			if n := core.Load(); n != 0 {
+				t.Errorf("Core was asked %d times", n)
+			}
+		})
+	}
+}

@@ -14,6 +14,23 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
+// CheckBookkeeping refuses a command, before its first change, on a host
+// whose bookkeeping database exists but is damaged (bookkeeping.ErrDamaged)
+// or cannot be read, naming the recovery. A host without one passes.
+func CheckBookkeeping(h layout.Host, id string) error {
+	if _, err := os.Lstat(h.Bookkeeping()); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	switch {
+	case errors.Is(err, bookkeeping.ErrDamaged):
+		return fmt.Errorf("%w; %s. Nothing was changed.", err, bookkeeping.DamagedAdvice(h.Bookkeeping(), id))
+	case err != nil:
+		return fmt.Errorf("%w. Nothing was changed.", err)
+	}
+	return db.Close()
+}
+
 // openBookkeeping opens the bbolt bookkeeping, creating /etc/oac-node
 // (0755, root's) first.
 func openBookkeeping(d Data) (*bookkeeping.DB, error) {

@@ -112,6 +112,9 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	if err := CheckBookkeeping(c.Host, o.InstallationID); err != nil {
+		return nil, err
+	}
 	known, err := knownNode(c.Host, o.InstallationID)
 	if err != nil {
 		return nil, err

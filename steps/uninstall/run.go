@@ -61,6 +61,9 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	if err := install.CheckBookkeeping(c.Host, id); err != nil {
+		return nil, err
+	}
 	path := JournalPath(c.Host, id)
 	prev, err := workflow.InspectJournal(path, workflow.Lookup)
 	resuming := err == nil && prev.Condition != workflow.Complete

@@ -1,0 +1,70 @@
+package uninstall
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// A damaged installer.db (empty, truncated, garbled) makes uninstall refuse
+// before its first change — the unit still enabled, nothing removed —
+// naming the damage and the recovery; the recovery it names (the file kept
+// aside, then --force) removes the node and keeps the account, whose
+// record of being the installer's is gone.
+func TestUninstallRefusesADamagedBookkeeping(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func([]byte) []byte
+	}{
+		{"empty", func([]byte) []byte { return nil }},
+		{"truncated", func(b []byte) []byte { return b[:len(b)/8] }},
+		{"meta pages garbled", func(b []byte) []byte {
+			for _, off := range []int{16, 4096 + 16} {
+				b[off] ^= 0xff
+			}
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newHostFixture(t)
+			f.install(t)
+			db := f.host.Bookkeeping()
+			data, err := os.ReadFile(db)
+			must(t, err)
+			must(t, os.WriteFile(db, tc.damage(data), 0o600))
+			before := generationtest.Snapshot(t, f.host.Root)
+			_, err = f.uninstall(t, false)
+			if !errors.Is(err, bookkeeping.ErrDamaged) || !strings.Contains(err.Error(), "installer.db.damaged") ||
+				!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+				t.Fatalf("uninstall: %v, want the damage refusal with its recovery", err)
+			}
+			if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
+				t.Errorf("the refusal changed the host:\n%s", d)
+			}
+			if !f.systemd.Enabled(layout.UnitName(id)) || f.children.Load() != 0 {
+				t.Errorf("the refusal stopped the unit or ran a child")
+			}
+			if _, err := f.uninstall(t, true); !errors.Is(err, bookkeeping.ErrDamaged) {
+				t.Fatalf("uninstall --force: %v, want the damage refusal", err)
+			}
+			// The recovery the refusal names.
+			must(t, os.Rename(db, db+".damaged"))
+			rep, err := f.uninstall(t, true)
+			if err != nil || rep.Condition != workflow.Complete {
+				t.Fatalf("uninstall --force with the database kept aside: %v", err)
+			}
+			if _, err := f.dbs.LookupUser(layout.Account); err != nil {
+				t.Errorf("the account went without its record: %v", err)
+			}
+			if _, err := os.Lstat(f.host.Record(id)); err == nil {
+				t.Error("the host record stayed")
+			}
+		})
+	}
+}
