@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/moby/moby/client"
 )
@@ -111,13 +112,34 @@ func recordStatus(resp *http.Response) {
 	}
 }
 
-// call runs f with a context that records the engine's HTTP status, and
-// translates a failure into this package's errors, naming op.
+// CallTimeout bounds one call to the engine (info, inspect, network
+// create and remove, containers by label); LoadTimeout bounds an image
+// load, which streams the whole archive. A hung engine then fails the call
+// with ErrNoAnswer instead of holding the command for as long as the
+// operator waits.
+var CallTimeout = 2 * time.Minute
+
+// ErrNoAnswer means the engine accepted the connection but did not answer
+// within the call's deadline.
+var ErrNoAnswer = errors.New("the Docker Engine did not answer in time (check it with `sudo systemctl status docker`)")
+
+// call runs f with a context that records the engine's HTTP status and
+// ends after timeout, and translates a failure into this package's errors,
+// naming op.
 func (c *Client) call(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	return c.callWithin(ctx, CallTimeout, op, f)
+}
+
+func (c *Client) callWithin(ctx context.Context, timeout time.Duration, op string, f func(ctx context.Context) error) error {
 	status := 0
-	err := f(context.WithValue(ctx, statusKey{}, &status))
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, statusKey{}, &status), timeout)
+	defer cancel()
+	err := f(cctx)
 	if err == nil {
 		return nil
+	}
+	if ctx.Err() == nil && cctx.Err() != nil {
+		return fmt.Errorf("%s: %w (waited %s)", op, ErrNoAnswer, timeout)
 	}
 	return classify(op, status, err)
 }

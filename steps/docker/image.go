@@ -15,8 +15,8 @@ import (
 )
 
 // LoadTimeout is how long the installer lets an image load run
-// (`docker load`, 1800 s in the original installer). Callers put it on the
-// context they pass to ImageLoad.
+// (`docker load`, 1800 s in the original installer); ImageLoad puts it on
+// its call.
 const LoadTimeout = 30 * time.Minute
 
 // ImageInspect returns the local image ID and platform of the image ref
@@ -51,7 +51,7 @@ func (c *Client) ImageLoad(ctx context.Context, tarPath string) error {
 		return fmt.Errorf("load image %s: not a regular file", tarPath)
 	}
 	op := "load image " + tarPath
-	return c.call(ctx, op, func(ctx context.Context) error {
+	return c.callWithin(ctx, LoadTimeout, op, func(ctx context.Context) error {
 		res, err := c.api.ImageLoad(ctx, f, client.ImageLoadWithQuiet(true))
 		if err != nil {
 			return err

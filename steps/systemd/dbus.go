@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
@@ -18,6 +19,8 @@ type DBus struct {
 	unitDir string
 	// Via names the transport in use: "system bus" or "/run/systemd/private".
 	Via string
+	// cancel ends the connection's context (Close).
+	cancel context.CancelFunc
 }
 
 // unitFiles is the part of the connection that enables and disables unit
@@ -34,37 +37,98 @@ func (d *DBus) unitFiles() unitFiles {
 	return d.conn
 }
 
+// Deadlines of the calls to systemd: a manager that accepts the connection
+// and never answers fails the command with what it waited for, instead of
+// holding it for as long as the operator waits. DialTimeout bounds each way
+// of connecting, CallTimeout each method call, JobTimeout the wait for a
+// start or stop job's result (systemd's own start timeout is 90 s).
+var (
+	DialTimeout = 30 * time.Second
+	CallTimeout = 2 * time.Minute
+	JobTimeout  = 5 * time.Minute
+)
+
+// ErrNoAnswer means systemd did not answer a call within its deadline.
+var ErrNoAnswer = errors.New("systemd did not answer in time")
+
+// within is ctx bounded by timeout, for one call on an open connection.
+func within(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, timeout)
+}
+
+// late wraps err, from a call made with cctx derived from ctx, as
+// ErrNoAnswer when cctx's own deadline ended it.
+func late(ctx, cctx context.Context, timeout time.Duration, err error) error {
+	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w (waited %s): %v", ErrNoAnswer, timeout, err)
+	}
+	return err
+}
+
 // Dial connects to systemd over the system bus, and, when that fails, over
 // its private socket /run/systemd/private, which only root may use and which
 // answers even when no bus daemon runs. Both failing is ErrUnavailable.
 func Dial(ctx context.Context) (*DBus, error) {
-	conn, errBus := sd.NewSystemConnectionContext(ctx)
+	d, errBus := dialWithin(ctx, "system bus", sd.NewSystemConnectionContext)
 	if errBus == nil {
-		return &DBus{conn: conn, Via: "system bus"}, nil
+		return d, nil
 	}
-	conn, errPrivate := sd.NewSystemdConnectionContext(ctx)
+	d, errPrivate := dialWithin(ctx, "/run/systemd/private", sd.NewSystemdConnectionContext)
 	if errPrivate == nil {
-		return &DBus{conn: conn, Via: "/run/systemd/private"}, nil
+		return d, nil
 	}
 	return nil, fmt.Errorf("connect to systemd (system bus: %v; /run/systemd/private: %v): %w", errBus, errPrivate, ErrUnavailable)
 }
 
 // DialPrivate connects over /run/systemd/private only.
 func DialPrivate(ctx context.Context) (*DBus, error) {
-	conn, err := sd.NewSystemdConnectionContext(ctx)
+	d, err := dialWithin(ctx, "/run/systemd/private", sd.NewSystemdConnectionContext)
 	if err != nil {
 		return nil, fmt.Errorf("connect to systemd over /run/systemd/private: %v: %w", err, ErrUnavailable)
 	}
-	return &DBus{conn: conn, Via: "/run/systemd/private"}, nil
+	return d, nil
 }
 
 // DialSystemBus connects over the system bus only.
 func DialSystemBus(ctx context.Context) (*DBus, error) {
-	conn, err := sd.NewSystemConnectionContext(ctx)
+	d, err := dialWithin(ctx, "system bus", sd.NewSystemConnectionContext)
 	if err != nil {
 		return nil, fmt.Errorf("connect to systemd over the system bus: %v: %w", err, ErrUnavailable)
 	}
-	return &DBus{conn: conn, Via: "system bus"}, nil
+	return d, nil
+}
+
+// dialWithin connects with dial, giving up after DialTimeout. The context a
+// go-systemd connection is made with stays its context (the connection
+// closes when it ends), so it is cancelled only when the dial gives up, or
+// by Close.
+func dialWithin(ctx context.Context, via string, dial func(context.Context) (*sd.Conn, error)) (*DBus, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	type result struct {
+		conn *sd.Conn
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		conn, err := dial(cctx)
+		done <- result{conn, err}
+	}()
+	timer := time.NewTimer(DialTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			cancel()
+			return nil, r.err
+		}
+		return &DBus{conn: r.conn, Via: via, cancel: cancel}, nil
+	case <-timer.C:
+		cancel()
+		return nil, fmt.Errorf("%w (waited %s)", ErrNoAnswer, DialTimeout)
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
 }
 
 var _ Manager = (*DBus)(nil)
@@ -72,13 +136,18 @@ var _ Manager = (*DBus)(nil)
 // Close closes both of the connection's sockets.
 func (d *DBus) Close() error {
 	d.conn.Close()
+	if d.cancel != nil {
+		d.cancel()
+	}
 	return nil
 }
 
 // Reload is daemon-reload.
 func (d *DBus) Reload(ctx context.Context) error {
-	if err := d.conn.ReloadContext(ctx); err != nil {
-		return fmt.Errorf("systemd daemon-reload: %w", translate(err))
+	cctx, cancel := within(ctx, CallTimeout)
+	defer cancel()
+	if err := d.conn.ReloadContext(cctx); err != nil {
+		return fmt.Errorf("systemd daemon-reload: %w", late(ctx, cctx, CallTimeout, translate(err)))
 	}
 	return nil
 }
@@ -87,9 +156,11 @@ func (d *DBus) Reload(ctx context.Context) error {
 // links that point elsewhere (no --force), and makes the links durable
 // (see SyncLinks): systemd fsyncs none of them.
 func (d *DBus) Enable(ctx context.Context, unit string) error {
-	_, changes, err := d.unitFiles().EnableUnitFilesContext(ctx, []string{unit}, false, false)
+	cctx, cancel := within(ctx, CallTimeout)
+	defer cancel()
+	_, changes, err := d.unitFiles().EnableUnitFilesContext(cctx, []string{unit}, false, false)
 	if err != nil {
-		return fmt.Errorf("enable %s: %w", unit, translate(err))
+		return fmt.Errorf("enable %s: %w", unit, late(ctx, cctx, CallTimeout, translate(err)))
 	}
 	var links []string
 	for _, c := range changes {
@@ -104,9 +175,11 @@ func (d *DBus) Enable(ctx context.Context, unit string) error {
 // Disable disables the unit and makes the removal of its links durable
 // (see SyncLinks).
 func (d *DBus) Disable(ctx context.Context, unit string) error {
-	changes, err := d.unitFiles().DisableUnitFilesContext(ctx, []string{unit}, false)
+	cctx, cancel := within(ctx, CallTimeout)
+	defer cancel()
+	changes, err := d.unitFiles().DisableUnitFilesContext(cctx, []string{unit}, false)
 	if err != nil {
-		return fmt.Errorf("disable %s: %w", unit, translate(err))
+		return fmt.Errorf("disable %s: %w", unit, late(ctx, cctx, CallTimeout, translate(err)))
 	}
 	var links []string
 	for _, c := range changes {
@@ -139,24 +212,30 @@ func (d *DBus) job(ctx context.Context, verb, unit string, call func(context.Con
 	// Buffered: go-systemd's signal dispatcher must never block on a
 	// result nobody reads any more (ctx ended).
 	done := make(chan string, 1)
-	if _, err := call(ctx, unit, "replace", done); err != nil {
-		return fmt.Errorf("%s %s: %w", verb, unit, translate(err))
+	cctx, cancel := within(ctx, CallTimeout)
+	defer cancel()
+	if _, err := call(cctx, unit, "replace", done); err != nil {
+		return fmt.Errorf("%s %s: %w", verb, unit, late(ctx, cctx, CallTimeout, translate(err)))
 	}
+	jctx, cancel := within(ctx, JobTimeout)
+	defer cancel()
 	select {
 	case result := <-done:
 		if result != "done" {
 			return fmt.Errorf("%s %s: job %s: %w", verb, unit, result, ErrJobFailed)
 		}
 		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%s %s: waiting for the job: %w", verb, unit, ctx.Err())
+	case <-jctx.Done():
+		return fmt.Errorf("%s %s: waiting for the job: %w", verb, unit, late(ctx, jctx, JobTimeout, jctx.Err()))
 	}
 }
 
 // ResetFailed is reset-failed.
 func (d *DBus) ResetFailed(ctx context.Context, unit string) error {
-	if err := d.conn.ResetFailedUnitContext(ctx, unit); err != nil {
-		return fmt.Errorf("reset-failed %s: %w", unit, translate(err))
+	cctx, cancel := within(ctx, CallTimeout)
+	defer cancel()
+	if err := d.conn.ResetFailedUnitContext(cctx, unit); err != nil {
+		return fmt.Errorf("reset-failed %s: %w", unit, late(ctx, cctx, CallTimeout, translate(err)))
 	}
 	return nil
 }
@@ -166,9 +245,11 @@ func (d *DBus) ResetFailed(ctx context.Context, unit string) error {
 // .service, NRestarts and ExecMainStatus.
 func (d *DBus) State(ctx context.Context, unit string) (UnitState, error) {
 	var st UnitState
-	props, err := d.conn.GetUnitPropertiesContext(ctx, unit)
+	cctx, cancel := within(ctx, CallTimeout)
+	defer cancel()
+	props, err := d.conn.GetUnitPropertiesContext(cctx, unit)
 	if err != nil {
-		return st, fmt.Errorf("properties of %s: %w", unit, translate(err))
+		return st, fmt.Errorf("properties of %s: %w", unit, late(ctx, cctx, CallTimeout, translate(err)))
 	}
 	st.LoadState, _ = props["LoadState"].(string)
 	st.ActiveState, _ = props["ActiveState"].(string)
@@ -179,9 +260,9 @@ func (d *DBus) State(ctx context.Context, unit string) (UnitState, error) {
 		return st, nil
 	}
 	for name, dst := range map[string]any{"NRestarts": &st.NRestarts, "ExecMainStatus": &st.ExecMainStatus} {
-		p, err := d.conn.GetServicePropertyContext(ctx, unit, name)
+		p, err := d.conn.GetServicePropertyContext(cctx, unit, name)
 		if err != nil {
-			return st, fmt.Errorf("property %s of %s: %w", name, unit, translate(err))
+			return st, fmt.Errorf("property %s of %s: %w", name, unit, late(ctx, cctx, CallTimeout, translate(err)))
 		}
 		if err := p.Value.Store(dst); err != nil {
 			return st, fmt.Errorf("property %s of %s: %w", name, unit, err)

@@ -52,9 +52,11 @@ func (p UnitProperties) LastExit() string {
 // changes nothing: a unit systemd has not loaded reads as not-found.
 func (d *DBus) Properties(ctx context.Context, unit string) (UnitProperties, error) {
 	var p UnitProperties
-	props, err := d.conn.GetUnitPropertiesContext(ctx, unit)
+	cctx, cancel := within(ctx, CallTimeout)
+	defer cancel()
+	props, err := d.conn.GetUnitPropertiesContext(cctx, unit)
 	if err != nil {
-		return p, fmt.Errorf("properties of %s: %w", unit, translate(err))
+		return p, fmt.Errorf("properties of %s: %w", unit, late(ctx, cctx, CallTimeout, translate(err)))
 	}
 	p.LoadState, _ = props["LoadState"].(string)
 	p.ActiveState, _ = props["ActiveState"].(string)
@@ -62,9 +64,9 @@ func (d *DBus) Properties(ctx context.Context, unit string) (UnitProperties, err
 	if p.LoadState != "loaded" || !isService(unit) {
 		return p, nil
 	}
-	svc, err := d.conn.GetUnitTypePropertiesContext(ctx, unit, "Service")
+	svc, err := d.conn.GetUnitTypePropertiesContext(cctx, unit, "Service")
 	if err != nil {
-		return p, fmt.Errorf("service properties of %s: %w", unit, translate(err))
+		return p, fmt.Errorf("service properties of %s: %w", unit, late(ctx, cctx, CallTimeout, translate(err)))
 	}
 	p.Result, _ = svc["Result"].(string)
 	p.NRestarts, _ = svc["NRestarts"].(uint32)

@@ -1,0 +1,59 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An engine that accepts the connection and never answers fails each call
+// at its deadline with ErrNoAnswer, naming the call; the caller's own
+// cancellation stays context.Canceled.
+func TestHungEngineCallsEndAtTheirDeadline(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close() // read nothing, answer nothing
+		}
+	}()
+	old := CallTimeout
+	CallTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { CallTimeout = old })
+	c, err := New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for name, call := range map[string]func(context.Context) error{
+		"info":            func(ctx context.Context) error { _, err := c.Info(ctx); return err },
+		"inspect image":   func(ctx context.Context) error { _, _, _, err := c.ImageInspect(ctx, "sha256:00"); return err },
+		"inspect network": func(ctx context.Context) error { _, err := c.NetworkInspect(ctx, "oac-node-x"); return err },
+	} {
+		start := time.Now()
+		err := call(context.Background())
+		if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v, want ErrNoAnswer naming the call", name, err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s took %s", name, d)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := c.Info(ctx); errors.Is(err, ErrNoAnswer) || !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled call: %v, want context.Canceled", err)
+	}
+}
