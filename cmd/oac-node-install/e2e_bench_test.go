@@ -80,7 +80,7 @@ func BenchmarkEndToEndInstall(b *testing.B) {
 	// host with the engine cleared of the last one's image and network;
 	// the medians count (the engine's own times vary by tens of percent
 	// from one call to the next).
-	rounds := max(envInt("OAC_BENCH_ROUNDS", 5), 1)
+	rounds := max(envInt("OAC_BENCH_ROUNDS", 9), 1)
 	var samples []installSample
 	for i := range rounds {
 		if i > 0 {
