@@ -13,14 +13,20 @@
 // A refusal in the child (class refused) changed nothing, so the failure
 // is recorded as unchanged and the step runs again on the next run.
 //
-// Before the host lock and the journal, Run checks every step read-only
+// Run first makes the checks that read nothing of the host's records
+// (platform, systemd, SELinux, a token in the environment), then reads the
+// token, then takes /run/oac-node.lock and keeps it to the end: every
+// decision from the host's state is taken under it, from root's records
+// (CONTRACT §10). Before the journal, Run checks every step read-only
 // (workflow.Check; each step is a workflow.Checker, the service-account
 // steps answered by one child for all of them):
 //
-//	Run ── preflight ── workflow.Check ──┬─ a refusal: nothing was changed
+//	Run ── lock-free checks ── token ── host lock ── bookkeeping intact?
+//	    ── known node? Core's configuration ── preflight ── workflow.Check
+//	                                     ┌─ a refusal: nothing was changed
 //	                                     ├─ every step satisfied, no run
 //	                                     │  unfinished: the summary, no write
-//	                                     └─ otherwise: host lock, journal,
-//	                                        the workflow (each step checks
-//	                                        again and changes what differs)
+//	                                     └─ otherwise: journal, the workflow
+//	                                        (each step checks again and
+//	                                        changes what differs)
 package install

@@ -1,9 +1,10 @@
 // Package uninstall is root's side of `oac-node-install --uninstall`: the
 // uninstall workflow's steps (workflow.UninstallDefinition) and Run, which
-// refuses before any change (a missing host record without --force, then
-// Core's answer), takes the host lock and runs the workflow against root's
-// journal /var/lib/oac-node-install/<id>/uninstall.journal, rerunnable
-// until complete.
+// takes the host lock first (saying so when it waits) and keeps it to the
+// end, refuses before any change (a damaged bookkeeping, a missing host
+// record without --force, then Core's answer), and runs the workflow
+// against root's journal /var/lib/oac-node-install/<id>/uninstall.journal,
+// rerunnable until complete.
 //
 // Root stops, disables and removes the unit and the env file, handles the
 // account by the bookkeeping (deleted only when the installer created it
