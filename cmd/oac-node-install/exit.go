@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/openagentcore/oac-node-install/steps/privsep"
 )
 
 // Exit codes (CONTRACT §4.4, §10).
@@ -81,15 +83,18 @@ func (f failure) report(stderr io.Writer, err error, interrupted *signalError) i
 	if errors.As(err, &q) {
 		return q.code
 	}
+	// What an error says may hold what a service account, a Core or a
+	// file wrote: it reaches the terminal only through the sanitizer.
+	msg := privsep.SanitizeString(err.Error())
 	var ec exitCoder
 	if errors.As(err, &ec) {
-		fmt.Fprintf(stderr, "%s%v\n", f.prefix, err)
+		fmt.Fprintf(stderr, "%s%s\n", f.prefix, msg)
 		return ec.ExitCode()
 	}
 	if interrupted != nil {
 		fmt.Fprintln(stderr, "Interrupted. Nothing is lost: rerun the same command to continue.")
 		return interrupted.exitCode()
 	}
-	fmt.Fprintf(stderr, "%s%v\n", f.prefix, err)
+	fmt.Fprintf(stderr, "%s%s\n", f.prefix, msg)
 	return exitFailure
 }

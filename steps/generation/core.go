@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/ident"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/steps/trust"
@@ -178,6 +180,17 @@ type configurationAnswer struct {
 // specification is strict, because its digest covers it.
 var configurationFormat = strictjson.Format{MaxSize: MaxConfigurationSize, AllowUnknownKeys: true}
 
+// printableASCII reports whether s is non-empty printable ASCII without
+// spaces.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // ParseConfiguration validates Core's configuration answer in itself.
 func ParseConfiguration(body []byte) (*Configuration, error) {
 	bad := func(format string, args ...any) error {
@@ -212,6 +225,17 @@ func ParseConfiguration(body []byte) (*Configuration, error) {
 	case release.ProviderDocker, release.ProviderMicrosandbox:
 	default:
 		return nil, bad("provider %q is not a node provider", c.Provider)
+	}
+	// The values root compares and prints (never echoed here: a hostile
+	// Core chooses them).
+	if !ident.CanonicalUUID(c.InstallationID) {
+		return nil, bad("installation_id is not a canonical UUID")
+	}
+	if !printableASCII(c.CoreURL) {
+		return nil, bad("core_url holds characters no origin has")
+	}
+	if _, err := provider.CheckOrigin(strings.TrimSuffix(c.CoreURL, "/")); err != nil {
+		return nil, bad("core_url is not an http(s) origin")
 	}
 	var err error
 	if c.Specification, err = release.ParseSpecification(c.Provider, a.Specification); err != nil {

@@ -50,14 +50,30 @@ func TestParseConfiguration(t *testing.T) {
 		"missing specification": func(d map[string]any) { delete(d, "specification") },
 		"missing installation":  func(d map[string]any) { delete(d, "installation_id") },
 		"numeric installation":  func(d map[string]any) { d["installation_id"] = 7 },
+		// Values root compares and prints: a hostile Core's terminal
+		// controls never get through, nor are they echoed.
+		"installation with escapes":  func(d map[string]any) { d["installation_id"] = "\x1b]0;owned\a" + testID },
+		"uppercase installation":     func(d map[string]any) { d["installation_id"] = strings.ToUpper(testID) },
+		"installation not a UUID":    func(d map[string]any) { d["installation_id"] = "node-1" },
+		"core_url with an escape":    func(d map[string]any) { d["core_url"] = "https://core.example\x1b[2J" },
+		"core_url with a C1 control": func(d map[string]any) { d["core_url"] = "https://core\u009b.example" },
+		"core_url with a path":       func(d map[string]any) { d["core_url"] = "https://core.example/evil" },
+		"core_url with credentials":  func(d map[string]any) { d["core_url"] = "https://u:p@core.example" },
+		"core_url not http":          func(d map[string]any) { d["core_url"] = "file:///etc/shadow" },
+		"core_url empty":             func(d map[string]any) { d["core_url"] = "" },
+		"core_url with a space":      func(d map[string]any) { d["core_url"] = "https://core.example next: curl evil" },
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
 			d := configurationDoc(t)
 			f(d)
 			data, _ := json.Marshal(d)
-			if _, err := ParseConfiguration(data); !errors.Is(err, ErrCoreAnswer) {
+			_, err := ParseConfiguration(data)
+			if !errors.Is(err, ErrCoreAnswer) {
 				t.Fatalf("ParseConfiguration: %v, want ErrCoreAnswer", err)
+			}
+			if strings.ContainsAny(err.Error(), "\x1b\a\u009b") || strings.Contains(err.Error(), "evil") {
+				t.Errorf("the refusal echoes Core's value: %q", err)
 			}
 		})
 	}
