@@ -157,6 +157,9 @@ func transportReason(err error) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	if clock := trust.Explain(err, time.Now()); clock != nil {
+		return clock.Error()
+	}
 	var ce *tls.CertificateVerificationError
 	if errors.As(err, &ce) {
 		return "Core's TLS certificate is not trusted"

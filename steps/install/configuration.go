@@ -136,6 +136,9 @@ func reason(err error) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	if clock := trust.Explain(err, time.Now()); clock != nil {
+		return clock.Error()
+	}
 	var ce *tls.CertificateVerificationError
 	if errors.As(err, &ce) {
 		return "its TLS certificate is not trusted; give its CA with --core-ca"

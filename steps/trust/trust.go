@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrNoCertificate: a CA bundle holds no PEM certificate.
@@ -183,4 +184,22 @@ func (f *fallback) CloseIdleConnections() {
 func unknownAuthority(err error) bool {
 	var ua x509.UnknownAuthorityError
 	return errors.As(err, &ua)
+}
+
+// ErrClock: the server's certificate is not valid at this host's time:
+// expired, or not yet valid — usually the host's clock is wrong, which the
+// operator fixes there, not by trusting another CA.
+var ErrClock = errors.New("the server's TLS certificate is not valid at this host's time")
+
+// Explain says, in the operator's terms, why certificate verification
+// refused a server: a certificate outside its validity at this host's
+// time is a clock problem (ErrClock, with the host's time), anything
+// else "" (the caller's own message stands).
+func Explain(err error, now time.Time) error {
+	var inv x509.CertificateInvalidError
+	if errors.As(err, &inv) && inv.Reason == x509.Expired {
+		return fmt.Errorf("%w (the host's clock says %s UTC): check the clock with `timedatectl` and set it right, then rerun the same command",
+			ErrClock, now.UTC().Format("2006-01-02 15:04:05"))
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
 )
@@ -194,5 +195,30 @@ func TestWithoutCAOrWithOnly(t *testing.T) {
 	}
 	if _, err := New([]byte("not a certificate")); !errors.Is(err, ErrNoCertificate) {
 		t.Fatalf("New of a bundle without a certificate: %v", err)
+	}
+}
+
+// A certificate the CA signed, verified at a time outside its validity (a
+// host clock years off), is a clock problem naming the host's time, not an
+// untrusted CA; other failures are left to the caller's own words.
+func TestCertificateOutsideItsValidityIsAClockProblem(t *testing.T) {
+	srv, ca := privateServer(t)
+	for _, off := range []time.Duration{30 * 365 * 24 * time.Hour, -30 * 365 * 24 * time.Hour} {
+		clock := time.Now().Add(off)
+		_, rt := transport(t, ca, &http.Transport{TLSClientConfig: &tls.Config{Time: func() time.Time { return clock }}})
+		_, err := get(t, rt, srv.URL, "")
+		if err == nil {
+			t.Fatalf("clock %s: the request went through", clock)
+		}
+		got := Explain(err, clock)
+		if !errors.Is(got, ErrClock) || !strings.Contains(got.Error(), clock.UTC().Format("2006-01-02")) || !strings.Contains(got.Error(), "timedatectl") {
+			t.Errorf("clock %s: %v, want the clock problem naming the host's time", clock, got)
+		}
+	}
+	// An unknown authority is no clock problem.
+	_, rt := transport(t, nil, &http.Transport{})
+	_, err := get(t, rt, srv.URL, "")
+	if err == nil || Explain(err, time.Now()) != nil {
+		t.Errorf("unknown authority: %v, explained as %v", err, Explain(err, time.Now()))
 	}
 }
