@@ -71,7 +71,8 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 			return nil, err
 		}
 		if req.Step == StepConfiguration {
-			conf, err := NodeConfiguration(ctx, os.Getenv("HOME"), req.InstallationID, os.Getuid())
+			conf, err := NodeConfiguration(ctx, os.Getenv("HOME"), req.InstallationID, os.Getuid(),
+				RecordedCore{Origin: req.CoreOrigin, AllowInsecureOrigin: req.AllowInsecureOrigin, CA: req.CoreCA})
 			if err != nil {
 				return nil, classify(err)
 			}

@@ -8,6 +8,9 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/trust"
 )
 
 // StepConfiguration is the child request that reads Core's configuration
@@ -29,10 +32,23 @@ func (c *Configuration) MarshalJSON() ([]byte, error) {
 	})
 }
 
+// RecordedCore is Core as root's records name it for a known node (the
+// host record's origin, insecure-origin policy and CA, which root checked
+// the command against): where a request carrying the node's credential may
+// go, and what it trusts.
+type RecordedCore struct {
+	Origin              string
+	AllowInsecureOrigin bool
+	// CA is the operator's CA bundle (nil: the system roots).
+	CA []byte
+}
+
 // NodeConfiguration reads, as the node account, Core's configuration of the
 // generation the node enrolled with, using the credential in
-// state/node/identity.json and the node's retained Core CA.
-func NodeConfiguration(ctx context.Context, home, installationID string, uid int) (*Configuration, error) {
+// state/node/identity.json — sent only to the Core root recorded, trusting
+// only root's CA: an identity.json (the account's file) that names another
+// Core origin, insecure-origin policy or CA is refused before any request.
+func NodeConfiguration(ctx context.Context, home, installationID string, uid int, core RecordedCore) (*Configuration, error) {
 	node := layout.Node{Root: layout.NodeRootIn(home, installationID)}
 	root, err := safefile.OpenRoot(node.Root)
 	if err != nil {
@@ -44,15 +60,24 @@ func NodeConfiguration(ctx context.Context, home, installationID string, uid int
 	if err != nil {
 		return nil, err
 	}
-	pool, err := e.certPool()
+	switch {
+	case nid.CoreURL != trimOrigin(core.Origin):
+		return nil, fmt.Errorf("%w: identity.json names Core %s, this host's record %s; the node's credential goes only to the recorded Core",
+			ErrIdentity, privsep.SanitizeField(nid.CoreURL), trimOrigin(core.Origin))
+	case nid.AllowInsecureOrigin != core.AllowInsecureOrigin:
+		return nil, fmt.Errorf("%w: identity.json's insecure-origin policy differs from this host's record", ErrIdentity)
+	case len(core.CA) > 0 && nid.CoreCASHA256 != release.SHA256Hex(core.CA), len(core.CA) == 0 && nid.CoreCASHA256 != "":
+		return nil, fmt.Errorf("%w: identity.json's Core CA differs from this host's record", ErrIdentity)
+	}
+	roots, err := trust.New(core.CA)
+	if err != nil {
+		return nil, fmt.Errorf("Core CA: %w", err)
+	}
+	client, err := NewCoreClient(nid, roots, e.proxy())
 	if err != nil {
 		return nil, err
 	}
-	core, err := NewCoreClient(nid, pool, e.proxy())
-	if err != nil {
-		return nil, err
-	}
-	conf, err := core.Configuration(ctx, nid.Identity.DeploymentGeneration)
+	conf, err := client.Configuration(ctx, nid.Identity.DeploymentGeneration)
 	if err != nil {
 		return nil, err
 	}

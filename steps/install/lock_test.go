@@ -3,8 +3,10 @@ package install
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -283,5 +286,50 @@ func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
 				t.Errorf("Core was asked %d times", n)
 			}
 		})
+	}
+}
+
+// The node's credential goes only to the Core root recorded: an account
+// that points identity.json at a server of its own (and removes
+// registered.json) gets no request there; root's rerun refuses before any
+// change.
+func TestTheCredentialGoesOnlyToTheRecordedCore(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	var hostile atomic.Int32
+	evil := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hostile.Add(1)
+		w.Write(f.configurationBody(nil))
+	}))
+	defer evil.Close()
+	node := layout.Node{Root: layout.NodeRootIn(f.host.Home(), generationtest.InstallationID)}
+	data, err := os.ReadFile(node.Identity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["core_url"] = evil.URL
+	data, _ = json.Marshal(doc)
+	if err := os.WriteFile(node.Identity(), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(node.Registered())
+	before := f.tree(t, true)
+	calls := len(f.changingCalls())
+	_, err = f.install(t, nil)
+	if err == nil || !strings.Contains(err.Error(), "goes only to the recorded Core") || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("rerun: %v, want the refusal of identity.json's Core", err)
+	}
+	if n := hostile.Load(); n != 0 {
+		t.Errorf("the account's server got %d requests with the node's credential", n)
+	}
+	if d := treeDiff(before, f.tree(t, true)); d != "" {
+		t.Errorf("the refusal changed:\n%s", d)
+	}
+	if c := f.changingCalls(); len(c) != calls {
+		t.Errorf("the refusal called %v", c[calls:])
 	}
 }
