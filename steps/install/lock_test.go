@@ -333,3 +333,33 @@ func TestTheCredentialGoesOnlyToTheRecordedCore(t *testing.T) {
 		t.Errorf("the refusal called %v", c[calls:])
 	}
 }
+
+// A known node's provider is the one root recorded: a rerun whose Core
+// answer (here read with a re-pasted token) names another provider refuses
+// before any change, naming the way to move the node.
+func TestAKnownNodeKeepsItsRecordedProvider(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	rel := generationtest.BuildRelease(t, generationtest.CommitA)
+	msb := rel.Spec(t, "microsandbox", 2)
+	raw, _ := msb.MarshalJSON()
+	f.setCoreReply(func(w http.ResponseWriter, r *http.Request) bool {
+		w.Write(f.configurationBody(func(m map[string]any) {
+			m["provider"], m["specification"], m["specification_digest"] = "microsandbox", json.RawMessage(raw), msb.Digest()
+		}))
+		return true
+	})
+	before := f.tree(t, true)
+	calls := len(f.changingCalls())
+	_, err := f.install(t, func(c *Command) { c.Token = fixtureToken })
+	if err == nil || !strings.Contains(err.Error(), "installed for docker") || !strings.Contains(err.Error(), "--uninstall") ||
+		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("rerun: %v, want the recorded provider's refusal", err)
+	}
+	if d := treeDiff(before, f.tree(t, true)); d != "" {
+		t.Errorf("the refusal changed:\n%s", d)
+	}
+	if c := f.changingCalls(); len(c) != calls {
+		t.Errorf("the refusal called %v", c[calls:])
+	}
+}

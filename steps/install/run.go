@@ -159,6 +159,18 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w. Nothing was changed.", err)
 	}
+	if known {
+		// A node's provider is the recorded one: neither Core's answer nor
+		// a flag moves it (its group, network and store were made for it).
+		rec, err := readHostRecord(c.Host, o.InstallationID)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Provider != conf.Provider {
+			return nil, fmt.Errorf("%w: Core's deployment uses the provider %s, but this node was installed for %s, and a node's provider does not change: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id %s`, then add it again with a new command from Web. Nothing was changed.",
+				ErrConfiguration, conf.Provider, rec.Provider, o.InstallationID)
+		}
+	}
 	phase("Check host requirements")
 	res := conf.Specification.Resources
 	pf := &Preflight{Host: c.Host, InstallationID: o.InstallationID, Provider: conf.Provider, NewNode: !known,
