@@ -9,19 +9,24 @@ import (
 
 // Installation is one node installed on this host.
 type Installation struct {
-	ID                  string    `json:"installation_id"`
-	Provider            string    `json:"provider"`
-	CoreURL             string    `json:"core_url"`
-	NodeRoot            string    `json:"node_root"`
-	Unit                string    `json:"unit"`
-	EnvFile             string    `json:"env_file"`
-	AllowInsecureOrigin bool      `json:"allow_insecure_origin,omitempty"`
-	CoreCA              string    `json:"core_ca,omitempty"`
-	Created             time.Time `json:"created"`
+	ID                  string `json:"installation_id"`
+	Provider            string `json:"provider"`
+	CoreURL             string `json:"core_url"`
+	NodeRoot            string `json:"node_root"`
+	Unit                string `json:"unit"`
+	EnvFile             string `json:"env_file"`
+	AllowInsecureOrigin bool   `json:"allow_insecure_origin,omitempty"`
+	CoreCA              string `json:"core_ca,omitempty"`
+	// Registered is set once the install workflow's register step is
+	// done: Core enrolled the node. It is root's record of that fact
+	// (the node root's registered.json is the account's).
+	Registered bool      `json:"registered,omitempty"`
+	Created    time.Time `json:"created"`
 }
 
 // PutInstallation records inst, replacing an earlier record of the same
-// id. Created is kept from the earlier record, or set now if zero.
+// id. Created is kept from the earlier record, or set now if zero;
+// Registered, once recorded, stays (MarkRegistered).
 func (db *DB) PutInstallation(inst Installation) error {
 	if inst.ID == "" {
 		return fmt.Errorf("record installation: empty id")
@@ -42,10 +47,41 @@ func (db *DB) PutInstallation(inst Installation) error {
 		case inst.Created.IsZero():
 			inst.Created = now()
 		}
+		inst.Registered = inst.Registered || (found && old.Registered)
 		return put(b, []byte(inst.ID), inst)
 	})
 	if err != nil {
 		return fmt.Errorf("record installation %q: %w", inst.ID, err)
+	}
+	return nil
+}
+
+// MarkRegistered records that installation id registered with Core; a
+// record that says so already is left as it is (no write). An unrecorded
+// id is ErrNotFound.
+func (db *DB) MarkRegistered(id string) error {
+	inst, err := db.GetInstallation(id)
+	if err != nil || inst.Registered {
+		return err
+	}
+	err = db.update(func(root *bolt.Bucket) error {
+		b, err := bucket(root, bucketInstallations)
+		if err != nil {
+			return err
+		}
+		var cur Installation
+		found, err := get(b, []byte(id), &cur)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return ErrNotFound
+		}
+		cur.Registered = true
+		return put(b, []byte(id), cur)
+	})
+	if err != nil {
+		return fmt.Errorf("record installation %q registered: %w", id, err)
 	}
 	return nil
 }

@@ -161,6 +161,7 @@ func (s hostRecordsStep) Check(ctx context.Context, _ workflow.Facts) (workflow.
 		return notDone, workflow.Result{}, nil
 	}
 	got.Created = expectedInstallation(d).Created
+	got.Registered = false // recorded by the env_file step, after register; kept by a rerun
 	path := d.Host().Record(id)
 	if got != expectedInstallation(d) || !recordsFile(db, id, path) {
 		return notDone, workflow.Result{}, nil

@@ -335,14 +335,30 @@ func TestTheCredentialGoesOnlyToTheRecordedCore(t *testing.T) {
 }
 
 // A known node's provider is the one root recorded: a rerun whose Core
-// answer (here read with a re-pasted token) names another provider refuses
-// before any change, naming the way to move the node.
+// answer names another provider refuses before any change, naming the way
+// to move the node — also when the account edited identity.json to agree
+// with that answer.
 func TestAKnownNodeKeepsItsRecordedProvider(t *testing.T) {
 	f := newRunFixture(t)
 	f.installed(t)
 	rel := generationtest.BuildRelease(t, generationtest.CommitA)
 	msb := rel.Spec(t, "microsandbox", 2)
 	raw, _ := msb.MarshalJSON()
+	node := layout.Node{Root: layout.NodeRootIn(f.host.Home(), generationtest.InstallationID)}
+	data, err := os.ReadFile(node.Identity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ident := doc["identity"].(map[string]any)
+	ident["provider"], ident["specification_digest"] = "microsandbox", msb.Digest()
+	data, _ = json.Marshal(doc)
+	if err := os.WriteFile(node.Identity(), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	f.setCoreReply(func(w http.ResponseWriter, r *http.Request) bool {
 		w.Write(f.configurationBody(func(m map[string]any) {
 			m["provider"], m["specification"], m["specification_digest"] = "microsandbox", json.RawMessage(raw), msb.Digest()
@@ -351,7 +367,7 @@ func TestAKnownNodeKeepsItsRecordedProvider(t *testing.T) {
 	})
 	before := f.tree(t, true)
 	calls := len(f.changingCalls())
-	_, err := f.install(t, func(c *Command) { c.Token = fixtureToken })
+	_, err = f.install(t, nil)
 	if err == nil || !strings.Contains(err.Error(), "installed for docker") || !strings.Contains(err.Error(), "--uninstall") ||
 		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
 		t.Fatalf("rerun: %v, want the recorded provider's refusal", err)
@@ -361,5 +377,36 @@ func TestAKnownNodeKeepsItsRecordedProvider(t *testing.T) {
 	}
 	if c := f.changingCalls(); len(c) != calls {
 		t.Errorf("the refusal called %v", c[calls:])
+	}
+}
+
+// Re-pasting the Web command on a registered node: its token is spent
+// (Core answers 401 to it), and the rerun does not use it — it reads
+// Core's configuration with the node's credential, says that the token was
+// not needed, and completes.
+func TestARepastedCommandOnARegisteredNodeNeedsNoToken(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	var tokenReads atomic.Int32
+	f.setCoreReply(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") == "Bearer "+fixtureToken {
+			tokenReads.Add(1)
+			http.Error(w, `{"error":{"code":"invalid_enrollment_token"}}`, http.StatusUnauthorized)
+			return true
+		}
+		return false
+	})
+	rep, err := f.install(t, func(c *Command) { c.Token = fixtureToken })
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun with the spent token: %v\n%s", err, f.out.String())
+	}
+	if !strings.Contains(f.out.String(), "The enrollment token was not needed") {
+		t.Errorf("the rerun does not say that the token was not needed:\n%s", f.out.String())
+	}
+	if n := tokenReads.Load(); n != 0 {
+		t.Errorf("the spent token was sent to Core %d times", n)
+	}
+	if n := f.registrations(); n != 1 {
+		t.Errorf("%d registrations", n)
 	}
 }

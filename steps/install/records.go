@@ -31,6 +31,51 @@ func CheckBookkeeping(h layout.Host, id string) error {
 	return db.Close()
 }
 
+// markRegistered records in the bookkeeping that the installation
+// registered.
+func markRegistered(d Data) error {
+	db, err := openBookkeeping(d)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.MarkRegistered(d.Options().InstallationID)
+}
+
+// registered reports whether root's records say the installation
+// registered with Core: its bookkeeping entry, or the current install
+// journal's register step done (a run cut off between that step and the
+// next, which records it in the bookkeeping). The account's files
+// (identity.json, registered.json) never decide it.
+func registered(h layout.Host, id string) (bool, error) {
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if err == nil {
+		inst, gerr := db.GetInstallation(id)
+		db.Close()
+		if gerr == nil && inst.Registered {
+			return true, nil
+		}
+		if gerr != nil && !errors.Is(gerr, bookkeeping.ErrNotFound) {
+			return false, gerr
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	rep, err := workflow.InspectJournal(JournalPath(h, id), workflow.Lookup)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, nil // the engine judges an unreadable journal
+	}
+	for _, c := range rep.Completed {
+		if c.State == workflow.InstallRegister {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // openBookkeeping opens the bbolt bookkeeping, creating /etc/oac-node
 // (0755, root's) first.
 func openBookkeeping(d Data) (*bookkeeping.DB, error) {

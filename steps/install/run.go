@@ -128,6 +128,18 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	var conf *generation.Configuration
 	var raw []byte
 	var prechecked *generation.InstallStepResult
+	isRegistered := false
+	if known {
+		if isRegistered, err = registered(c.Host, o.InstallationID); err != nil {
+			return nil, fmt.Errorf("%w. Nothing was changed.", err)
+		}
+	}
+	if isRegistered && c.Token != "" {
+		// A re-pasted command from Web: its token is spent (Core would
+		// answer 401), and a registered node needs none.
+		fmt.Fprintln(c.outOrDiscard(), "The enrollment token was not needed: this node is registered with Core; it reads Core's configuration with its own credential, and the token was not used.")
+		c.Token = ""
+	}
 	switch {
 	case c.Token != "":
 		conf, raw, err = c.Core.Read(ctx, o, c.Token)
@@ -289,6 +301,14 @@ func inspectRefusal(path string, old *workflow.Report, version string) error {
 	}
 	return fmt.Errorf("the installation's journal %s, written by %s, stopped in step %q (%s); this installer (%s) does not start over from it. Inspect it with `oac-node-install status` and `oac-node-install leases`. Nothing was changed.",
 		path, by, step, note, version)
+}
+
+// outOrDiscard is the operator's output.
+func (c Command) outOrDiscard() io.Writer {
+	if c.Out == nil {
+		return io.Discard
+	}
+	return c.Out
 }
 
 // CheckToken refuses an enrollment token that cannot be one: empty, over

@@ -25,6 +25,12 @@ type envFileStep struct{ d Data }
 
 func (s envFileStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	d, id := s.d, s.d.Options().InstallationID
+	// The first root step after register: root records in its own
+	// bookkeeping that the node registered (Core enrolled it), which a
+	// later run decides from.
+	if err := markRegistered(d); err != nil {
+		return workflow.Result{}, err
+	}
 	path := d.Host().EnvFile(id)
 	text, write, err := systemd.RenderEnvFile(d.Proxy())
 	if err != nil {
