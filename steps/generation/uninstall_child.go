@@ -35,6 +35,10 @@ type UninstallStepRequest struct {
 	AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
 	CoreCASHA256        string `json:"core_ca_sha256,omitempty"`
 	Force               bool   `json:"force"`
+	// Registered is root's record that the node registered with Core
+	// (install.Registered): then Core must confirm the removal, whatever
+	// the node root holds.
+	Registered bool `json:"registered,omitempty"`
 }
 
 // UninstallStepResult is the child's answer for one step.

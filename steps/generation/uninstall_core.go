@@ -45,15 +45,24 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 		in.logf("skip the Core check (--force)")
 		return coreResult(CoreForced), nil
 	}
+	// Without the node's credential Core cannot be asked: a node root's
+	// records say it registered, so Core must confirm, or --force.
+	noCredential := func() (UninstallStepResult, error) {
+		return UninstallStepResult{}, refusal("Remove the node on the Nodes page of Web, then rerun this command with --force",
+			fmt.Errorf("%w: root's records say this node registered with Core, but its credential (state/node/identity.json) is gone", ErrCoreUnconfirmed))
+	}
 	root, err := in.openNodeRoot(req.InstallationID)
 	if errors.Is(err, os.ErrNotExist) {
+		if req.Registered {
+			return noCredential()
+		}
 		return coreResult(CoreNeverRegistered), nil
 	}
 	if err != nil {
 		return UninstallStepResult{}, err
 	}
 	defer root.Close()
-	registered := false
+	registered := req.Registered
 	for _, rel := range []string{"registered.json", "state/node/identity.json"} {
 		if _, err := root.Lstat(rel); err == nil {
 			registered = true
@@ -66,6 +75,9 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 		return coreResult(CoreNeverRegistered), nil
 	}
 	data, err := root.ReadFile("state/node/identity.json", safefile.Expect{UID: in.UID, MaxSize: MaxIdentitySize})
+	if errors.Is(err, os.ErrNotExist) {
+		return noCredential()
+	}
 	if err != nil {
 		return UninstallStepResult{}, fmt.Errorf("%w: %w", ErrIdentity, err)
 	}

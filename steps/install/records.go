@@ -42,12 +42,12 @@ func markRegistered(d Data) error {
 	return db.MarkRegistered(d.Options().InstallationID)
 }
 
-// registered reports whether root's records say the installation
+// Registered reports whether root's records say the installation
 // registered with Core: its bookkeeping entry, or the current install
 // journal's register step done (a run cut off between that step and the
 // next, which records it in the bookkeeping). The account's files
 // (identity.json, registered.json) never decide it.
-func registered(h layout.Host, id string) (bool, error) {
+func Registered(h layout.Host, id string) (bool, error) {
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	if err == nil {
 		inst, gerr := db.GetInstallation(id)

@@ -130,7 +130,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	var prechecked *generation.InstallStepResult
 	isRegistered := false
 	if known {
-		if isRegistered, err = registered(c.Host, o.InstallationID); err != nil {
+		if isRegistered, err = Registered(c.Host, o.InstallationID); err != nil {
 			return nil, fmt.Errorf("%w. Nothing was changed.", err)
 		}
 	}

@@ -3,6 +3,7 @@ package uninstall
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +67,34 @@ func TestUninstallRefusesADamagedBookkeeping(t *testing.T) {
 				t.Error("the host record stayed")
 			}
 		})
+	}
+}
+
+// Whether the node registered is root's fact: an account that deletes
+// identity.json and registered.json does not make uninstall skip Core's
+// consent. Core still listing the node, uninstall refuses with nothing
+// changed and names --force after the node's removal in Web.
+func TestUninstallNeedsCoreWhenRootRecordsARegistration(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	f.status.Store(200)
+	for _, rel := range []string{"registered.json", "state/node/identity.json"} {
+		must(t, os.Remove(filepath.Join(f.host.NodeRoot(id), rel)))
+	}
+	before := generationtest.Snapshot(t, f.host.Root)
+	_, err := f.uninstall(t, false)
+	if err == nil || !strings.Contains(err.Error(), "registered with Core") || !strings.Contains(err.Error(), "--force") ||
+		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("uninstall: %v, want a refusal asking for Core's consent", err)
+	}
+	if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
+		t.Errorf("the refusal changed the host:\n%s", d)
+	}
+	if !f.systemd.Enabled(layout.UnitName(id)) {
+		t.Error("the refusal disabled the unit")
+	}
+	// After the node's removal in Web, --force removes it.
+	if rep, err := f.uninstall(t, true); err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("uninstall --force: %v", err)
 	}
 }

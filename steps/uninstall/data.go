@@ -34,13 +34,16 @@ type Env struct {
 	// Inst is the installation as root's records hold it (from the
 	// bookkeeping, else the host record); with --force and no record, the
 	// installation id alone.
-	Inst    bookkeeping.Installation
-	Adapter accounts.Adapter
-	DBs     accounts.Databases
-	Manager systemd.Manager
-	Runner  ChildRunner
-	Running Processes
-	Out     io.Writer
+	Inst bookkeeping.Installation
+	// Registered is root's record that the node registered with Core
+	// (install.Registered), decided under the host lock.
+	Registered bool
+	Adapter    accounts.Adapter
+	DBs        accounts.Databases
+	Manager    systemd.Manager
+	Runner     ChildRunner
+	Running    Processes
+	Out        io.Writer
 	// precheck is the Core check Run made before the journal existed.
 	precheck *generation.UninstallStepResult
 	// final is the run's facts as the last step saw them.
@@ -64,5 +67,6 @@ func (e *Env) request(step string, facts map[string]string) generation.Uninstall
 	return generation.UninstallStepRequest{
 		Step: step, Facts: maps.Clone(facts), InstallationID: e.Opts.InstallationID, Provider: e.Inst.Provider,
 		CoreURL: e.Inst.CoreURL, AllowInsecureOrigin: e.Inst.AllowInsecureOrigin, CoreCASHA256: e.Inst.CoreCA, Force: e.Opts.Force,
+		Registered: e.Registered,
 	}
 }

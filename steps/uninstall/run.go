@@ -88,6 +88,12 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	inst.ID = id
 	e.Inst = inst
+	// Whether Core must confirm is root's fact, read before the install
+	// journal is kept aside: the account's files can add to it, never
+	// take it away.
+	if e.Registered, err = install.Registered(c.Host, id); err != nil {
+		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+	}
 	if !resuming {
 		if _, err := e.DBs.LookupUser(layout.Account); err == nil {
 			res, err := c.Child(ctx, e.request(string(workflow.UninstallAskCore), nil))
