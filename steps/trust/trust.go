@@ -2,15 +2,14 @@
 // the operator's CA bundle (--core-ca, or the node's retained copy) and
 // the system roots — and the transports that verify servers against them.
 //
-// The system roots are loaded only when a server's certificate needs them:
-// parsing them costs a process about 15 ms of CPU (Go reads the bundle and
-// every file of /etc/ssl/certs), and every service-account child is a
-// process of its own. A client with an operator CA first verifies against
-// that CA alone with crypto/tls's own verification; only a certificate of
-// an unknown authority makes it load the system roots and try again with
-// the system roots plus the CA, which is what it trusts in any case. The
-// first attempt fails in the TLS handshake, before any byte of the request
-// is sent, so the request is sent once.
+// A client with an operator CA trusts exactly that CA for Core and the
+// console (CONTRACT §10): a certificate of another authority is refused in
+// the TLS handshake, before any byte of the request is sent. Only a
+// redirect to another host (the console's 307 to a release host for an
+// artifact it does not hold) is verified against the system roots, which
+// are loaded then: parsing them costs a process about 15 ms of CPU (Go
+// reads the bundle and every file of /etc/ssl/certs), and every
+// service-account child is a process of its own.
 package trust
 
 import (
@@ -19,8 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -32,18 +31,12 @@ var ErrNoCertificate = errors.New("holds no PEM certificate")
 type Roots struct {
 	// ca is the operator's CA alone; nil when there is none.
 	ca *x509.CertPool
-	// caPEM is the bundle ca was parsed from, added to the system roots.
-	caPEM []byte
 	// only replaces the system roots (Only).
 	only *x509.CertPool
-
-	once sync.Once
-	all  *x509.CertPool
-	err  error
 }
 
-// New returns the system roots plus the CA bundle caPEM (none when empty).
-// It parses caPEM now and does not load the system roots.
+// New returns the roots of the CA bundle caPEM, or the system roots when
+// it is empty. It parses caPEM now and does not load the system roots.
 func New(caPEM []byte) (*Roots, error) {
 	if len(caPEM) == 0 {
 		return &Roots{}, nil
@@ -52,36 +45,12 @@ func New(caPEM []byte) (*Roots, error) {
 	if !ca.AppendCertsFromPEM(caPEM) {
 		return nil, ErrNoCertificate
 	}
-	return &Roots{ca: ca, caPEM: caPEM}, nil
+	return &Roots{ca: ca}, nil
 }
 
 // Only returns roots that are exactly pool, never the system roots (a
 // console or Core with a private CA in tests and tools).
 func Only(pool *x509.CertPool) *Roots { return &Roots{only: pool} }
-
-// Pool returns the whole set as one pool: the system roots plus the CA, or
-// Only's pool. The system roots are loaded on the first call.
-func (r *Roots) Pool() (*x509.CertPool, error) {
-	if r == nil {
-		return systemPlus(nil)
-	}
-	if r.only != nil {
-		return r.only, nil
-	}
-	r.once.Do(func() { r.all, r.err = systemPlus(r.caPEM) })
-	return r.all, r.err
-}
-
-func systemPlus(caPEM []byte) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if len(caPEM) > 0 && !pool.AppendCertsFromPEM(caPEM) {
-		return nil, ErrNoCertificate
-	}
-	return pool, nil
-}
 
 // RoundTripper is an http.RoundTripper whose idle connections can be
 // closed, as *http.Transport's can.
@@ -92,10 +61,12 @@ type RoundTripper interface {
 
 // Transport returns a transport like base (which it does not change) that
 // verifies servers against r. Without an operator CA, or with Only's
-// roots, it is a clone of base with those roots. With a CA it first tries
-// the CA alone; a handshake that fails on a certificate of an unknown
-// authority switches it, for good, to the system roots plus the CA, and
-// the request is sent there.
+// roots, it is a clone of base with those roots. With a CA, every request
+// to Core or the console trusts exactly that bundle, never the system
+// roots: a TLS-inspecting proxy or any certificate the system trusts for
+// the name is refused (CONTRACT §10, "Core CA"). Only a redirect to
+// another host — an artifact the console redirects to a release host —
+// trusts the system roots instead, which are then loaded once.
 func (r *Roots) Transport(base *http.Transport) RoundTripper {
 	switch {
 	case r == nil || (r.only == nil && r.ca == nil):
@@ -103,7 +74,7 @@ func (r *Roots) Transport(base *http.Transport) RoundTripper {
 	case r.only != nil:
 		return withRoots(base, r.only)
 	}
-	return &fallback{r: r, base: base, first: withRoots(base, r.ca)}
+	return &pinned{base: base, ca: withRoots(base, r.ca)}
 }
 
 // withRoots clones base with roots as its TLS roots (nil: the system's).
@@ -116,74 +87,44 @@ func withRoots(base *http.Transport, roots *x509.CertPool) *http.Transport {
 	return t
 }
 
-// fallback is the transport of roots with an operator CA.
-type fallback struct {
-	r     *Roots
-	base  *http.Transport
-	first *http.Transport // the CA alone
+// pinned is the transport of roots with an operator CA.
+type pinned struct {
+	base *http.Transport
+	ca   *http.Transport // the CA alone
 
-	switched atomic.Bool
-	mu       sync.Mutex
-	second   *http.Transport // the system roots plus the CA
+	mu     sync.Mutex
+	system *http.Transport // the system roots, for redirects to other hosts
 }
 
-func (f *fallback) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !f.switched.Load() {
-		resp, err := f.first.RoundTrip(req)
-		if err == nil || !unknownAuthority(err) {
-			return resp, err
-		}
-		// The handshake failed before the request was written; a body
-		// the first attempt may have opened is given again.
-		hasBody := req.Body != nil && req.Body != http.NoBody
-		if hasBody && req.GetBody == nil {
-			return nil, err
-		}
-		f.switched.Store(true)
-		f.first.CloseIdleConnections()
-		if hasBody {
-			body, gerr := req.GetBody()
-			if gerr != nil {
-				return nil, fmt.Errorf("%w; the request body could not be given again: %v", err, gerr)
-			}
-			req = req.Clone(req.Context())
-			req.Body = body
-		}
+func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !redirectElsewhere(req) {
+		return p.ca.RoundTrip(req)
 	}
-	second, err := f.systemTransport()
-	if err != nil {
-		return nil, err
+	p.mu.Lock()
+	if p.system == nil {
+		p.system = withRoots(p.base, nil)
 	}
-	return second.RoundTrip(req)
+	system := p.system
+	p.mu.Unlock()
+	return system.RoundTrip(req)
 }
 
-func (f *fallback) systemTransport() (*http.Transport, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.second == nil {
-		pool, err := f.r.Pool()
-		if err != nil {
-			return nil, err
-		}
-		f.second = withRoots(f.base, pool)
-	}
-	return f.second, nil
+// redirectElsewhere reports whether req follows a redirect (http.Client
+// sets the response that caused it) to another host than the request that
+// was redirected.
+func redirectElsewhere(req *http.Request) bool {
+	prev := req.Response
+	return prev != nil && prev.Request != nil && prev.Request.URL != nil && req.URL != nil &&
+		!strings.EqualFold(prev.Request.URL.Host, req.URL.Host)
 }
 
-func (f *fallback) CloseIdleConnections() {
-	f.first.CloseIdleConnections()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.second != nil {
-		f.second.CloseIdleConnections()
+func (p *pinned) CloseIdleConnections() {
+	p.ca.CloseIdleConnections()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.system != nil {
+		p.system.CloseIdleConnections()
 	}
-}
-
-// unknownAuthority reports whether err is a certificate verification
-// failure because no trusted root signed the chain.
-func unknownAuthority(err error) bool {
-	var ua x509.UnknownAuthorityError
-	return errors.As(err, &ua)
 }
 
 // ErrClock: the server's certificate is not valid at this host's time:

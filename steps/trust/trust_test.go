@@ -102,7 +102,7 @@ func get(t *testing.T, rt RoundTripper, url, body string) (string, error) {
 
 func TestCAAloneNeedsNoSystemRoots(t *testing.T) {
 	srv, ca := privateServer(t, "127.0.0.1")
-	r, rt := transport(t, ca, &http.Transport{})
+	_, rt := transport(t, ca, &http.Transport{})
 	before := requests.Load()
 	got, err := get(t, rt, srv.URL, "hello")
 	if err != nil || got != "POST hello" {
@@ -111,34 +111,63 @@ func TestCAAloneNeedsNoSystemRoots(t *testing.T) {
 	if n := requests.Load() - before; n != 1 {
 		t.Errorf("the server saw %d requests, want 1", n)
 	}
-	if r.all != nil || r.err != nil {
+	if p, ok := rt.(*pinned); !ok || p.system != nil {
 		t.Error("the system roots were loaded for a server the CA alone verifies")
 	}
 }
 
-func TestUnknownToTheCAFallsBackToSystemRoots(t *testing.T) {
-	own, ca := privateServer(t, "127.0.0.1")
-	r, rt := transport(t, ca, &http.Transport{})
+// With an operator CA, Core and the console are trusted only with that
+// CA: a server the system roots trust (a TLS-inspecting proxy's, say) is
+// refused in the handshake, before the request is sent.
+func TestTheCAPinsCoreAndTheConsole(t *testing.T) {
+	_, ca := privateServer(t, "127.0.0.1")
+	_, rt := transport(t, ca, &http.Transport{})
 	before := requests.Load()
-	// A POST whose body must reach the server once, after the switch.
-	got, err := get(t, rt, publicServer.URL, "once")
-	if err != nil || got != "POST once" {
-		t.Fatalf("request to a server of the system roots: %q, %v", got, err)
+	_, err := get(t, rt, publicServer.URL, "token")
+	var ua x509.UnknownAuthorityError
+	if !errors.As(err, &ua) {
+		t.Fatalf("a server of the system roots: %v, want an unknown authority", err)
 	}
-	if n := requests.Load() - before; n != 1 {
-		t.Errorf("the server saw %d requests, want 1", n)
+	if n := requests.Load() - before; n != 0 {
+		t.Errorf("the server saw %d requests, want none", n)
 	}
-	if r.all == nil {
-		t.Error("the system roots were not loaded")
+}
+
+// A redirect to another host (the console's 307 to a release host) is
+// verified against the system roots, not the operator's CA; a redirect to
+// a host of another private CA is refused.
+func TestARedirectToAReleaseHostTrustsTheSystemRoots(t *testing.T) {
+	ca, err := devcore.LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Switched for good: the CA's own server is still trusted (the CA is
-	// in the whole set), another private CA's is not.
-	if _, err := get(t, rt, own.URL, ""); err != nil {
-		t.Errorf("the CA's server after the switch: %v", err)
+	cfg, err := ca.ServerConfig("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
 	}
 	other, _ := privateServer(t, "127.0.0.1")
-	if _, err := get(t, rt, other.URL, ""); !unknownAuthority(err) {
-		t.Errorf("a server of another private CA: %v, want an unknown authority", err)
+	console := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := publicServer.URL
+		if r.URL.Path == "/other" {
+			target = other.URL
+		}
+		http.Redirect(w, r, target+"/artifact", http.StatusTemporaryRedirect)
+	}))
+	console.TLS = cfg
+	console.StartTLS()
+	defer console.Close()
+	_, rt := transport(t, certPEM(ca.Cert), &http.Transport{})
+	client := &http.Client{Transport: rt}
+	resp, err := client.Get(console.URL + "/release")
+	if err != nil {
+		t.Fatalf("a redirect to a server of the system roots: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, err := client.Get(console.URL + "/other"); err == nil {
+		t.Fatal("a redirect to a server of another private CA was trusted")
 	}
 }
 
@@ -146,7 +175,7 @@ func TestHostnameIsVerified(t *testing.T) {
 	// The operator's CA signed the certificate, for other names than the
 	// one asked for: no fallback, and no request.
 	srv, ca := privateServer(t)
-	r, rt := transport(t, ca, &http.Transport{TLSClientConfig: &tls.Config{ServerName: "core.example"}})
+	_, rt := transport(t, ca, &http.Transport{TLSClientConfig: &tls.Config{ServerName: "core.example"}})
 	before := requests.Load()
 	_, err := get(t, rt, srv.URL, "")
 	var he x509.HostnameError
@@ -156,9 +185,16 @@ func TestHostnameIsVerified(t *testing.T) {
 	if requests.Load() != before {
 		t.Error("the request was sent")
 	}
-	if r.all != nil {
+	if p, ok := rt.(*pinned); !ok || p.system != nil {
 		t.Error("the system roots were loaded for a hostname mismatch")
 	}
+}
+
+// unknownAuthority reports whether err is a certificate verification
+// failure because no trusted root signed the chain.
+func unknownAuthority(err error) bool {
+	var ua x509.UnknownAuthorityError
+	return errors.As(err, &ua)
 }
 
 func TestUnknownEverywhere(t *testing.T) {
