@@ -136,9 +136,12 @@ func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, 
 func classify(err error) error {
 	var ref *RefusalError
 	var art *ArtifactError
+	var rej *RegistrationRejected
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &rej) && rej.Code == CodeAddressMismatch:
+		return privsep.WithClass(privsep.ClassUnregistered, err)
 	case errors.As(err, &ref):
 		return privsep.WithClass(privsep.ClassRefused, err)
 	case errors.As(err, &art):

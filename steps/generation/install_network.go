@@ -14,6 +14,7 @@ import (
 type DockerNetworks interface {
 	NetworkInspect(ctx context.Context, name string) (docker.Network, error)
 	NetworkCreate(ctx context.Context, name string, labels map[string]string) (string, error)
+	NetworkRemove(ctx context.Context, name string) error
 }
 
 // InstallationLabel labels what belongs to an installation on the engine.

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -156,7 +157,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 	}
 	var rej *RegistrationRejected
 	if errors.As(err, &rej) && rej.Code == CodeAddressMismatch {
-		if derr := discardUnregistered(e); derr != nil {
+		if derr := discardUnregistered(ctx, e); derr != nil {
 			return workflow.Result{}, errors.Join(err, derr)
 		}
 		return workflow.Result{}, err
@@ -213,11 +214,27 @@ func writeTokenFile(e *InstallEnv) (string, error) {
 
 // discardUnregistered removes what binds an unregistered node to the Core
 // address that refused it, keeping the downloads.
-func discardUnregistered(e *InstallEnv) error {
+func discardUnregistered(ctx context.Context, e *InstallEnv) error {
 	var errs []error
 	for _, rel := range []string{"installation.json", "provider.json", "state/node/identity.json"} {
 		if err := e.root.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
+		}
+	}
+	// The network the network step made for the node goes too: a node
+	// that never registered ran no sandbox in it, and the new command's
+	// preflight would take it for another node's.
+	if e.base.Docker != nil {
+		n, name, err := networkStep{e}.networks(ctx)
+		if err == nil {
+			var found bool
+			if found, err = networkExists(ctx, n, name, e.in.InstallationID); err == nil && found {
+				e.Logf("remove the Docker network %s", name)
+				err = n.NetworkRemove(ctx, name)
+			}
+		}
+		if err != nil && !errors.Is(err, docker.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("remove the node's Docker network: %w", err))
 		}
 	}
 	return errors.Join(errs...)

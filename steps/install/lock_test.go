@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
@@ -408,5 +409,47 @@ func TestARepastedCommandOnARegisteredNodeNeedsNoToken(t *testing.T) {
 	}
 	if n := f.registrations(); n != 1 {
 		t.Errorf("%d registrations", n)
+	}
+}
+
+// After Core's 409 sandbox_node_address_mismatch the node never
+// registered: root's records of it (the host record, the bookkeeping
+// entry, the journal) go with the node root's unregistered state, so the
+// new command Web generates installs.
+func TestAnAddressMismatchDiscardsRootsRecords(t *testing.T) {
+	f := newRunFixture(t)
+	if err := os.WriteFile(filepath.Join(engineDir(f.host.Home()), "mismatch-register"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.install(t, nil)
+	if err == nil || !strings.Contains(err.Error(), "generate a new command in Web") {
+		t.Fatalf("install: %v, want the address mismatch", err)
+	}
+	if _, err := os.Lstat(f.host.Record(generationtest.InstallationID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the host record stayed: %v", err)
+	}
+	if _, err := os.Lstat(JournalPath(f.host, generationtest.InstallationID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the install journal stayed: %v", err)
+	}
+	if known, err := Registered(f.host, generationtest.InstallationID); err != nil || known {
+		t.Errorf("registered %v, %v", known, err)
+	}
+	db, err := bookkeeping.OpenReadOnly(f.host.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, gerr := db.GetInstallation(generationtest.InstallationID)
+	acct, ok, _ := db.Account()
+	db.Close()
+	if !errors.Is(gerr, bookkeeping.ErrNotFound) {
+		t.Errorf("the bookkeeping entry stayed: %v", gerr)
+	}
+	if !ok || !acct.Created {
+		t.Errorf("the account's record went: %+v %v", acct, ok)
+	}
+	// The new command (a new token) installs.
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("the new command: %v\n%s", err, f.out.String())
 	}
 }

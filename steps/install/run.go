@@ -264,7 +264,54 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if errors.As(err, &re) {
 		return rep, unchanged(err) // the engine refuses before its first write
 	}
+	var ce *privsep.ChildError
+	if errors.As(err, &ce) && ce.Class() == privsep.ClassUnregistered {
+		// Core refused the registration for good (its public URL
+		// changed): the node never registered. Root's records of it go
+		// with the node root's unregistered state (CONTRACT §10), so the
+		// new command Web generates installs; the account and its groups
+		// stay recorded.
+		if derr := discardUnregistered(c.Host, o.InstallationID, path); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}
 	return rep, err
+}
+
+// discardUnregistered removes root's records of an installation that never
+// registered: its host record, its bookkeeping entry, and its journal,
+// kept aside as a receipt so that the next run starts anew.
+func discardUnregistered(h layout.Host, id, journalPath string) error {
+	// The journal first: cut off after it, the records left make the new
+	// command refuse, naming the uninstall, rather than resume a journal
+	// whose host_records step is done while its record is gone.
+	if err := journal.KeepAside(journalPath); err != nil {
+		return err
+	}
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	files, err := db.Files(id)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if f.Kind != bookkeeping.FileRecord {
+			continue
+		}
+		if err := safefile.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", f.Path, err)
+		}
+		if err := db.RemoveFile(f.Path); err != nil {
+			return err
+		}
+	}
+	if err := db.DeleteInstallation(id); err != nil && !errors.Is(err, bookkeeping.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // unchanged is a refusal that changed nothing, saying so at its end.

@@ -49,6 +49,9 @@ func (r fileRegistrar) Register(_ context.Context, req generation.RegisterReques
 	if err := os.Remove(filepath.Join(r.dir, "fail-register")); err == nil {
 		return errors.New("the node program could not reach Core")
 	}
+	if err := os.Remove(filepath.Join(r.dir, "mismatch-register")); err == nil {
+		return &generation.RegistrationRejected{Status: 409, Code: generation.CodeAddressMismatch}
+	}
 	f, err := os.OpenFile(filepath.Join(r.dir, "registrations"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o666)
 	if err != nil {
 		return err

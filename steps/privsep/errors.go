@@ -15,6 +15,11 @@ const (
 	// ClassRefused: the child found a state it must not change; it changed
 	// nothing, or only what a rerun repeats identically.
 	ClassRefused = "refused"
+	// ClassUnregistered: Core refused the node's registration for good
+	// (its public URL is not the one the node was given): the node never
+	// registered, and the child discarded the node root's unregistered
+	// state; root discards its own records of the installation.
+	ClassUnregistered = "unregistered"
 	// ClassInternal: anything else.
 	ClassInternal = "internal"
 )
@@ -92,7 +97,7 @@ func (e *ChildError) Class() string { return e.class }
 // knownClass maps what a child sent to a known class.
 func knownClass(c string) string {
 	switch c {
-	case ClassTransfer, ClassRefused, ClassInternal:
+	case ClassTransfer, ClassRefused, ClassUnregistered, ClassInternal:
 		return c
 	}
 	return ClassInternal
