@@ -102,6 +102,12 @@ func (NodeProgram) Register(ctx context.Context, req RegisterRequest) error {
 	return fmt.Errorf("the node program could not register the node (%v); see its log with the same command rerun", err)
 }
 
+// recoveryToken stands in the token file of a rerun without a token that
+// finishes an interrupted registration: the node program sends it to Core
+// only if Core does not know the identity it wrote, and Core then refuses
+// it (HTTP 401: "generate a new command in Web").
+const recoveryToken = "no-token-confirm-the-written-identity"
+
 // registerStep registers the node with Core through the node program,
 // with the token in a private temporary file that is removed in every
 // outcome, and writes registered.json (installation.json's bytes) only
@@ -130,10 +136,19 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return workflow.Result{}, err
 	}
-	if e.token == "" {
-		return workflow.Result{}, errors.New("this node is not registered yet and the command gave no enrollment token; run the command Web generated, which passes it on standard input")
+	token := e.token
+	if token == "" {
+		// An interrupted registration (identity.json written, the answer
+		// lost): the node program confirms the identity with Core first
+		// and enrolls only when Core does not know it, which then needs a
+		// valid token. Its command line requires a token file.
+		if _, err := os.Lstat(e.node.Identity()); err != nil {
+			return workflow.Result{}, errors.New("this node is not registered yet and the command gave no enrollment token; run the command Web generated, which passes it on standard input")
+		}
+		e.Logf("finish the interrupted registration (the node program confirms the node with Core)")
+		token = recoveryToken
 	}
-	tokenFile, err := writeTokenFile(e)
+	tokenFile, err := writeTokenFile(e, token)
 	if err != nil {
 		return workflow.Result{}, err
 	}
@@ -191,7 +206,7 @@ func (s registerStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Ou
 
 // writeTokenFile writes the token to a new private file in the node root
 // (created exclusively, 0600, never through a link) and returns its path.
-func writeTokenFile(e *InstallEnv) (string, error) {
+func writeTokenFile(e *InstallEnv, token string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
@@ -201,7 +216,7 @@ func writeTokenFile(e *InstallEnv) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create the token file: %w", err)
 	}
-	_, err = f.WriteString(e.token + "\n")
+	_, err = f.WriteString(token + "\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

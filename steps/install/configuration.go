@@ -18,6 +18,10 @@ import (
 // this command. Nothing was changed when it is returned.
 var ErrConfiguration = errors.New("Core's node configuration")
 
+// ErrTokenRejected: Core answered 401 to the enrollment token (expired, or
+// already used); it wraps ErrConfiguration.
+var ErrTokenRejected = fmt.Errorf("%w: Core rejected the node configuration read (HTTP 401): the command expired or was already used; generate a new command in Web", ErrConfiguration)
+
 // CoreReader reads Core's configuration with the enrollment token, as a new
 // node does before anything is changed. It never follows a redirect and
 // puts the token only in the Authorization header.
@@ -109,7 +113,7 @@ func (c CoreReader) once(ctx context.Context, client *http.Client, core, token s
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusUnauthorized:
-		return nil, false, fmt.Errorf("%w: Core rejected the node configuration read (HTTP 401): the command expired or was already used; generate a new command in Web", ErrConfiguration)
+		return nil, false, ErrTokenRejected
 	case http.StatusNotFound:
 		return nil, false, fmt.Errorf("%w: Core rejected the node configuration read (HTTP 404): the route /api/v1 must reach Core, not Web; check the reverse proxy", ErrConfiguration)
 	case http.StatusConflict:

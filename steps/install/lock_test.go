@@ -453,3 +453,45 @@ func TestAnAddressMismatchDiscardsRootsRecords(t *testing.T) {
 		t.Fatalf("the new command: %v\n%s", err, f.out.String())
 	}
 }
+
+// A registration cut off after Core accepted it (identity.json written,
+// the answer lost) is finished by a rerun without a token — the node
+// program confirms the identity it wrote — and by a rerun with the spent
+// token, whose configuration read then uses the node's credential; Core
+// enrolls the node once.
+func TestAnInterruptedRegistrationIsFinishedByAnyRerun(t *testing.T) {
+	for _, withToken := range []bool{false, true} {
+		t.Run(map[bool]string{false: "without a token", true: "with the spent token"}[withToken], func(t *testing.T) {
+			f := newRunFixture(t)
+			if err := os.WriteFile(filepath.Join(engineDir(f.host.Home()), "lose-register-answer"), nil, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.install(t, nil); err == nil {
+				t.Fatal("the first run did not fail at the register step")
+			}
+			if n := f.registrations(); n != 1 {
+				t.Fatalf("%d registrations after the lost answer", n)
+			}
+			if withToken {
+				f.setCoreReply(func(w http.ResponseWriter, r *http.Request) bool {
+					if r.Header.Get("Authorization") == "Bearer "+fixtureToken {
+						http.Error(w, `{"error":{"code":"invalid_enrollment_token"}}`, http.StatusUnauthorized)
+						return true
+					}
+					return false
+				})
+			}
+			rep, err := f.install(t, func(c *Command) {
+				if !withToken {
+					c.Token = ""
+				}
+			})
+			if err != nil || rep.Condition != workflow.Complete {
+				t.Fatalf("the rerun: %v\n%s", err, f.out.String())
+			}
+			if n := f.registrations(); n != 1 {
+				t.Errorf("%d registrations, want 1", n)
+			}
+		})
+	}
+}

@@ -140,9 +140,16 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		fmt.Fprintln(c.outOrDiscard(), "The enrollment token was not needed: this node is registered with Core; it reads Core's configuration with its own credential, and the token was not used.")
 		c.Token = ""
 	}
-	switch {
-	case c.Token != "":
+	if c.Token != "" {
 		conf, raw, err = c.Core.Read(ctx, o, c.Token)
+		if known && errors.Is(err, ErrTokenRejected) {
+			// A known node whose registration was cut off after Core
+			// accepted it: its token is spent, its credential works.
+			conf, raw, err, c.Token = nil, nil, nil, ""
+		}
+	}
+	switch {
+	case conf != nil || err != nil:
 	case known:
 		// A registered node reads with its own credential, as the node
 		// account; a node that never registered needs a token. The same

@@ -42,7 +42,7 @@ type fileRegistrar struct{ dir string }
 
 func fileRegistrarOf(home string) fileRegistrar { return fileRegistrar{dir: engineDir(home)} }
 
-func (r fileRegistrar) Register(_ context.Context, req generation.RegisterRequest) error {
+func (r fileRegistrar) Register(_ context.Context, req generation.RegisterRequest) (err error) {
 	if fi, err := os.Lstat(req.TokenFile); err != nil || fi.Mode().Perm() != 0o600 {
 		return fmt.Errorf("token file: %v %v", fi, err)
 	}
@@ -52,6 +52,22 @@ func (r fileRegistrar) Register(_ context.Context, req generation.RegisterReques
 	if err := os.Remove(filepath.Join(r.dir, "mismatch-register")); err == nil {
 		return &generation.RegistrationRejected{Status: 409, Code: generation.CodeAddressMismatch}
 	}
+	// As oac-node register does with an identity it wrote before: Core
+	// knows the node (this fake's registrations), so the answer is
+	// recovered without enrolling again.
+	if _, err := os.Lstat(filepath.Join(req.StateDir, "identity.json")); err == nil {
+		if data, _ := os.ReadFile(filepath.Join(r.dir, "registrations")); len(data) > 0 {
+			return nil
+		}
+	}
+	// The answer is lost after Core enrolled the node: the identity is
+	// written, the registration counted, and the node program fails.
+	lose := os.Remove(filepath.Join(r.dir, "lose-register-answer")) == nil
+	defer func() {
+		if lose {
+			err = errors.New("the connection to Core was lost before its answer")
+		}
+	}()
 	f, err := os.OpenFile(filepath.Join(r.dir, "registrations"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o666)
 	if err != nil {
 		return err
