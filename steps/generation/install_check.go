@@ -205,7 +205,8 @@ func (s metadataStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 
 // Check: the node program and the Runtime files are verified copies (the
 // archive only when the provider does not hold the image); a registered
-// node's different node program refuses.
+// node's different node program, or any other file of its that differs,
+// refuses.
 func (s installDownloadStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	e := s.e
 	cur, err := e.CurrentRelease(ctx)
@@ -241,6 +242,12 @@ func (s installDownloadStep) Check(ctx context.Context, _ workflow.Facts) (workf
 			continue
 		}
 		st, err := checkFile(e, f.Rel, f)
+		if errors.Is(err, ErrConflict) && registered {
+			// Once registered no node file is replaced (CONTRACT §10):
+			// refused here, before the lock's writes, not by the run.
+			return 0, workflow.Result{}, refusal("A registered node's files are not replaced: remove the node in Web, run this command with --uninstall, then add the node again with a new command",
+				fmt.Errorf("%s differs from the release's: %w", f.Rel, err))
+		}
 		if errors.Is(err, ErrConflict) || (err == nil && st == fileMissing) {
 			return notDone, workflow.Result{}, nil
 		}

@@ -495,3 +495,28 @@ func TestAnInterruptedRegistrationIsFinishedByAnyRerun(t *testing.T) {
 		})
 	}
 }
+
+// A registered node whose file other than the node program differs (its
+// seccomp profile here) is refused by the read-only check: no journal,
+// record, bookkeeping transaction or lock file of the journal is written.
+func TestARegisteredNodesChangedFileRefusesBeforeAnyWrite(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	p := filepath.Join(f.host.NodeRoot(generationtest.InstallationID), "runtime", "seccomp.json")
+	if err := os.WriteFile(p, []byte(`{"defaultAction":"SCMP_ACT_ALLOW","changed":true}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := f.tree(t, true)
+	calls := len(f.changingCalls())
+	_, err := f.install(t, nil)
+	if err == nil || !strings.Contains(err.Error(), "runtime/seccomp.json differs") || !strings.Contains(err.Error(), "--uninstall") ||
+		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("rerun: %v, want the refusal of the changed file", err)
+	}
+	if d := treeDiff(before, f.tree(t, true)); d != "" {
+		t.Errorf("the refusal changed:\n%s", d)
+	}
+	if c := f.changingCalls(); len(c) != calls {
+		t.Errorf("the refusal called %v", c[calls:])
+	}
+}
