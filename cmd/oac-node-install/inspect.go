@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
@@ -223,6 +224,9 @@ func checkNodeRoot(nodes *safefile.Root, id string) error {
 	return d.Close()
 }
 
+// inspectTimeout bounds the service-account child of status and leases.
+var inspectTimeout = 2 * time.Minute
+
 // readNodes runs inspectNodes as the service account: directly when this
 // process is that account (or no account exists), through the privsep child
 // when it is root. The child's answer is decoded into the documented types,
@@ -257,11 +261,20 @@ func readNodes(ctx context.Context, host layout.Host, req inspectRequest, stderr
 	if err != nil {
 		return nil, err
 	}
-	res, err := privsep.Run(ctx, privsep.Options{
+	// The account can stop or slow its own process (SIGSTOP, a FIFO it
+	// put somewhere): the inspection has a deadline, so status always
+	// ends.
+	cctx, cancel := context.WithTimeout(ctx, inspectTimeout)
+	defer cancel()
+	res, err := privsep.Run(cctx, privsep.Options{
 		Binary: bin, UID: u.UID, GID: u.GID, Groups: groups, Home: req.Home,
 		Role: roleInspect, Request: req, Output: stderr, Signals: childSignals,
 		Proxy: privsep.ProxyFromEnviron(os.Environ()),
 	})
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("reading the node roots as %s did not finish within %s (a process of that account may be holding it up; see `ps -u %s`)",
+			layout.Account, inspectTimeout, layout.Account)
+	}
 	if err != nil {
 		return nil, err
 	}
