@@ -429,6 +429,14 @@ func (s registerStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 	if !bytes.Equal(reg, inst) {
 		return 0, workflow.Result{}, refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
 	}
+	// A registered node without its identity has lost its credential: it
+	// can neither reach Core nor be confirmed removed.
+	if _, err := os.Lstat(e.node.Identity()); errors.Is(err, os.ErrNotExist) {
+		return 0, workflow.Result{}, refusal("Remove the node in Web, run this command with --uninstall --force, then add the node again with a new command",
+			fmt.Errorf("registered.json is there but state/node/identity.json, the node's credential, is gone"))
+	} else if err != nil {
+		return 0, workflow.Result{}, refusal(hostile, err)
+	}
 	return done, workflow.Result{}, nil
 }
 

@@ -56,6 +56,15 @@ func NodeConfiguration(ctx context.Context, home, installationID string, uid int
 	}
 	defer root.Close()
 	e := &Env{opts: Options{Home: home, UID: uid, Identity: lease.Identity{InstallationID: installationID}}, node: node, root: root}
+	if ok, err := root.Exists("state/node/identity.json"); err == nil && !ok {
+		if reg, err := root.Exists("registered.json"); err == nil && reg {
+			// A registered node without its identity has lost its
+			// credential: it can neither reach Core nor be confirmed
+			// removed.
+			return nil, refusal("Remove the node in Web, run this command with --uninstall --force, then add the node again with a new command",
+				fmt.Errorf("registered.json is there but state/node/identity.json, the node's credential, is gone"))
+		}
+	}
 	nid, err := e.nodeIdentity()
 	if err != nil {
 		return nil, err

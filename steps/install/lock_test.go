@@ -520,3 +520,43 @@ func TestARegisteredNodesChangedFileRefusesBeforeAnyWrite(t *testing.T) {
 		t.Errorf("the refusal called %v", c[calls:])
 	}
 }
+
+// Root's two records disagreeing — the bookkeeping lists the installation,
+// its host record is gone — refuse before any change, naming the recovery;
+// neither is taken for the truth.
+func TestAMissingHostRecordRefuses(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	if err := os.Remove(f.host.Record(generationtest.InstallationID)); err != nil {
+		t.Fatal(err)
+	}
+	before := f.tree(t, true)
+	_, err := f.install(t, func(c *Command) { c.Token = fixtureToken })
+	if err == nil || !strings.Contains(err.Error(), "host record") || !strings.Contains(err.Error(), "--force") ||
+		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("rerun: %v, want the disagreeing records' refusal", err)
+	}
+	if d := treeDiff(before, f.tree(t, true)); d != "" {
+		t.Errorf("the refusal changed:\n%s", d)
+	}
+}
+
+// registered.json without identity.json (the credential gone) refuses
+// before any change, naming the recovery.
+func TestARegisteredNodeWithoutItsIdentityRefuses(t *testing.T) {
+	f := newRunFixture(t)
+	f.installed(t)
+	node := layout.Node{Root: layout.NodeRootIn(f.host.Home(), generationtest.InstallationID)}
+	if err := os.Remove(node.Identity()); err != nil {
+		t.Fatal(err)
+	}
+	before := f.tree(t, true)
+	_, err := f.install(t, nil)
+	if err == nil || !strings.Contains(err.Error(), "identity.json") || !strings.Contains(err.Error(), "--uninstall --force") ||
+		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("rerun: %v, want the refusal naming the lost identity", err)
+	}
+	if d := treeDiff(before, f.tree(t, true)); d != "" {
+		t.Errorf("the refusal changed:\n%s", d)
+	}
+}

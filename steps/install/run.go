@@ -123,6 +123,8 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		if err := CheckHostRecord(c.Host, o); err != nil {
 			return nil, err
 		}
+	} else if err := checkRecordMissing(c.Host, o.InstallationID); err != nil {
+		return nil, err
 	}
 	phase("Read Core's deployment specification")
 	var conf *generation.Configuration
@@ -169,7 +171,8 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		if err == nil {
 			err = CheckConfiguration(conf, o)
 		}
-		if err != nil {
+		var ce *privsep.ChildError
+		if err != nil && !(errors.As(err, &ce) && ce.Class() == privsep.ClassRefused) {
 			err = fmt.Errorf("%w; if the node never registered, run the command Web generated, which passes the enrollment token", err)
 		}
 	default:
@@ -372,6 +375,33 @@ func CheckToken(tok string) error {
 		return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated. Nothing was changed.")
 	}
 	return nil
+}
+
+// checkRecordMissing refuses an installation the bookkeeping records while
+// its host record is gone, unless an unfinished run of the install journal
+// explains it (the host records step writes the bookkeeping entry first):
+// the two records disagree, and neither is taken for the truth.
+func checkRecordMissing(h layout.Host, id string) error {
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w. Nothing was changed.", err)
+	}
+	_, gerr := db.GetInstallation(id)
+	db.Close()
+	if errors.Is(gerr, bookkeeping.ErrNotFound) {
+		return nil
+	}
+	if gerr != nil {
+		return fmt.Errorf("%w. Nothing was changed.", gerr)
+	}
+	if rep, err := workflow.InspectJournal(JournalPath(h, id), workflow.Lookup); err == nil && rep.Condition != workflow.Complete {
+		return nil // the run the engine resumes writes the record
+	}
+	return fmt.Errorf("the installer's bookkeeping %s records installation %s, but its host record %s is missing; restore the record from a backup of /etc, or remove the node in Web and run `sudo oac-node-install --uninstall --installation-id %s --force`. Nothing was changed.",
+		h.Bookkeeping(), id, h.Record(id), id)
 }
 
 // knownNode reports whether the host records this installation.
