@@ -64,19 +64,21 @@ func nextSteps(dir string, r *GenerationReport, installationID string) []string 
 
 	// A shared holder is a native helper serving the generation: the
 	// normal state of a generation in use, not a stuck one. It is named
-	// only beside another reason to look.
+	// only beside another reason to look. A holder is named by its pid
+	// only: its command is the account's text, shown apart with the
+	// holders, never inside advice an operator follows.
 	before, sharedOnly := len(next), true
 	for _, h := range r.Holders {
 		sharedOnly = sharedOnly && h.Mode == ModeShared && !h.Waiting
 		switch {
 		case h.Waiting:
-			add("PID %d (%s) waits for the lease %s; check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.Mode, h.PID)
+			add("PID %d waits for the lease %s; check `ps -o pid,etime,args -p %d`.", h.PID, h.Mode, h.PID)
 		case h.Mode == ModeShared:
-			add("PID %d (%s) holds the lease shared: a native helper is running; collection and repair retry after it exits. Check `ps -o pid,etime,args -p %d` and `pstree -p %d`.", h.PID, h.Command, h.PID, h.PID)
+			add("PID %d holds the lease shared: a native helper is running; collection and repair retry after it exits. Check `ps -o pid,etime,args -p %d` and `pstree -p %d`.", h.PID, h.PID, h.PID)
 		case r.Records.Preparing:
-			add("PID %d (%s) holds the lease exclusively: the generation's preparation is running (each attempt has a 30-minute deadline). Check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.PID)
+			add("PID %d holds the lease exclusively: the generation's preparation is running (each attempt has a 30-minute deadline). Check `ps -o pid,etime,args -p %d`.", h.PID, h.PID)
 		default:
-			add("PID %d (%s) holds the lease exclusively: a collection or repair is running (collection has a 2-minute timeout). Check `ps -o pid,etime,args -p %d`.", h.PID, h.Command, h.PID)
+			add("PID %d holds the lease exclusively: a collection or repair is running (collection has a 2-minute timeout). Check `ps -o pid,etime,args -p %d`.", h.PID, h.PID)
 		}
 	}
 
