@@ -74,6 +74,52 @@ func (p *phases) waitFor(t *testing.T, s string) {
 	}
 }
 
+// refusesUnchanged runs the install command edited by edit and checks that
+// it refuses with a message holding every want and ending "Nothing was
+// changed.", and that it changed nothing: the tree with times, the
+// account and systemd calls. It returns the refusal.
+func (f *runFixture) refusesUnchanged(t *testing.T, edit func(*Command), want ...string) error {
+	t.Helper()
+	before := f.tree(t, true)
+	calls := len(f.changingCalls())
+	_, err := f.install(t, edit)
+	if err == nil || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+		t.Fatalf("install: %v, want a refusal that changed nothing", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the refusal lacks %q: %v", w, err)
+		}
+	}
+	if d := treeDiff(before, f.tree(t, true)); d != "" {
+		t.Errorf("the refusal changed:\n%s", d)
+	}
+	if c := f.changingCalls(); len(c) != calls {
+		t.Errorf("the refusal called %v", c[calls:])
+	}
+	return err
+}
+
+// editIdentity rewrites the node's identity.json, as the service account
+// can, with edit applied to its document.
+func (f *runFixture) editIdentity(t *testing.T, edit func(doc map[string]any)) {
+	t.Helper()
+	node := layout.Node{Root: layout.NodeRootIn(f.host.Home(), generationtest.InstallationID)}
+	data, err := os.ReadFile(node.Identity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	edit(doc)
+	data, _ = json.Marshal(doc)
+	if err := os.WriteFile(node.Identity(), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // While another command holds the host lock, an install says that it
 // waits and reads nothing of Core's (the configuration, the node's
 // answer) and runs no service-account child: it decides once it holds the
@@ -303,35 +349,11 @@ func TestTheCredentialGoesOnlyToTheRecordedCore(t *testing.T) {
 		w.Write(f.configurationBody(nil))
 	}))
 	defer evil.Close()
-	node := layout.Node{Root: layout.NodeRootIn(f.host.Home(), generationtest.InstallationID)}
-	data, err := os.ReadFile(node.Identity())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["core_url"] = evil.URL
-	data, _ = json.Marshal(doc)
-	if err := os.WriteFile(node.Identity(), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	os.Remove(node.Registered())
-	before := f.tree(t, true)
-	calls := len(f.changingCalls())
-	_, err = f.install(t, nil)
-	if err == nil || !strings.Contains(err.Error(), "goes only to the recorded Core") || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
-		t.Fatalf("rerun: %v, want the refusal of identity.json's Core", err)
-	}
+	f.editIdentity(t, func(doc map[string]any) { doc["core_url"] = evil.URL })
+	os.Remove(layout.Node{Root: f.host.NodeRoot(generationtest.InstallationID)}.Registered())
+	f.refusesUnchanged(t, nil, "goes only to the recorded Core")
 	if n := hostile.Load(); n != 0 {
 		t.Errorf("the account's server got %d requests with the node's credential", n)
-	}
-	if d := treeDiff(before, f.tree(t, true)); d != "" {
-		t.Errorf("the refusal changed:\n%s", d)
-	}
-	if c := f.changingCalls(); len(c) != calls {
-		t.Errorf("the refusal called %v", c[calls:])
 	}
 }
 
@@ -345,40 +367,17 @@ func TestAKnownNodeKeepsItsRecordedProvider(t *testing.T) {
 	rel := generationtest.BuildRelease(t, generationtest.CommitA)
 	msb := rel.Spec(t, "microsandbox", 2)
 	raw, _ := msb.MarshalJSON()
-	node := layout.Node{Root: layout.NodeRootIn(f.host.Home(), generationtest.InstallationID)}
-	data, err := os.ReadFile(node.Identity())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	ident := doc["identity"].(map[string]any)
-	ident["provider"], ident["specification_digest"] = "microsandbox", msb.Digest()
-	data, _ = json.Marshal(doc)
-	if err := os.WriteFile(node.Identity(), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f.editIdentity(t, func(doc map[string]any) {
+		ident := doc["identity"].(map[string]any)
+		ident["provider"], ident["specification_digest"] = "microsandbox", msb.Digest()
+	})
 	f.setCoreReply(func(w http.ResponseWriter, r *http.Request) bool {
 		w.Write(f.configurationBody(func(m map[string]any) {
 			m["provider"], m["specification"], m["specification_digest"] = "microsandbox", json.RawMessage(raw), msb.Digest()
 		}))
 		return true
 	})
-	before := f.tree(t, true)
-	calls := len(f.changingCalls())
-	_, err = f.install(t, nil)
-	if err == nil || !strings.Contains(err.Error(), "installed for docker") || !strings.Contains(err.Error(), "--uninstall") ||
-		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
-		t.Fatalf("rerun: %v, want the recorded provider's refusal", err)
-	}
-	if d := treeDiff(before, f.tree(t, true)); d != "" {
-		t.Errorf("the refusal changed:\n%s", d)
-	}
-	if c := f.changingCalls(); len(c) != calls {
-		t.Errorf("the refusal called %v", c[calls:])
-	}
+	f.refusesUnchanged(t, nil, "installed for docker", "--uninstall")
 }
 
 // Re-pasting the Web command on a registered node: its token is spent
@@ -506,19 +505,7 @@ func TestARegisteredNodesChangedFileRefusesBeforeAnyWrite(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"defaultAction":"SCMP_ACT_ALLOW","changed":true}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := f.tree(t, true)
-	calls := len(f.changingCalls())
-	_, err := f.install(t, nil)
-	if err == nil || !strings.Contains(err.Error(), "runtime/seccomp.json differs") || !strings.Contains(err.Error(), "--uninstall") ||
-		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
-		t.Fatalf("rerun: %v, want the refusal of the changed file", err)
-	}
-	if d := treeDiff(before, f.tree(t, true)); d != "" {
-		t.Errorf("the refusal changed:\n%s", d)
-	}
-	if c := f.changingCalls(); len(c) != calls {
-		t.Errorf("the refusal called %v", c[calls:])
-	}
+	f.refusesUnchanged(t, nil, "runtime/seccomp.json differs", "--uninstall")
 }
 
 // Root's two records disagreeing — the bookkeeping lists the installation,
@@ -530,15 +517,7 @@ func TestAMissingHostRecordRefuses(t *testing.T) {
 	if err := os.Remove(f.host.Record(generationtest.InstallationID)); err != nil {
 		t.Fatal(err)
 	}
-	before := f.tree(t, true)
-	_, err := f.install(t, func(c *Command) { c.Token = fixtureToken })
-	if err == nil || !strings.Contains(err.Error(), "host record") || !strings.Contains(err.Error(), "--force") ||
-		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
-		t.Fatalf("rerun: %v, want the disagreeing records' refusal", err)
-	}
-	if d := treeDiff(before, f.tree(t, true)); d != "" {
-		t.Errorf("the refusal changed:\n%s", d)
-	}
+	f.refusesUnchanged(t, func(c *Command) { c.Token = fixtureToken }, "host record", "--force")
 }
 
 // registered.json without identity.json (the credential gone) refuses
@@ -550,13 +529,5 @@ func TestARegisteredNodeWithoutItsIdentityRefuses(t *testing.T) {
 	if err := os.Remove(node.Identity()); err != nil {
 		t.Fatal(err)
 	}
-	before := f.tree(t, true)
-	_, err := f.install(t, nil)
-	if err == nil || !strings.Contains(err.Error(), "identity.json") || !strings.Contains(err.Error(), "--uninstall --force") ||
-		!strings.HasSuffix(err.Error(), "Nothing was changed.") {
-		t.Fatalf("rerun: %v, want the refusal naming the lost identity", err)
-	}
-	if d := treeDiff(before, f.tree(t, true)); d != "" {
-		t.Errorf("the refusal changed:\n%s", d)
-	}
+	f.refusesUnchanged(t, nil, "identity.json", "--uninstall --force")
 }
