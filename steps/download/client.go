@@ -162,8 +162,8 @@ func orDuration(d, def time.Duration) time.Duration {
 	return d
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx ends (whose error it returns).
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -133,7 +133,7 @@ func (c *Client) download(ctx context.Context, req Request) (Stats, error) {
 	restarts := 1 // one restart (416, misplaced Content-Range) per call
 	for attempt := 0; p.size < req.Size; {
 		if attempt > 0 {
-			if err := sleep(ctx, c.sleeps[attempt-1]); err != nil {
+			if err := Sleep(ctx, c.sleeps[attempt-1]); err != nil {
 				return st, fmt.Errorf("download %s: %w; the %s received so far are kept", name, err, sizeText(p.size))
 			}
 		}

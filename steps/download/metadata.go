@@ -28,7 +28,7 @@ func (c *Client) FetchMetadata(ctx context.Context, rawURL string, limit int64) 
 	var last error
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, c.sleeps[attempt-1]); err != nil {
+			if err := Sleep(ctx, c.sleeps[attempt-1]); err != nil {
 				return nil, fmt.Errorf("fetch %s: %w", name, err)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
+	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -41,16 +42,7 @@ func (r *readyIntervals) Next() time.Duration {
 
 // sleepCtx sleeps d or until ctx ends (tests replace it to record the
 // schedule).
-var sleepCtx = func(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+var sleepCtx = download.Sleep
 
 // ErrNodeNotReady: Core did not report the node connected and ready in time.
 var ErrNodeNotReady = errors.New("the node did not become ready")
