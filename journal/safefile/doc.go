@@ -52,5 +52,8 @@
 // process SIGKILLs itself, and is appended to the file OAC_CRASH_COUNT
 // names; the crash harness in workflow/crashharness relies on both. The
 // same build records every fsync the layer makes (SyncCount), so tests can
-// see durability that a SIGKILL cannot. The shipped binary has neither.
+// see durability that a SIGKILL cannot. With OAC_PAUSE_AT=N the process
+// instead pauses at the N-th point, Failpoints and Pausepoints (the points
+// between a command's decisions that write nothing) counted together, until
+// the interleaving test releases it. The shipped binary has none of this.
 package safefile

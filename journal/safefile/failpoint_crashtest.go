@@ -5,11 +5,13 @@ package safefile
 import (
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // The crash harness (built with -tags crashtest) sets OAC_CRASH_AT=N: the
@@ -43,6 +45,47 @@ func Failpoint(name string) {
 	if crashAt > 0 && n == crashAt {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is delivered before this returns
+	}
+	pause(name)
+}
+
+// The interleaving tests set OAC_PAUSE_AT=N and OAC_PAUSE_DIR=D: at the N-th
+// point it passes (Failpoints and Pausepoints counted together), the
+// process writes D/paused, holding the point's name, and blocks until
+// D/release exists; then it goes on. With OAC_PAUSE_COUNT set to a file
+// name, every such point passed is appended to that file. A Pausepoint
+// does not count towards OAC_CRASH_AT, so the crash points keep their
+// numbers.
+var (
+	pauseAt    = envInt("OAC_PAUSE_AT")
+	pauseDir   = os.Getenv("OAC_PAUSE_DIR")
+	pauseCount = os.Getenv("OAC_PAUSE_COUNT")
+	paused     atomic.Int64
+)
+
+// Pausepoint marks a point between two decisions of a command where the
+// interleaving tests may pause it (see pause).
+func Pausepoint(name string) { pause(name) }
+
+func pause(name string) {
+	n := paused.Add(1)
+	if pauseCount != "" {
+		if f, err := os.OpenFile(pauseCount, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			f.WriteString(name + "\n")
+			f.Close()
+		}
+	}
+	if pauseAt <= 0 || n != pauseAt || pauseDir == "" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(pauseDir, "paused"), []byte(name+"\n"), 0o644); err != nil {
+		return
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(pauseDir, "release")); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

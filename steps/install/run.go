@@ -97,6 +97,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if err := FirstRefusal(bare.LockFreeChecks()); err != nil {
 		return nil, err
 	}
+	safefile.Pausepoint("install-host-checked")
 	if c.ReadToken != nil {
 		tok, err := c.ReadToken()
 		if err != nil {
@@ -107,11 +108,13 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		}
 		c.Token = tok
 	}
+	safefile.Pausepoint("install-before-host-lock")
 	lock, err := HostLock(ctx, c.Host, phase)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
+	safefile.Pausepoint("install-host-locked")
 	if err := CheckBookkeeping(c.Host, o.InstallationID); err != nil {
 		return nil, err
 	}
@@ -193,6 +196,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 				ErrConfiguration, conf.Provider, rec.Provider, o.InstallationID)
 		}
 	}
+	safefile.Pausepoint("install-configuration-read")
 	phase("Check host requirements")
 	res := conf.Specification.Resources
 	pf := &Preflight{Host: c.Host, InstallationID: o.InstallationID, Provider: conf.Provider, NewNode: !known,
@@ -235,6 +239,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		}
 		return prev, nil
 	}
+	safefile.Pausepoint("install-steps-checked")
 	env.checks, env.checksErr = nil, nil
 	env.Locked = true
 	dir := c.Host.JournalDir(o.InstallationID)

@@ -56,11 +56,13 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	// Every decision below (is the installation recorded, did it
 	// register, what Core answers) is taken under the host lock and acted
 	// on under it (CONTRACT §10, "Decisions under the lock").
+	safefile.Pausepoint("uninstall-before-host-lock")
 	lock, err := install.HostLock(ctx, c.Host, func(label string) { e.Printf("%s...", label) })
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
+	safefile.Pausepoint("uninstall-host-locked")
 	if err := install.CheckBookkeeping(c.Host, id); err != nil {
 		return nil, err
 	}
