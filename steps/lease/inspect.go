@@ -51,6 +51,14 @@ type LeaseReport struct {
 	LockKey string `json:"lock_key,omitempty"`
 	// Identity is the identity record, when it could be read.
 	Identity *LeaseIdentity `json:"identity,omitempty"`
+
+	// refusal is the error behind State, which the hints classify with
+	// errors.Is: a refusal of the lease or, with refusedIdentity, of its
+	// identity record; ErrLeaseMissing for an identity record without its
+	// lease. Neither field is encoded: the hints are computed where
+	// Inspect runs.
+	refusal         error
+	refusedIdentity bool
 }
 
 // RecordState is the record part of a report.
@@ -269,23 +277,26 @@ func (d *dirHandle) inspectLease(r *GenerationReport, has int, ids []Identity, i
 	if has&hasLease == 0 {
 		lr.State = StateAbsent
 		if has&hasIdentity != 0 {
-			lr.Reason = "identity record present but the lease is missing"
+			lr.Reason, lr.refusal = "identity record present but the lease is missing", ErrLeaseMissing
 		}
 		return
 	}
 	var st unix.Stat_t
 	if err := d.lstat(leaseName(g), &st); err != nil {
-		lr.State, lr.Reason = StateAbsent, reason(err)
+		lr.State, lr.Reason, lr.refusal = StateAbsent, reason(err), err
 		return
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 		lr.Device, lr.Inode, lr.LockKey = st.Dev, st.Ino, lockKey(st.Dev, st.Ino)
 	}
 	if err := d.checkPrivate(lr.Path, &st); err != nil {
-		lr.State, lr.Reason = StateUnsafe, reason(err)
+		lr.State, lr.Reason, lr.refusal = StateUnsafe, reason(err), err
 		return
 	}
 	rec, err := d.readLeaseIdentity(g)
+	if err != nil {
+		lr.refusal, lr.refusedIdentity = err, true
+	}
 	switch {
 	case errors.Is(err, ErrIdentityMissing):
 		lr.State, lr.Reason = StateIdentityMissing, "the lease exists but its identity record never became durable (interrupted initialization)"
