@@ -12,7 +12,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part
+.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part
 
 all: check test
 
@@ -77,7 +77,8 @@ demo-uninstall:
 
 # The end-to-end tests (the same test host and console); .ci/run runs them.
 # They include the crash tests of install and uninstall at a sample of
-# their journal points (OAC_E2E_CRASH_EVERY, OAC_E2E_CRASH_MAX).
+# their journal points (OAC_E2E_CRASH_EVERY, OAC_E2E_CRASH_MAX) and the
+# interleaving tests at a sample of theirs (OAC_E2E_INTERLEAVE_EVERY).
 e2e:
 	$(GO) test -tags e2e -count=1 -timeout 30m -run 'TestEndToEnd' -v ./cmd/oac-node-install/
 	$(GO) test -tags e2e -count=1 -timeout 10m -run 'TestDemo' -v ./cmd/oac-demo/
@@ -96,6 +97,13 @@ e2e-powercut-uninstall:
 PART ?= 0
 e2e-powercut-part:
 	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 OAC_E2E_CRASH_PART=$(PART)/3 $(GO) test -tags e2e,crashtest -count=1 -timeout 40m -run 'TestEndToEndPowerCut(Install|Uninstall)$$' -v ./cmd/oac-node-install/
+
+# Install and uninstall paused at every point (each journal point of root's
+# process and each point between its decisions, before and after the host
+# lock), with each second command of the fixed list run meanwhile (make e2e
+# runs a sample).
+e2e-interleave:
+	OAC_E2E_INTERLEAVE_ALL=1 $(GO) test -tags e2e -count=1 -timeout 90m -run 'TestEndToEndInterleave' -v ./cmd/oac-node-install/
 
 # Every journal point of install and uninstall, SIGKILLed in the test host.
 e2e-crash:
