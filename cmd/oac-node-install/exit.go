@@ -92,7 +92,7 @@ func (f failure) report(stderr io.Writer, err error, interrupted *signalError) i
 		return ec.ExitCode()
 	}
 	if interrupted != nil {
-		fmt.Fprintln(stderr, "Interrupted. Nothing is lost: rerun the same command to continue.")
+		fmt.Fprintln(stderr, interruptedMessage(err))
 		return interrupted.exitCode()
 	}
 	fmt.Fprintf(stderr, "%s%s\n", f.prefix, msg)

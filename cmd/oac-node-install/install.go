@@ -11,10 +11,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/provider"
 	"github.com/openagentcore/oac-node-install/steps/systemd"
@@ -93,13 +95,41 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 		Systemd: sd, Child: child, Proxy: privsep.ProxyFromEnviron(os.Environ()), Version: workflow.Version,
 		Out: out, Phase: out.phase, Style: out.summaryStyle(),
 	})
+	if err == nil && rep != nil && rep.Condition != workflow.Complete {
+		err = fmt.Errorf("the installation stopped in state %s (%s); rerun the same command", rep.State, rep.Condition)
+	}
+	if err != nil && interruption(ctx) != nil {
+		return &interruptedRun{err: err, next: resumeAdvice(host, f)}
+	}
+	return err
+}
+
+// resumeAdvice is what continues an installation a signal interrupted.
+// Once the host records the node and the node has its credential (root's
+// bookkeeping or install journal says it registered, or its register step
+// began: the node program writes the identity before it enrolls), that is
+// this command's own flags without the token, which the node needs no
+// more and which is never printed; status names the same command. Before,
+// the node still needs its enrollment token: the same command.
+func resumeAdvice(h layout.Host, f *installerFlags) string {
+	withToken := "rerun the same command, with its enrollment token, to continue."
+	id := f.installationID
+	if known, err := safefile.Exists(h.Record(id)); err != nil || !known {
+		return withToken
+	}
+	registered, err := install.Registered(h, id)
 	if err != nil {
-		return err
+		return withToken
 	}
-	if rep != nil && rep.Condition != workflow.Complete {
-		return fmt.Errorf("the installation stopped in state %s (%s); rerun the same command", rep.State, rep.Condition)
+	if !registered {
+		rep, err := workflow.InspectJournal(install.JournalPath(h, id), workflow.Lookup)
+		if err != nil || !registerBegun(rep) {
+			return withToken
+		}
 	}
-	return nil
+	cmd := installCommand{program: programName(), sourceURL: f.sourceURL, bundle: f.bundle, coreURL: f.coreURL,
+		allowInsecureOrigin: f.allowInsecureOrigin, coreCA: f.coreCA, provider: f.provider, installationID: id}
+	return "to continue, run `" + cmd.String() + "` (the node has its credential: no enrollment token is needed), or rerun the same command."
 }
 
 // warnInsecure warns, on stderr, of each origin only --allow-insecure-origin

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/openagentcore/oac-node-install/steps/privsep"
 )
 
 // signalError is the cause of a run that a signal cancelled.
@@ -58,3 +60,25 @@ func interruption(ctx context.Context) *signalError {
 // delivers, so that Run does not listen for SIGHUP itself (see watchSignals);
 // a signal reaches the child through the cancelled context instead.
 var childSignals = make(chan os.Signal)
+
+// interruptedRun is the error of a run a signal cancelled, with what
+// continues it (install: the command, which its own flags give).
+type interruptedRun struct {
+	err error
+	// next completes "Interrupted. Nothing is lost: ".
+	next string
+}
+
+func (e *interruptedRun) Error() string { return e.err.Error() }
+func (e *interruptedRun) Unwrap() error { return e.err }
+
+// interruptedMessage is the line an interrupted command ends with: what
+// continues it, or else the same command.
+func interruptedMessage(err error) string {
+	next := "rerun the same command to continue."
+	var ir *interruptedRun
+	if errors.As(err, &ir) && ir.next != "" {
+		next = ir.next
+	}
+	return privsep.SanitizeString("Interrupted. Nothing is lost: " + next)
+}

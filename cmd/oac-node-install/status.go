@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/bootstrap"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -275,7 +279,7 @@ func (s *installationStatus) attention(host layout.Host) string {
 	for _, cond := range []workflow.Condition{workflow.NeedsInspection, workflow.Failed, workflow.Resumable} {
 		for _, w := range s.Workflows {
 			if w.Running == nil && w.Condition == cond {
-				return workflowNext(host, id, &w.Report)
+				return s.workflowNext(host, &w.Report)
 			}
 		}
 	}
@@ -309,7 +313,7 @@ func (s *installationStatus) attention(host layout.Host) string {
 	case r.State == generation.RegistrationInvalid:
 		return "inspect " + layout.Node{Root: host.NodeRoot(id)}.Identity() + ": " + r.Error
 	case r.State != generation.RegistrationDone:
-		return rerun + ": the node's registration was not confirmed"
+		return s.continueInstall(host, nil) + " (the node's registration was not confirmed)"
 	}
 	if c := s.Core; c != nil && c.State == generation.CoreRemoved {
 		return "the node was removed in Core (HTTP 401); remove it from this host: sudo oac-node-install --uninstall --installation-id " + id
@@ -372,22 +376,182 @@ func providerNext(diagnostic, unit string) string {
 	return reason + "; see the node service's log: sudo journalctl -xeu " + unit
 }
 
-// workflowNext is what to do about a workflow journal that is not complete.
-func workflowNext(host layout.Host, id string, r *workflow.Report) string {
+// workflowNext is what to do about a workflow journal that is not
+// complete. What a node journal holds is the account's text: its note
+// stays beside the advice (printReport), and the advice names only the
+// workflow and generation; the node's helper is run by the node program,
+// as the node account, never from root's terminal, where a program the
+// account can write could inject input (TIOCSTI) or read what is typed.
+func (s *installationStatus) workflowNext(host layout.Host, r *workflow.Report) string {
+	id := s.InstallationID
+	root := filepath.Dir(r.Journal) == host.JournalDir(id)
 	if r.Condition == workflow.NeedsInspection {
+		if !root {
+			return "inspect " + r.Journal + ": the node refuses to continue this journal of its own until an operator has judged it (its note is shown with it)"
+		}
 		return "inspect " + r.Journal + ": " + r.Note
 	}
+	unit := layout.UnitName(id)
 	switch r.Workflow {
 	case workflow.InstallDefinition().Name:
-		return "rerun the install command Web generated for this node: it continues where it stopped"
+		return s.continueInstall(host, r)
 	case workflow.UninstallDefinition().Name:
 		return "sudo oac-node-install --uninstall --installation-id " + id
-	case workflow.PrepareDefinition().Name, workflow.RepairDefinition().Name, workflow.CollectDefinition().Name:
+	case workflow.PrepareDefinition().Name:
 		if b := r.Binding; b != nil {
-			helper := layout.Node{Root: host.NodeRoot(id)}.Helper()
-			return fmt.Sprintf("the node retries it; to run it now: sudo -u %s %s --generation-action %s --generation %d --specification-digest %s --installation-id %s",
-				layout.Account, helper, r.Workflow, b.Generation, b.SpecificationDigest, id)
+			return fmt.Sprintf("the node program prepares generation %d again itself, as the node account; to retry now, restart the node service, whose node program runs the helper: sudo systemctl restart %s", b.Generation, unit)
+		}
+	case workflow.CollectDefinition().Name:
+		if b := r.Binding; b != nil {
+			return fmt.Sprintf("the node program collects generation %d again itself, as the node account, on Core's next drop grant; see why it stopped: sudo journalctl -u %s -n 200 --no-pager", b.Generation, unit)
+		}
+	case workflow.RepairDefinition().Name:
+		if b := r.Binding; b != nil {
+			return fmt.Sprintf("the node program repairs generation %d again itself, as the node account, when it next needs it; see why it stopped: sudo journalctl -u %s -n 200 --no-pager", b.Generation, unit)
 		}
 	}
+	if !root {
+		return "the node program runs it again itself; see the node service's log: sudo journalctl -u " + unit + " -n 200 --no-pager"
+	}
 	return "rerun the command that wrote " + r.Journal
+}
+
+// continueInstall names the command that continues the installation, whose
+// install journal (r, nil when there is none) is not complete. Once the
+// node has its credential — root's bookkeeping or journal says it
+// registered or began to, or the node root shows its identity — that is
+// the install command without a token, from root's host record
+// (installCommandFromRecord); the node program confirms the identity it
+// wrote with Core. Before, and on a host without the record, the node
+// still needs its enrollment token: the command Web generated.
+func (s *installationStatus) continueInstall(host layout.Host, r *workflow.Report) string {
+	withToken := "rerun the install command Web generated for this node, with its enrollment token: it continues where it stopped"
+	if s.record == nil || s.recordErr != nil || !s.hasCredential(r) {
+		return withToken
+	}
+	cmd, ok := installCommandFromRecord(host, s.InstallationID, s.record)
+	if !ok {
+		return withToken + " (the host record " + host.Record(s.InstallationID) + " holds a value the command does not accept: inspect it)"
+	}
+	return "continue the installation without a token, since the node has its credential (for " + consolePlaceholder + " give the --source-url of the command Web generated: this host does not record it): " + cmd.String()
+}
+
+// hasCredential reports whether the node has its credential, so that the
+// install command needs no token: root's bookkeeping or install journal
+// says the node registered or its register step began (the node program
+// writes the identity before it enrolls), or the node root holds its
+// identity. The last is the account's word: it only chooses which of two
+// commands root names, each built from root's own records.
+func (s *installationStatus) hasCredential(r *workflow.Report) bool {
+	if b := s.Bookkeeping; b != nil && b.Installation != nil && b.Installation.Registered {
+		return true
+	}
+	if r != nil && registerBegun(r) {
+		return true
+	}
+	reg := s.Registration
+	return reg != nil && (reg.State == generation.RegistrationPending || reg.State == generation.RegistrationDone)
+}
+
+// registerBegun reports whether an install journal's register step began
+// or is done.
+func registerBegun(r *workflow.Report) bool {
+	sd, ok := workflow.InstallDefinition().State(workflow.InstallRegister)
+	return ok && r.Attempts[sd.Step] > 0
+}
+
+// installCommandFromRecord is the install command, without a token, of
+// installation id as root's host record describes it: Core's origin and
+// insecure-origin policy, the provider, and a Core CA when the record has
+// one: the node's copy, <node root>/core-ca.pem, which the command reads
+// and refuses unless its sha256 is the one root recorded, before any
+// request. The console URL is recorded nowhere root owns: it is left for
+// the operator. ok is false when a recorded value is not one the command
+// accepts; nothing of the record reaches the advice unchecked.
+func installCommandFromRecord(host layout.Host, id string, rec *hostRecord) (installCommand, bool) {
+	c := installCommand{program: programName(), installationID: id, coreURL: rec.CoreURL,
+		allowInsecureOrigin: rec.AllowInsecureOrigin, provider: rec.Provider}
+	if origin, _, err := validateOrigin("core_url", rec.CoreURL, rec.AllowInsecureOrigin); err != nil || origin != rec.CoreURL {
+		return c, false
+	}
+	switch rec.Provider {
+	case "docker", "microsandbox":
+	default:
+		return c, false
+	}
+	if validateInstallationID(id) != nil {
+		return c, false
+	}
+	if rec.CoreCASHA256 != "" {
+		c.coreCA = layout.Node{Root: host.NodeRoot(id)}.CoreCA()
+		if !plainAbs(c.coreCA) {
+			return c, false
+		}
+	}
+	return c, true
+}
+
+// installCommand is an install command line without a token; each value
+// is one the install command accepts.
+type installCommand struct {
+	program string
+	// sourceURL or bundle is where the node's files come from; with
+	// neither, the console URL is left for the operator to fill in.
+	sourceURL, bundle   string
+	coreURL             string
+	allowInsecureOrigin bool
+	coreCA              string
+	provider            string // "" when the command names none
+	installationID      string
+}
+
+// consolePlaceholder stands for the console URL the host does not record.
+const consolePlaceholder = "<console URL>"
+
+// String is the command as the operator types it: every value quoted for
+// the shell where it needs to be.
+func (c installCommand) String() string {
+	args := []string{"sudo", c.program}
+	switch {
+	case c.bundle != "":
+		args = append(args, "--"+flagBundle, shellWord(c.bundle))
+	case c.sourceURL != "":
+		args = append(args, "--"+flagSourceURL, shellWord(c.sourceURL))
+	default:
+		args = append(args, "--"+flagSourceURL, consolePlaceholder)
+	}
+	args = append(args, "--"+flagCoreURL, shellWord(c.coreURL))
+	if c.allowInsecureOrigin {
+		args = append(args, "--"+flagAllowInsecureOrigin)
+	}
+	if c.coreCA != "" {
+		args = append(args, "--"+flagCoreCA, shellWord(c.coreCA))
+	}
+	if c.provider != "" {
+		args = append(args, "--"+flagProvider, shellWord(c.provider))
+	}
+	return strings.Join(append(args, "--"+flagInstallationID, c.installationID), " ")
+}
+
+// programName is how this program was started (argv[0]), which runs it
+// again from the same shell: the Web command runs it from its download
+// cache, and the host may have no oac-node-install on its PATH. A name
+// with a control character is replaced by oac-node-install.
+func programName() string {
+	name := os.Args[0]
+	if name == "" || strings.IndexFunc(name, unicode.IsControl) >= 0 || !utf8.ValidString(name) {
+		return "oac-node-install"
+	}
+	return shellWord(name)
+}
+
+// shellWord is s as one word for a POSIX shell: as it is when it holds
+// only characters no shell treats specially, else single-quoted.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:@%+=,", r))
+	}) < 0 {
+		return s
+	}
+	return bootstrap.Quote(s)
 }

