@@ -461,7 +461,9 @@ func registerBegun(r *workflow.Report) bool {
 }
 
 // installCommandFromRecord is the install command, without a token, of
-// installation id as root's host record describes it: Core's origin and
+// installation id as root's host record describes it, by the name the
+// host keeps the installer under (CONTRACT §10), as in status's other
+// advice: Core's origin and
 // insecure-origin policy, the provider, and a Core CA when the record has
 // one: the node's copy, <node root>/core-ca.pem, which the command reads
 // and refuses unless its sha256 is the one root recorded, before any
@@ -469,7 +471,7 @@ func registerBegun(r *workflow.Report) bool {
 // the operator. ok is false when a recorded value is not one the command
 // accepts; nothing of the record reaches the advice unchecked.
 func installCommandFromRecord(host layout.Host, id string, rec *hostRecord) (installCommand, bool) {
-	c := installCommand{program: programName(), installationID: id, coreURL: rec.CoreURL,
+	c := installCommand{program: "oac-node-install", installationID: id, coreURL: rec.CoreURL,
 		allowInsecureOrigin: rec.AllowInsecureOrigin, provider: rec.Provider}
 	if origin, _, err := validateOrigin("core_url", rec.CoreURL, rec.AllowInsecureOrigin); err != nil || origin != rec.CoreURL {
 		return c, false
@@ -535,8 +537,9 @@ func (c installCommand) String() string {
 
 // programName is how this program was started (argv[0]), which runs it
 // again from the same shell: the Web command runs it from its download
-// cache, and the host may have no oac-node-install on its PATH. A name
-// with a control character is replaced by oac-node-install.
+// cache, and an installation interrupted early may not have left
+// oac-node-install on the host's PATH yet. A name with a control character
+// is replaced by oac-node-install.
 func programName() string {
 	name := os.Args[0]
 	if name == "" || strings.IndexFunc(name, unicode.IsControl) >= 0 || !utf8.ValidString(name) {

@@ -536,10 +536,10 @@ func TestStatusNamesTheCommandThatContinuesAnInstallation(t *testing.T) {
 			must(t, os.Remove(h.node.Registered()))
 			h.failInstallAt(t, "register")
 		}, func(h *statusHost) string {
-			return "sudo " + programName() + " --source-url <console URL> --core-url " + h.core.URL + " --provider docker --installation-id " + testID
+			return "sudo oac-node-install --source-url <console URL> --core-url " + h.core.URL + " --provider docker --installation-id " + testID
 		}, "this host does not record it", ""},
 		{"interrupted after the registration", func(t *testing.T, h *statusHost) { h.failInstallAt(t, "start") }, func(h *statusHost) string {
-			return "sudo " + programName() + " --source-url <console URL> --core-url " + h.core.URL + " --provider docker --installation-id " + testID
+			return "sudo oac-node-install --source-url <console URL> --core-url " + h.core.URL + " --provider docker --installation-id " + testID
 		}, "", ""},
 		{"a Core CA and plain http allowed", func(t *testing.T, h *statusHost) {
 			h.writeRecord(t, func(r map[string]any) {
@@ -548,7 +548,7 @@ func TestStatusNamesTheCommandThatContinuesAnInstallation(t *testing.T) {
 			must(t, os.Remove(h.node.Registered()))
 			h.failInstallAt(t, "register")
 		}, func(h *statusHost) string {
-			return "sudo " + programName() + " --source-url <console URL> --core-url " + h.core.URL + " --allow-insecure-origin --core-ca " + h.node.CoreCA() +
+			return "sudo oac-node-install --source-url <console URL> --core-url " + h.core.URL + " --allow-insecure-origin --core-ca " + h.node.CoreCA() +
 				" --provider docker --installation-id " + testID
 		}, "", ""},
 		{"before the node's identity", func(t *testing.T, h *statusHost) {
