@@ -293,8 +293,10 @@ func (s *installationStatus) attention(host layout.Host) string {
 		return "inspect " + b.Database + ": " + b.Error
 	}
 	if n := s.Node; n != nil {
+		// What the node root holds is the account's: why it could not
+		// be read is shown with the node, not in the advice.
 		if n.Error != "" {
-			return "check the node root " + n.NodeRoot + ": " + n.Error
+			return "check the node root " + n.NodeRoot + ": it cannot be read (why is shown with the node)"
 		}
 		for _, g := range n.Generations {
 			if len(g.Next) > 0 && !busy[g.Generation] {
@@ -311,7 +313,7 @@ func (s *installationStatus) attention(host layout.Host) string {
 	case r == nil:
 		return rerun + ": the node root " + host.NodeRoot(id) + " is missing"
 	case r.State == generation.RegistrationInvalid:
-		return "inspect " + layout.Node{Root: host.NodeRoot(id)}.Identity() + ": " + r.Error
+		return "inspect " + layout.Node{Root: host.NodeRoot(id)}.Identity() + ": the node's registration is refused (why is shown with the registration)"
 	case r.State != generation.RegistrationDone:
 		return s.continueInstall(host, nil) + " (the node's registration was not confirmed)"
 	}

