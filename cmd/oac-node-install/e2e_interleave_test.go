@@ -522,11 +522,17 @@ func nodesOf(t *testing.T, core *devcore) []string {
 	return ids
 }
 
-var nextLine = regexp.MustCompile(`(?m)^  next:\s+(.*)$`)
+var (
+	nextLine = regexp.MustCompile(`(?m)^  next:\s+(.*)$`)
+	// installerCommand is a command of the installer in advice: the whole
+	// next line, or the part of it in backquotes.
+	installerCommand = regexp.MustCompile("^sudo oac-node-install ([^`]*)$|`sudo oac-node-install ([^`]*)`")
+)
 
 // statusSettles runs status: it says ok (exit 0), or needs attention (exit
-// 2) naming one next command per installation; a next command of the
-// installer is run, and status must then say ok.
+// 2) naming one next step, which must hold a command of the installer; that
+// command is run (a console URL the host does not record filled in, as the
+// operator would), and status must then say ok.
 func (h *interleaveHost) statusSettles(t *testing.T, pr interleaving) {
 	t.Helper()
 	res := h.run(t, nil, "", "status")
@@ -538,17 +544,17 @@ func (h *interleaveHost) statusSettles(t *testing.T, pr interleaving) {
 	}
 	nexts := nextLine.FindAllStringSubmatch(res.out, -1)
 	if len(nexts) != 1 {
-		t.Fatalf("%s: status needs attention with %d next commands, want one: %s", pr, len(nexts), res)
+		t.Fatalf("%s: status needs attention with %d next steps, want one: %s", pr, len(nexts), res)
 	}
-	next := nexts[0][1]
-	args, ok := strings.CutPrefix(next, "sudo oac-node-install ")
-	if !ok {
-		t.Fatalf("%s: status's next step is not a command of the installer: %s", pr, res)
+	m := installerCommand.FindStringSubmatch(nexts[0][1])
+	if m == nil {
+		t.Fatalf("%s: status's next step names no command of the installer: %s", pr, res)
 	}
-	if got := h.run(t, nil, "", strings.Fields(args)...); got.status != 0 {
-		t.Fatalf("%s: status's next command %q failed: %s\nstatus: %s", pr, next, got, res)
+	args := strings.Fields(strings.ReplaceAll(m[1]+m[2], "<console URL>", h.r.core.url))
+	if got := h.run(t, nil, "", args...); got.status != 0 {
+		t.Fatalf("%s: status's next command %q failed: %s\nstatus: %s", pr, args, got, res)
 	}
 	if got := h.run(t, nil, "", "status"); got.status != 0 {
-		t.Fatalf("%s: status after its next command %q: %s", pr, next, got)
+		t.Fatalf("%s: status after its next command %q: %s", pr, args, got)
 	}
 }
