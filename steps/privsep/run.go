@@ -390,7 +390,10 @@ type reader struct {
 func (rd *reader) read(r io.Reader) {
 	defer io.Copy(io.Discard, r) // never leave the child blocked on a write
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), maxMessage)
+	// The buffer grows with the longest line, up to maxMessage: most
+	// children send a few short lines, and a fresh megabyte per child
+	// would cost more than the child round trip itself.
+	sc.Buffer(make([]byte, 0, 4096), maxMessage)
 	for sc.Scan() {
 		if err := rd.handle(sc.Bytes()); err != nil {
 			rd.protoErr = err
