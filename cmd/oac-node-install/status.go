@@ -134,7 +134,7 @@ func (c *cli) runStatus(ctx context.Context, f inspectFlags) error {
 	// service account: read as that account, which also asks Core at
 	// root's address of it. Each journal is listed once, among the
 	// installation's workflows.
-	nodes, err := readNodes(ctx, host, inspectRequest{InstallationID: f.installationID, Journals: true, Leases: true,
+	nodes, err := readNodesAs(ctx, host, books, inspectRequest{InstallationID: f.installationID, Journals: true, Leases: true,
 		Status: true, Core: coreRequests(records)}, c.stderr)
 	if err != nil {
 		return err
@@ -275,6 +275,9 @@ func (s *installationStatus) attention(host layout.Host) string {
 		if w.Running != nil && w.Binding != nil && w.Binding.Generation > 0 && filepath.Dir(w.Journal) != host.JournalDir(id) {
 			busy[w.Binding.Generation] = true
 		}
+	}
+	if b := s.Bookkeeping; b != nil && b.AccountMismatch != "" && !rootRunning {
+		return b.AccountMismatch // every install or uninstall refuses until it is mended
 	}
 	for _, cond := range []workflow.Condition{workflow.NeedsInspection, workflow.Failed, workflow.Resumable} {
 		for _, w := range s.Workflows {

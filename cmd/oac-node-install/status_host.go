@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/systemd"
 )
@@ -153,6 +156,10 @@ type bookkeepingStatus struct {
 	GroupsAdded  []string                  `json:"groups_added"`
 	Files        []bookkeepingFile         `json:"files"`
 	Networks     []string                  `json:"networks"`
+	// AccountMismatch, when set, says that the host's account oac-node is
+	// not the one recorded (gone, or made again with other ids) and names
+	// the recovery; the node roots are then not read as that account.
+	AccountMismatch string `json:"account_mismatch,omitempty"`
 }
 
 // bookkeepingFile is a file the installer wrote for the installation.
@@ -170,6 +177,9 @@ type bookkeepingSnapshot struct {
 	groups        []string
 	files         []bookkeeping.File
 	networks      []bookkeeping.Network
+	// mismatch is how the host's account differs from the recorded one;
+	// nil when it is the recorded one or none is recorded.
+	mismatch *accounts.Mismatch
 }
 
 // readBookkeeping reads the bookkeeping read-only: a missing database is
@@ -213,8 +223,38 @@ func readBookkeeping(h layout.Host) bookkeepingSnapshot {
 		if errors.Is(err, bookkeeping.ErrDamaged) {
 			s.state = bookkeepingDamaged
 		}
+		return s
+	}
+	if s.account != nil {
+		// Databases that cannot be read leave the account unjudged here;
+		// reading the node roots then fails on them and says so.
+		if r, ok := install.RecordedAccount(*s.account, true); ok {
+			s.mismatch, _ = accounts.Under(h.Root).CheckRecorded(r)
+		}
 	}
 	return s
+}
+
+// accountNext is what to do about an account that is not the recorded
+// one, for installation id: give it back its recorded ids when they are
+// free, or remove the node with uninstall --force, which changes no
+// account.
+func accountNext(m *accounts.Mismatch, id string) string {
+	uninstall := "remove the node in Web and run: sudo oac-node-install --uninstall --installation-id " + id + " --force"
+	if cmd := m.RecreateCommand(); cmd != "" {
+		return m.Problem() + "; give the account back its recorded ids: " + cmd + ", then rerun the install command Web generated for this node; or " + uninstall
+	}
+	return m.Problem() + "; " + uninstall
+}
+
+// readNodesAs reads the node roots as the service account (readNodes),
+// unless the account is not the recorded one: nothing then runs as it,
+// and no node root is read.
+func readNodesAs(ctx context.Context, host layout.Host, books bookkeepingSnapshot, req inspectRequest, stderr io.Writer) ([]nodeInspection, error) {
+	if books.mismatch != nil {
+		return []nodeInspection{}, nil
+	}
+	return readNodes(ctx, host, req, stderr)
 }
 
 // ids lists the installations the bookkeeping records.
@@ -232,6 +272,9 @@ func (s bookkeepingSnapshot) ids() []string {
 func (s bookkeepingSnapshot) forInstallation(h layout.Host, id string) *bookkeepingStatus {
 	b := &bookkeepingStatus{Database: h.Bookkeeping(), State: s.state, Error: s.err, Account: s.account,
 		GroupsAdded: nonNil(s.groups), Files: []bookkeepingFile{}, Networks: []string{}}
+	if s.mismatch != nil {
+		b.AccountMismatch = accountNext(s.mismatch, id)
+	}
 	for i := range s.installations {
 		if s.installations[i].ID == id {
 			inst := s.installations[i]

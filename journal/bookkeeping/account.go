@@ -15,7 +15,12 @@ type Account struct {
 	// Created is true when the installer ran useradd, false when it
 	// adopted an existing account (which uninstall then keeps).
 	Created bool `json:"created"`
-	UID     int  `json:"uid"`
+	// UID is the account's uid, 0 while a creation is only intended (the
+	// record is written before useradd runs).
+	UID int `json:"uid"`
+	// GID is the account's primary gid; 0 in a record written before the
+	// installer recorded it (only the uid is then known).
+	GID int `json:"gid,omitempty"`
 	// HomeMode is an adopted account's home directory mode before the
 	// installer changed it, or nil when it changed nothing.
 	HomeMode *os.FileMode `json:"home_mode,omitempty"`

@@ -57,14 +57,23 @@ func (d Decision) String() string {
 var AllowedGroups = []string{"docker", "kvm"}
 
 // refusalError is one adoption refusal: what was found and the next step,
-// ending with "Nothing was changed.". It wraps ErrNotAdoptable.
-type refusalError struct{ msg string }
+// ending with "Nothing was changed.". It wraps ErrNotAdoptable, and
+// ErrNotRecorded too when the account is not the recorded one.
+type refusalError struct {
+	msg         string
+	notRecorded bool
+}
 
 func (e *refusalError) Error() string { return e.msg + " Nothing was changed." }
-func (e *refusalError) Unwrap() error { return ErrNotAdoptable }
+func (e *refusalError) Unwrap() []error {
+	if e.notRecorded {
+		return []error{ErrNotAdoptable, ErrNotRecorded}
+	}
+	return []error{ErrNotAdoptable}
+}
 
 func refusal(format string, args ...any) error {
-	return &refusalError{fmt.Sprintf(format, args...)}
+	return &refusalError{msg: fmt.Sprintf(format, args...)}
 }
 
 // Decide applies the adoption rules (CONTRACT §10 "Account", §4.5 step 5) to
@@ -83,7 +92,9 @@ func Decide(f Facts) (Decision, error) {
 		return 0, refusal("The account %s has uid %d and gid %d: an account of the root user or group cannot be the node's service account. Remove that account (sudo userdel %s), then run the command again.", name, u.UID, u.GID, name)
 	}
 	if f.RecordedUID >= 0 && f.RecordedUID != u.UID {
-		return 0, refusal("The account %s has uid %d, but this host's records say the installer set up uid %d: the account was replaced. Remove the node with --uninstall, or remove the account (sudo userdel %s), then run the command again.", name, u.UID, f.RecordedUID, name)
+		// CheckRecorded says more, naming who holds the recorded uid;
+		// this is the adoption rules' own guard.
+		return 0, &refusalError{msg: fmt.Sprintf("The account %s has uid %d, but this host's records say the installer set up uid %d: the account was replaced. Give it back uid %d (sudo usermod --uid %d %s), or remove the node with --uninstall --force, then run the command again.", name, u.UID, f.RecordedUID, f.RecordedUID, f.RecordedUID, name), notRecorded: true}
 	}
 	if u.Home != home {
 		return 0, refusal("An account %s exists with home %s, not %s, so it is not a node service account. Remove or rename that account (sudo userdel %s), then run the command again.", name, u.Home, home, name)

@@ -51,7 +51,7 @@ func TestDecide(t *testing.T) {
 		{"foreign primary group", with(func(f *Facts) { f.PrimaryGroup = "users" }), 0, []string{"primary group users"}},
 		{"primary group missing", with(func(f *Facts) { f.PrimaryGroup = "" }), 0, []string{"gid 997 (no such group)"}},
 		{"extra groups", with(func(f *Facts) { f.Supplementary = []string{"sudo", "docker", "adm"} }), 0, []string{"group(s) adm, sudo", "sudo gpasswd --delete oac-node adm; sudo gpasswd --delete oac-node sudo"}},
-		{"replaced account", with(func(f *Facts) { f.RecordedUID = 990 }), 0, []string{"uid 998", "uid 990", "replaced", "--uninstall"}},
+		{"replaced account", with(func(f *Facts) { f.RecordedUID = 990 }), 0, []string{"uid 998", "uid 990", "replaced", "sudo usermod --uid 990 oac-node", "--uninstall --force"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Decide(tc.facts)
@@ -63,6 +63,9 @@ func TestDecide(t *testing.T) {
 			}
 			if !errors.Is(err, ErrNotAdoptable) || got != 0 {
 				t.Fatalf("Decide = %v, %v; want a refusal", got, err)
+			}
+			if errors.Is(err, ErrNotRecorded) != (tc.name == "replaced account") {
+				t.Errorf("errors.Is(ErrNotRecorded) = %v", errors.Is(err, ErrNotRecorded))
 			}
 			msg := err.Error()
 			if !strings.HasSuffix(msg, " Nothing was changed.") {

@@ -28,4 +28,14 @@
 // its own, docker and kvm; without an account, an existing
 // /var/lib/oac-node refuses (orphan home). Every refusal wraps
 // ErrNotAdoptable, says what to do and ends with "Nothing was changed.".
+//
+// CheckRecorded compares the host's oac-node with the account the
+// installer's bookkeeping records (Recorded: its uid and gid): an account
+// deleted by hand (its uid perhaps another account's now) or made again
+// with other ids is a Mismatch. The node's files belong to the recorded
+// uid, so install and uninstall refuse such a host before any change
+// (Mismatch.Refusal, wrapping ErrNotRecorded) and nothing runs as, is
+// given to, or is removed for the account of that name; the Mismatch
+// names who holds the recorded uid and the commands that give the account
+// back its ids when they are free.
 package accounts

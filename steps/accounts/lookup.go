@@ -64,6 +64,27 @@ func (d Databases) LookupUser(name string) (User, error) {
 	return *found, nil
 }
 
+// LookupUserID finds the first well-formed user with uid.
+func (d Databases) LookupUserID(uid int) (User, error) {
+	var found *User
+	err := scan(d.Passwd, 7, func(f []string) bool {
+		id, err1 := strconv.Atoi(f[2])
+		gid, err2 := strconv.Atoi(f[3])
+		if err1 != nil || err2 != nil || id != uid {
+			return true
+		}
+		found = &User{Name: f[0], UID: id, GID: gid, Home: f[5], Shell: f[6]}
+		return false
+	})
+	if err != nil {
+		return User{}, err
+	}
+	if found == nil {
+		return User{}, fmt.Errorf("user %d: %w", uid, ErrNotFound)
+	}
+	return *found, nil
+}
+
 // LookupGroup finds the group name.
 func (d Databases) LookupGroup(name string) (Group, error) {
 	return d.findGroup(func(g Group) bool { return g.Name == name }, "group "+name)

@@ -34,6 +34,9 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	if err != nil {
 		return workflow.Result{}, err
 	}
+	if err := checkRecorded(s.d.Databases(), rec, recorded, s.d.Options().InstallationID); err != nil {
+		return workflow.Result{}, workflow.Unchanged(err)
+	}
 	home := s.d.Host().Home()
 	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)
 	if err != nil {
@@ -61,23 +64,118 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 		if recorded && rec.Created {
 			return s.created(db) // created by an earlier run
 		}
-		if !recorded {
+		u := facts.User
+		switch {
+		case !recorded:
 			fi, err := os.Lstat(home)
 			if err != nil {
 				return workflow.Result{}, fmt.Errorf("the adopted account's home %s: %w", home, err)
 			}
 			mode := fi.Mode().Perm()
-			if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: false, UID: facts.User.UID, HomeMode: &mode}); err != nil {
+			if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: false, UID: u.UID, GID: u.GID, HomeMode: &mode}); err != nil {
 				return workflow.Result{}, err
 			}
 			s.d.Printf("adopt the existing account %s", layout.Account)
+		case rec.GID == 0 && rec.UID == u.UID:
+			// A record of an installer that did not record the gid: the
+			// account with the recorded uid is the adopted one.
+			rec.GID = u.GID
+			if err := db.PutAccount(rec); err != nil {
+				return workflow.Result{}, err
+			}
 		}
-		u := facts.User
 		if err := ensureHome(home, u.UID, u.GID); err != nil {
 			return workflow.Result{}, err
 		}
 		return workflow.Result{Facts: map[string]string{factUID: fmt.Sprint(u.UID)}}, nil
 	}
+}
+
+// RecordedAccount is the bookkeeping's account record as
+// accounts.Recorded; ok is false without a record, and while a creation is
+// only intended (useradd not known to have run: no uid recorded yet).
+func RecordedAccount(rec bookkeeping.Account, recorded bool) (accounts.Recorded, bool) {
+	if !recorded || rec.UID <= 0 {
+		return accounts.Recorded{}, false
+	}
+	return accounts.Recorded{UID: rec.UID, GID: rec.GID, Created: rec.Created}, true
+}
+
+// AccountMismatch compares the host's account oac-node with the
+// bookkeeping's record, reading both without a change: nil when they
+// agree, or when the host has no bookkeeping or it records no account.
+func AccountMismatch(h layout.Host) (*accounts.Mismatch, error) {
+	db, ok, err := readBookkeeping(h)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rec, recorded, err := db.Account()
+	db.Close()
+	if err != nil {
+		return nil, err
+	}
+	r, ok := RecordedAccount(rec, recorded)
+	if !ok {
+		return nil, nil
+	}
+	return accounts.Under(h.Root).CheckRecorded(r)
+}
+
+// checkRecorded refuses, naming the recovery, when the host's account
+// oac-node is not the one the bookkeeping records (rec, when recorded):
+// gone, or made again with other ids. The node's files belong to the
+// recorded uid, so the account is neither made again by useradd nor
+// adopted (either would give the node's home to another uid).
+func checkRecorded(dbs accounts.Databases, rec bookkeeping.Account, recorded bool, id string) error {
+	r, ok := RecordedAccount(rec, recorded)
+	if !ok {
+		return nil
+	}
+	m, err := dbs.CheckRecorded(r)
+	if err != nil || m == nil {
+		return err
+	}
+	return accountRefusal(m, id)
+}
+
+// accountRefusal is install's refusal of a mismatched account: give the
+// account back its recorded ids when they are free, or remove the node
+// (uninstall --force changes no account and keeps the home).
+func accountRefusal(m *accounts.Mismatch, id string) error {
+	uninstall := fmt.Sprintf("`sudo oac-node-install --uninstall --installation-id %s --force`, which changes no account and %s", id, UninstallKeeps(m))
+	if cmd := m.RecreateCommand(); cmd != "" {
+		return m.Refusal(fmt.Sprintf("Give the account back its recorded ids (%s), then run the command again; or remove the node in Web and run %s.", cmd, uninstall))
+	}
+	return m.Refusal(fmt.Sprintf("Remove the node in Web and run %s; then add the node again with a new command from Web.", uninstall))
+}
+
+// UninstallKeeps says what uninstall --force does with the home when the
+// account is not the recorded one (m): it removes an orphaned home
+// (accounts.Mismatch.HomeOrphaned) and keeps any other for the operator.
+func UninstallKeeps(m *accounts.Mismatch) string {
+	home := layout.Default.Home()
+	if m.HomeOrphaned() {
+		return fmt.Sprintf("removes the home %s, whose uid no account holds", home)
+	}
+	return fmt.Sprintf("keeps %s for you to check and remove", home)
+}
+
+// CheckAccount refuses a command, before its first change, on a host whose
+// account oac-node is not the one the bookkeeping records (deleted by
+// hand, its uid perhaps another account's now; or deleted and made again
+// with other ids), naming the recovery. It reads the bookkeeping
+// read-only and the account databases; a host without either record
+// passes. Install calls it under the host lock, before anything runs as
+// the account.
+func CheckAccount(h layout.Host, id string) error {
+	m, err := AccountMismatch(h)
+	if err != nil {
+		return fmt.Errorf("%w. Nothing was changed.", err)
+	}
+	if m == nil {
+		return nil
+	}
+	return accountRefusal(m, id)
 }
 
 // adoptionFacts are the adoption rules' facts of the host's account and
@@ -107,7 +205,7 @@ func (s accountStep) created(db *bookkeeping.DB) (workflow.Result, error) {
 	if err := s.d.Databases().Sync(); err != nil {
 		return workflow.Result{}, err
 	}
-	if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true, UID: u.UID}); err != nil {
+	if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true, UID: u.UID, GID: u.GID}); err != nil {
 		return workflow.Result{}, err
 	}
 	if err := ensureHome(s.d.Host().Home(), u.UID, u.GID); err != nil {

@@ -79,9 +79,10 @@ func (s summaryStep) Check(context.Context, workflow.Facts) (workflow.Outcome, w
 	return done, workflow.Result{}, nil
 }
 
-// Check applies the adoption rules as Run does (an account or home that
-// cannot be adopted refuses); done when the account exists, the
-// bookkeeping says who made it and its home is 0700 and the account's.
+// Check refuses an account that is not the recorded one and applies the
+// adoption rules as Run does (an account or home that cannot be adopted
+// refuses); done when the account exists, the bookkeeping says who made
+// it and its home is 0700 and the account's.
 func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	db, ok, err := readBookkeeping(s.d.Host())
 	if err != nil {
@@ -96,17 +97,13 @@ func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 			return 0, workflow.Result{}, err
 		}
 	}
-	recordedUID := -1
-	if recorded && rec.UID > 0 {
-		recordedUID = rec.UID
+	if err := checkRecorded(s.d.Databases(), rec, recorded, s.d.Options().InstallationID); err != nil {
+		return 0, workflow.Result{}, workflow.Unchanged(err)
 	}
 	home := s.d.Host().Home()
-	facts, err := s.d.Databases().Facts(home, recordedUID)
+	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)
 	if err != nil {
 		return 0, workflow.Result{}, err
-	}
-	if facts.User == nil && recorded && rec.Created {
-		facts.HomeExists = false
 	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {

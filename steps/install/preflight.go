@@ -440,8 +440,9 @@ func (p Probe) Run(ctx context.Context) []Check {
 	return append(checks, p.account())
 }
 
-// account applies the adoption rules to the host's account, home and
-// bookkeeping record, as the account step does, changing nothing.
+// account refuses an account that is not the recorded one and applies the
+// adoption rules to the host's account, home and bookkeeping record, as
+// the account step does, changing nothing.
 func (p Probe) account() Check {
 	c := Check{Name: CheckAccountName}
 	var rec bookkeeping.Account
@@ -470,6 +471,14 @@ func (p Probe) account() Check {
 	facts, err := adoptionFacts(accounts.Under(p.Host.Root), p.Host.Home(), rec, recorded)
 	if err == nil {
 		_, err = accounts.Decide(facts)
+	}
+	// The adoption rules name an account made again with another uid
+	// themselves; a gone account (which they may take for an orphan home)
+	// or a changed gid is checkRecorded's to name.
+	if !errors.Is(err, accounts.ErrNotRecorded) {
+		if rerr := checkRecorded(accounts.Under(p.Host.Root), rec, recorded, p.Options.InstallationID); rerr != nil {
+			err = rerr
+		}
 	}
 	c.Err = err
 	return c

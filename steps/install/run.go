@@ -118,6 +118,9 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if err := CheckBookkeeping(c.Host, o.InstallationID); err != nil {
 		return nil, err
 	}
+	if err := CheckAccount(c.Host, o.InstallationID); err != nil {
+		return nil, err
+	}
 	known, err := knownNode(c.Host, o.InstallationID)
 	if err != nil {
 		return nil, err

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -20,12 +24,14 @@ import (
 const FactAccountKept = "account_kept"
 
 // accountStep handles the oac-node account by the bookkeeping: while
-// other nodes remain it keeps everything; while a process still runs as
-// the account, or a microsandbox store was kept, it keeps the account for
-// a rerun; else an account the installer created is deleted with its
-// home, and an adopted one loses only the groups the installer added and
-// regains its recorded home mode. Each action is idempotent, so the
-// Verify policy reruns it.
+// other nodes remain it keeps everything; an account made again with
+// other ids, or gone with its uid another account's now (a run with
+// --force, see checkAccount), is neither deleted nor changed, and its
+// home is kept; while a process still runs as the account, or a
+// microsandbox store was kept, it keeps the account for a rerun; else an
+// account the installer created is deleted with its home, and an adopted
+// one loses only the groups the installer added and regains its recorded
+// home mode. Each action is idempotent, so the Verify policy reruns it.
 type accountStep struct{ e *Env }
 
 func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
@@ -49,6 +55,19 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 	if slices.ContainsFunc(insts, func(i bookkeeping.Installation) bool { return i.ID != id }) {
 		e.Printf("keep the account %s: other nodes on this host use it", layout.Account)
 		return workflow.Result{Event: workflow.EventAccountHandled}, nil
+	}
+	if r, ok := install.RecordedAccount(rec, true); ok {
+		m, err := e.DBs.CheckRecorded(r)
+		if err != nil {
+			return workflow.Result{}, fmt.Errorf("the service account: %w", err)
+		}
+		// A gone account whose uid nobody holds is what this step's own
+		// userdel leaves (an earlier attempt cut off before it forgot the
+		// account), and, deleted by hand, leaves the home to no one else:
+		// the home the installer created goes as usual.
+		if m != nil && !ownDeletion(m) {
+			return s.keepNotRecorded(db, m)
+		}
 	}
 	u, err := e.DBs.LookupUser(layout.Account)
 	exists := err == nil
@@ -100,6 +119,90 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 		}
 	}
 	return workflow.Result{Event: workflow.EventAccountHandled}, db.DeleteAccount()
+}
+
+// ownDeletion reports whether m is what this step leaves when it is cut
+// off after userdel, before it forgets the account: the account gone, its
+// uid nobody's.
+func ownDeletion(m *accounts.Mismatch) bool {
+	return m.Now == nil && m.UIDHolder == ""
+}
+
+// keepNotRecorded handles an account that is not the recorded one: no
+// account or group is changed and the home stays, its files being the
+// recorded uid's; the bookkeeping forgets the account and the groups, and
+// the operator is given the commands that remove what stays.
+func (s accountStep) keepNotRecorded(db *bookkeeping.DB, m *accounts.Mismatch) (workflow.Result, error) {
+	e, home := s.e, layout.Default.Home()
+	e.Printf("change no account: %s is not the account the installer recorded", layout.Account)
+	e.Printf("keep %s: its files belong to uid %d; once you have checked that nothing there is needed, remove it: sudo rm -rf %s", home, m.Recorded.UID, home)
+	groups, err := db.Groups()
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	for _, g := range groups {
+		if err := db.RemoveGroup(g.Name); err != nil {
+			return workflow.Result{}, err
+		}
+	}
+	return workflow.Result{Event: workflow.EventAccountHandled}, db.DeleteAccount()
+}
+
+// checkAccount decides, under the host lock and before any change, what
+// the run may do about an account that is not the one the bookkeeping
+// records (gone, or made again with other ids; install.AccountMismatch).
+// Without --force it refuses, naming the recovery. With --force nothing
+// runs as that account — e.Runner answers the service-account steps
+// without a child (the Core check skipped, the network, the node root and
+// the stores kept) — and the account step changes no account. An account
+// that this uninstallation's own account step deleted before it was cut
+// off (prev, pending in that step) is no mismatch.
+func (e *Env) checkAccount(prev *workflow.Report) error {
+	m, err := install.AccountMismatch(e.HostPaths)
+	if err != nil {
+		return nothingChanged(err)
+	}
+	if m == nil {
+		return nil
+	}
+	if ownDeletion(m) && prev != nil && prev.Condition != workflow.Complete && prev.Pending != nil && prev.Pending.State == workflow.UninstallAccount {
+		return nil
+	}
+	net := docker.NetworkName(e.Opts.InstallationID)
+	if !e.Opts.Force {
+		force := fmt.Sprintf("rerun this command with --force: nothing then runs as that account, no account is changed, the node's Docker network %s stays for you to remove, and it %s", net, install.UninstallKeeps(m))
+		if cmd := m.RecreateCommand(); cmd != "" {
+			return m.Refusal(fmt.Sprintf("Give the account back its recorded ids (%s), then run this command again; or remove the node on the Nodes page of Web and %s.", cmd, force))
+		}
+		return m.Refusal(fmt.Sprintf("Remove the node on the Nodes page of Web, then %s.", force))
+	}
+	p := m.Problem()
+	e.Printf("%s; with --force nothing runs as it and no account is changed.", strings.ToUpper(p[:1])+p[1:])
+	if e.Inst.Provider != release.ProviderMicrosandbox {
+		e.Printf("keep the node's Docker network %s, if it is there; once no container of the node remains, remove it: sudo docker network rm %s", net, net)
+	}
+	e.Runner = noChild
+	return nil
+}
+
+// noChild answers the service-account steps without a child, for a run
+// whose account is not the node's: the Core check is skipped (--force) and
+// the network, the node root and the stores are left as they are.
+func noChild(_ context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
+	var ev workflow.Event
+	switch workflow.State(req.Step) {
+	case workflow.UninstallAskCore:
+		return generation.UninstallStepResult{Event: workflow.EventCoreCheckSkipped, Facts: map[string]string{generation.FactCore: generation.CoreForced}}, nil
+	case workflow.UninstallNetwork:
+		ev = workflow.EventNetworkHandled
+	case workflow.UninstallNodeState:
+		ev = workflow.EventStateRemoved
+	case workflow.UninstallMicrosandboxStore:
+		ev = workflow.EventStoreHandled
+	default:
+		return generation.UninstallStepResult{}, fmt.Errorf("uninstallation: %q is not a service-account step", req.Step)
+	}
+	return generation.UninstallStepResult{Event: ev}, nil
 }
 
 func kept(why string) workflow.Result {

@@ -96,9 +96,12 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if e.Registered, err = install.Registered(c.Host, id); err != nil {
 		return nil, fmt.Errorf("%w. Nothing was changed.", err)
 	}
+	if err := e.checkAccount(prev); err != nil {
+		return nil, err
+	}
 	if !resuming {
 		if _, err := e.DBs.LookupUser(layout.Account); err == nil {
-			res, err := c.Child(ctx, e.request(string(workflow.UninstallAskCore), nil))
+			res, err := e.Runner(ctx, e.request(string(workflow.UninstallAskCore), nil))
 			if err != nil {
 				return nil, nothingChanged(err)
 			}
