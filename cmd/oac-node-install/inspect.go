@@ -107,6 +107,7 @@ func joinNote(a, b string) string {
 var inspectionFormat = strictjson.Format{MaxSize: 8 << 20}
 
 func serveInspect(ctx context.Context, c *privsep.Child) (any, error) {
+	lessGC()
 	var req inspectRequest
 	if err := c.Decode(&req); err != nil {
 		return nil, err
