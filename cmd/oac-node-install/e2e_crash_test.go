@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -280,32 +279,7 @@ func (r runResult) String() string {
 // a non-empty token is passed on standard input (--enrollment-token-stdin).
 func (h *crashHost) run(t *testing.T, env []string, token string, args ...string) runResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	argv := append([]string{"env", "-i"}, crashEnv...)
-	argv = append(argv, env...)
-	argv = append(argv, filepath.Join(h.r.bin, "oac-node-install"))
-	if token != "" {
-		argv = append(argv, "--enrollment-token-stdin")
-	}
-	argv = append(argv, args...)
-	cmd := h.Command(ctx, argv...)
-	cmd.Stdin = strings.NewReader(token + "\n")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	res := runResult{out: out.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		res.status = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			res.killed = true
-		}
-	case err != nil:
-		t.Fatalf("run the installer in the test host: %v", err)
-	}
-	return res
+	return h.start(t, "the installer", env, token, args...).wait(t, 5*time.Minute)
 }
 
 func (r *crashRig) installArgs() []string {
