@@ -90,8 +90,10 @@ type Runner struct {
 // changed), *BindingError (nothing changed), ErrLocked, journal corruption
 // (journal.ErrCorrupt), safefile.ErrLockReplaced (the instance lock file was
 // replaced during the run; nothing more written), or *StepError for a
-// failed step (recorded).
-func (r *Runner) Run(ctx context.Context) (*Report, error) {
+// failed step (recorded). An error that comes after the run changed
+// something on disk (created the lock file or the journal, wrote a record)
+// is wrapped in a *RunError saying what it changed.
+func (r *Runner) Run(ctx context.Context) (rep *Report, err error) {
 	def := r.Def
 	if err := def.Validate(); err != nil {
 		return nil, err
@@ -113,7 +115,15 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	want.Workflow = def.Name
 	want.Definition = def.Hash()
 
+	w := &runWrites{}
+	defer func() {
+		if err != nil && w.any() {
+			err = w.runError(def.Name, r.Journal, err)
+		}
+	}()
+	lockExisted := pathExists(r.Journal + ".lock")
 	lock, err := safefile.TryLock(r.Journal+".lock", 0o600)
+	w.lockCreated = !lockExisted && pathExists(r.Journal+".lock")
 	if err != nil {
 		if errors.Is(err, safefile.ErrLocked) {
 			return nil, fmt.Errorf("%s %s: %w", def.Name, r.Journal, ErrLocked)
@@ -129,6 +139,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		j, err = journal.Create(r.Journal, 0o600)
+		w.journalCreated = pathExists(r.Journal)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +159,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		return nil, &RefusedError{Workflow: def.Name, Reason: "cannot be resumed: " + err.Error(), Journal: r.Journal,
 			Hint: "Inspect the journal with `oac-node-install status`; it was left as it is"}
 	}
-	e := &execution{r: r, j: j, lock: lock, rp: rp, torn: torn, now: now}
+	e := &execution{r: r, j: j, lock: lock, rp: rp, torn: torn, now: now, w: w}
 	if rp.binding == nil {
 		if err := e.append(Record{Type: RecordHeader, Binding: &want}); err != nil {
 			return e.report(), err
@@ -187,6 +198,30 @@ type execution struct {
 	// written; cut is the cut made.
 	torn *journal.Tail
 	cut  *journal.Tail
+	// w is what this run changed on disk.
+	w *runWrites
+}
+
+// runWrites is what one Run changed on disk, for a *RunError.
+type runWrites struct {
+	lockCreated, journalCreated, appended bool
+	completed                             []string
+	failed                                string
+	failedUnchanged                       bool
+}
+
+func (w *runWrites) any() bool { return w.lockCreated || w.journalCreated || w.appended }
+
+func (w *runWrites) runError(name, path string, err error) *RunError {
+	return &RunError{Err: err, Workflow: name, Journal: path, LockCreated: w.lockCreated, JournalCreated: w.journalCreated,
+		Appended: w.appended, Completed: w.completed, Failed: w.failed, FailedUnchanged: w.failedUnchanged}
+}
+
+// pathExists reports whether p names anything (a failure to look counts as
+// nothing: the caller reports only what it knows it made).
+func pathExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // append writes one record: it checks that this run still holds the
@@ -198,6 +233,7 @@ func (e *execution) append(rec Record) error {
 	if err := e.holdsLock(); err != nil {
 		return err
 	}
+	e.w.appended = true // from here on the file may change, even if the write fails
 	if e.torn != nil {
 		cut, err := e.j.Repair()
 		if err != nil {
@@ -268,6 +304,7 @@ func (e *execution) loop(ctx context.Context) error {
 			return err
 		}
 		e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "begin"})
+		e.w.failed, e.w.failedUnchanged = sd.Step, false
 		res, err := step.Run(ctx, maps.Clone(e.rp.facts))
 		if err != nil {
 			if ctx.Err() != nil && !IsUnchanged(err) {
@@ -312,7 +349,7 @@ func (e *execution) resolve(ctx context.Context, sd StateDef, step Step, p *Pend
 			return refuse(how+" and the host does not show whether it completed", "Inspect what this step changes (see `oac-node-install status`) before rerunning")
 		}
 	default:
-		return refuse(how+"; it leaves a state only an operator may judge", "Inspect it with `oac-node-install status` and `oac-node-install leases`; nothing was changed")
+		return refuse(how+"; it leaves a state only an operator may judge", "Inspect it with `oac-node-install status` and `oac-node-install leases`")
 	}
 }
 
@@ -334,6 +371,8 @@ func (e *execution) finish(sd StateDef, res Result, verified bool) error {
 	if err := e.append(Record{Type: RecordDone, State: sd.Name, Step: sd.Step, Event: ev, To: to, Facts: res.Facts, Verified: verified}); err != nil {
 		return err
 	}
+	e.w.completed = append(e.w.completed, sd.Step)
+	e.w.failed = ""
 	phase := "done"
 	if verified {
 		phase = "verified"
@@ -345,6 +384,7 @@ func (e *execution) finish(sd StateDef, res Result, verified bool) error {
 // fail records a step's failure and returns it wrapped with the step name.
 func (e *execution) fail(sd StateDef, err error) error {
 	class := ClassOf(err)
+	e.w.failed, e.w.failedUnchanged = sd.Step, IsUnchanged(err)
 	rec := Record{Type: RecordFail, State: sd.Name, Step: sd.Step, Class: class, Error: err.Error(), Unchanged: IsUnchanged(err)}
 	if aerr := e.append(rec); aerr != nil {
 		return errors.Join(&StepError{Workflow: e.r.Def.Name, Step: sd.Step, Class: class, Err: err}, aerr)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // Exit codes (CONTRACT §4.4, §10).
@@ -84,8 +85,15 @@ func (f failure) report(stderr io.Writer, err error, interrupted *signalError) i
 		return q.code
 	}
 	// What an error says may hold what a service account, a Core or a
-	// file wrote: it reaches the terminal only through the sanitizer.
-	msg := privsep.SanitizeString(err.Error())
+	// file wrote: it reaches the terminal only through the sanitizer. A
+	// refusal of a command that changes the host says here, once, that
+	// nothing was changed when nothing was (workflow.Message); a failure
+	// after a change says what changed instead.
+	text := err.Error()
+	if f.changing {
+		text = workflow.Message(err)
+	}
+	msg := privsep.SanitizeString(text)
 	var ec exitCoder
 	if errors.As(err, &ec) {
 		fmt.Fprintf(stderr, "%s%s\n", f.prefix, msg)

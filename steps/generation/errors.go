@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // ErrNotLocked: a step ran without the installation lock or the
@@ -94,22 +95,10 @@ func IsArtifactFailure(err error) bool {
 }
 
 // RefusalError is a refusal that changed nothing: what was refused and the
-// operator's next step.
-type RefusalError struct {
-	Err  error
-	Hint string
-}
-
-func (e *RefusalError) Error() string {
-	msg := e.Err.Error()
-	if e.Hint != "" {
-		msg += ". " + e.Hint
-	}
-	return msg + ". Nothing was changed."
-}
-
-// Unwrap returns the cause.
-func (e *RefusalError) Unwrap() error { return e.Err }
+// operator's next step. It is the one refusal type, workflow.Refusal: its
+// text does not say that nothing was changed; the command that prints it
+// does, when nothing was (workflow.Message).
+type RefusalError = workflow.Refusal
 
 func refusal(hint string, err error) error { return &RefusalError{Err: err, Hint: hint} }
 

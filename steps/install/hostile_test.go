@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/workflow"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,10 +202,10 @@ func TestRerunOnAHostileNodeRoot(t *testing.T) {
 				t.Errorf("the link's target changed: %q uid %d mode %o", data, after.Uid, after.Mode)
 			}
 			// A hostile node root is refused before the first change.
-			if err != nil && !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+			if err != nil && !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Errorf("the rerun's refusal came after a change: %v", err)
 			}
-			if err != nil && strings.Contains(err.Error(), "Nothing was changed.") {
+			if err != nil && strings.Contains(workflow.Message(err), "Nothing was changed.") {
 				if d := generationtest.Diff(etc, generationtest.Snapshot(t, filepath.Join(f.host.Root, "etc"))); d != "" {
 					t.Errorf("a refusal changed /etc:\n%s", d)
 				}

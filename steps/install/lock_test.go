@@ -83,7 +83,7 @@ func (f *runFixture) refusesUnchanged(t *testing.T, edit func(*Command), want ..
 	before := f.tree(t, true)
 	calls := len(f.changingCalls())
 	_, err := f.install(t, edit)
-	if err == nil || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+	if err == nil || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 		t.Fatalf("install: %v, want a refusal that changed nothing", err)
 	}
 	for _, w := range want {
@@ -279,7 +279,7 @@ func TestBadTokensRefuseBeforeTheLock(t *testing.T) {
 				c.Token = ""
 				c.ReadToken = func() (string, error) { return tc.token, nil }
 			})
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("err %v, want a refusal saying %q", err, tc.want)
 			}
 			if n := core.Load(); n != 0 {

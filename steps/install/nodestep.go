@@ -69,15 +69,16 @@ func (s NodeStep) Verify(ctx context.Context, facts workflow.Facts) (workflow.Ou
 	return res.Outcome, workflow.Result{Event: res.Event, Facts: res.Facts}, nil
 }
 
-// childErr marks a child's refusal as a failure that changed nothing.
+// childErr marks a child's refusal (privsep.ClassRefused, or a
+// generation.RefusalError from a child run in process) as a
+// workflow.Refusal that changed nothing: the engine records the step as
+// never begun, and the command reports the refusal as it stands, saying
+// "Nothing was changed." only when nothing was.
 func childErr(err error) error {
 	var ce *privsep.ChildError
-	if errors.As(err, &ce) && ce.Class() == privsep.ClassRefused {
-		return workflow.Unchanged(err)
-	}
 	var ref *generation.RefusalError
-	if errors.As(err, &ref) {
-		return workflow.Unchanged(err)
+	if (errors.As(err, &ce) && ce.Class() == privsep.ClassRefused) || errors.As(err, &ref) {
+		return workflow.Unchanged(workflow.Refuse(err))
 	}
 	return err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/privsep"
 	"github.com/openagentcore/oac-node-install/steps/release"
 	"github.com/openagentcore/oac-node-install/steps/trust"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 const otherID = "11111111-2222-4333-8444-555555555555"
@@ -336,7 +337,7 @@ func TestEveryRefusalLeavesTheHostUnchanged(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no refusal (%s)\n%s", time.Since(start), f.out.String())
 			}
-			msg := err.Error()
+			msg := workflow.Message(err)
 			if !strings.HasSuffix(msg, "Nothing was changed.") {
 				t.Errorf("the message does not end with \"Nothing was changed.\": %s", msg)
 			}

@@ -142,7 +142,7 @@ func TestJournalInTheLeaseStepIsRefused(t *testing.T) {
 			before := f.tree(t, false)
 			calls, loads, regs := f.counters(t)
 			_, err := f.install(t, nil)
-			if err == nil || !strings.HasSuffix(err.Error(), "Nothing was changed.") || !strings.Contains(err.Error(), "lease") ||
+			if err == nil || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") || !strings.Contains(err.Error(), "lease") ||
 				!strings.Contains(err.Error(), "oac-node-install status") {
 				t.Fatalf("rerun: %v", err)
 			}

@@ -85,7 +85,9 @@ func JournalPath(h layout.Host, id string) string {
 // satisfied and no run is unfinished, Run prints the summary and writes
 // nothing (the host lock file aside). A journal of a finished run is kept
 // beside as a receipt and a new run starts (a rerun checks everything
-// again and changes only what differs).
+// again and changes only what differs). A refusal before the first change
+// is a workflow.Refusal (the command prints "Nothing was changed."); a
+// failure after it is a *workflow.Changed naming what this run changed.
 func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	o := c.Options
 	phase := func(label string) {
@@ -104,7 +106,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			return nil, err
 		}
 		if err := CheckToken(tok); err != nil {
-			return nil, err
+			return nil, workflow.Refuse(err)
 		}
 		c.Token = tok
 	}
@@ -127,10 +129,10 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	if known {
 		if err := CheckHostRecord(c.Host, o); err != nil {
-			return nil, err
+			return nil, workflow.Refuse(err)
 		}
 	} else if err := checkRecordMissing(c.Host, o.InstallationID); err != nil {
-		return nil, err
+		return nil, workflow.Refuse(err)
 	}
 	phase("Read Core's deployment specification")
 	var conf *generation.Configuration
@@ -139,7 +141,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	isRegistered := false
 	if known {
 		if isRegistered, err = Registered(c.Host, o.InstallationID); err != nil {
-			return nil, fmt.Errorf("%w. Nothing was changed.", err)
+			return nil, workflow.Refuse(err)
 		}
 	}
 	if isRegistered && c.Token != "" {
@@ -185,17 +187,17 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		err = errors.New("this node is not installed yet: the command needs the enrollment token on standard input (--enrollment-token-stdin); run the command Web generated")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+		return nil, workflow.Refuse(err)
 	}
 	if known {
 		// A node's provider is the recorded one: neither Core's answer nor
 		// a flag moves it (its group, network and store were made for it).
 		rec, err := readHostRecord(c.Host, o.InstallationID)
 		if err != nil {
-			return nil, err
+			return nil, workflow.Refuse(err)
 		}
 		if rec.Provider != conf.Provider {
-			return nil, fmt.Errorf("%w: Core's deployment uses the provider %s, but this node was installed for %s, and a node's provider does not change: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id %s`, then add it again with a new command from Web. Nothing was changed.",
+			return nil, workflow.Refusef("%w: Core's deployment uses the provider %s, but this node was installed for %s, and a node's provider does not change: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id %s`, then add it again with a new command from Web",
 				ErrConfiguration, conf.Provider, rec.Provider, o.InstallationID)
 		}
 	}
@@ -233,7 +235,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	checked, err := workflow.Check(ctx, workflow.InstallDefinition(), Steps(env))
 	switch {
 	case err != nil && workflow.IsUnchanged(err):
-		return nil, unchanged(err)
+		return nil, refusalOf(err)
 	case err == nil && checked.Satisfied && (noJournal || (perr == nil && prev.Condition == workflow.Complete)):
 		// An unfinished or unreadable journal is the engine's to judge.
 		summaryStep{env}.Run(ctx, nil)
@@ -245,12 +247,24 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	safefile.Pausepoint("install-steps-checked")
 	env.checks, env.checksErr = nil, nil
 	env.Locked = true
+	// From here on the command changes the host: a failure names what this
+	// run changed before it (CONTRACT §10, "Nothing was changed.").
+	var changed []string
+	after := func(err error) error { return workflow.AfterChanges(err, changed, nextInstall(err)) }
 	dir := c.Host.JournalDir(o.InstallationID)
+	dirExisted, _ := safefile.Exists(dir)
 	if err := safefile.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := keepFinished(path); err != nil {
-		return nil, err
+	if !dirExisted {
+		changed = append(changed, fmt.Sprintf("the directory %s (created)", dir))
+	}
+	kept, err := keepFinished(path)
+	if err != nil {
+		return nil, after(err)
+	}
+	if kept {
+		changed = append(changed, fmt.Sprintf("the journal of the finished run (%s kept aside as a receipt)", path))
 	}
 	r := &workflow.Runner{
 		Def: workflow.InstallDefinition(), Steps: Steps(env), Journal: path,
@@ -263,6 +277,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		},
 	}
 	rep, err := r.Run(ctx)
+	changed = append(changed, runChanges(err)...)
 	var be *workflow.BindingError
 	if errors.As(err, &be) {
 		// The journal is of another run (another installer version or
@@ -271,16 +286,19 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		// by every step, so starting over guesses at nothing; except a run
 		// that stopped in an Inspect step, which only an operator may judge.
 		if old, ierr := workflow.InspectJournal(path, workflow.Lookup); ierr == nil && old.Condition != workflow.Complete && old.Policy == workflow.Inspect.String() {
-			return nil, inspectRefusal(path, old, c.Version)
+			return nil, after(workflow.Refuse(inspectRefusal(path, old, c.Version)))
 		}
 		if kerr := journal.KeepAside(path); kerr != nil {
-			return nil, errors.Join(err, kerr)
+			return nil, after(errors.Join(err, kerr))
 		}
+		changed = append(changed, fmt.Sprintf("the journal of another run (%s kept aside as a receipt)", path))
 		rep, err = r.Run(ctx)
+		changed = append(changed, runChanges(err)...)
 	}
 	var re *workflow.RefusedError
 	if errors.As(err, &re) {
-		return rep, unchanged(err) // the engine refuses before its first write
+		// The engine refuses before its first write.
+		return rep, after(workflow.Refuse(err))
 	}
 	var ce *privsep.ChildError
 	if errors.As(err, &ce) && ce.Class() == privsep.ClassUnregistered {
@@ -291,9 +309,45 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		// stay recorded.
 		if derr := discardUnregistered(c.Host, o.InstallationID, path); derr != nil {
 			err = errors.Join(err, derr)
+		} else {
+			changed = append(changed, fmt.Sprintf("root's records of the installation (%s kept aside, the host record and the bookkeeping entry removed)", path))
 		}
+		return rep, workflow.AfterChanges(err, changed, "") // the failure names the new command
 	}
-	return rep, err
+	return rep, after(err)
+}
+
+// runChanges is what the engine's run changed before it failed, as the
+// operator reads it (none when it changed nothing or succeeded).
+func runChanges(err error) []string {
+	var re *workflow.RunError
+	if errors.As(err, &re) {
+		return re.Changes()
+	}
+	return nil
+}
+
+// nextInstall is the next command after a failure that came after a
+// change: the rerun continues from where the run stopped, once what a
+// refusal names is dealt with.
+func nextInstall(err error) string {
+	var r *workflow.Refusal
+	if errors.As(err, &r) {
+		return "Once that is dealt with, rerun the same command to continue the installation."
+	}
+	return "Rerun the same command to continue the installation."
+}
+
+// refusalOf is a refusal before the first change as a workflow.Refusal.
+// The preflight's refusals (*Refusal) and the service account's
+// (accounts.ErrNotAdoptable, accounts.ErrNotRecorded) still say
+// themselves that nothing was changed: they are returned as they are.
+func refusalOf(err error) error {
+	var pf *Refusal
+	if errors.As(err, &pf) || errors.Is(err, accounts.ErrNotAdoptable) || errors.Is(err, accounts.ErrNotRecorded) {
+		return err
+	}
+	return workflow.Refuse(err)
 }
 
 // discardUnregistered removes root's records of an installation that never
@@ -332,23 +386,6 @@ func discardUnregistered(h layout.Host, id, journalPath string) error {
 	return nil
 }
 
-// unchanged is a refusal that changed nothing, saying so at its end.
-func unchanged(err error) error {
-	msg := err.Error()
-	if strings.HasSuffix(msg, "Nothing was changed.") {
-		return err
-	}
-	return &unchangedError{msg: strings.TrimSuffix(msg, "; nothing was changed") + ". Nothing was changed.", err: err}
-}
-
-type unchangedError struct {
-	msg string
-	err error
-}
-
-func (e *unchangedError) Error() string { return e.msg }
-func (e *unchangedError) Unwrap() error { return e.err }
-
 // inspectRefusal refuses to start over from a journal of another
 // installer that stopped in an Inspect state, naming it as status does.
 func inspectRefusal(path string, old *workflow.Report, version string) error {
@@ -364,7 +401,7 @@ func inspectRefusal(path string, old *workflow.Report, version string) error {
 	if old.Note != "" {
 		note = old.Note
 	}
-	return fmt.Errorf("the installation's journal %s, written by %s, stopped in step %q (%s); this installer (%s) does not start over from it. Inspect it with `oac-node-install status` and `oac-node-install leases`. Nothing was changed.",
+	return fmt.Errorf("the installation's journal %s, written by %s, stopped in step %q (%s); this installer (%s) does not start over from it. Inspect it with `oac-node-install status` and `oac-node-install leases`",
 		path, by, step, note, version)
 }
 
@@ -380,7 +417,7 @@ func (c Command) outOrDiscard() io.Writer {
 // 4096 bytes, or holding white space.
 func CheckToken(tok string) error {
 	if tok == "" || len(tok) > 4096 || strings.ContainsAny(tok, " \t\r\n\v\f") {
-		return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated. Nothing was changed.")
+		return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated")
 	}
 	return nil
 }
@@ -395,7 +432,7 @@ func checkRecordMissing(h layout.Host, id string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w. Nothing was changed.", err)
+		return err
 	}
 	_, gerr := db.GetInstallation(id)
 	db.Close()
@@ -403,12 +440,12 @@ func checkRecordMissing(h layout.Host, id string) error {
 		return nil
 	}
 	if gerr != nil {
-		return fmt.Errorf("%w. Nothing was changed.", gerr)
+		return gerr
 	}
 	if rep, err := workflow.InspectJournal(JournalPath(h, id), workflow.Lookup); err == nil && rep.Condition != workflow.Complete {
 		return nil // the run the engine resumes writes the record
 	}
-	return fmt.Errorf("the installer's bookkeeping %s records installation %s, but its host record %s is missing; restore the record from a backup of /etc, or remove the node in Web and run `sudo oac-node-install --uninstall --installation-id %s --force`. Nothing was changed.",
+	return fmt.Errorf("the installer's bookkeeping %s records installation %s, but its host record %s is missing; restore the record from a backup of /etc, or remove the node in Web and run `sudo oac-node-install --uninstall --installation-id %s --force`",
 		h.Bookkeeping(), id, h.Record(id), id)
 }
 
@@ -419,7 +456,8 @@ func knownNode(h layout.Host, id string) (bool, error) {
 
 // HostLock takes /run/oac-node.lock, waiting at most HostLockWait and
 // saying once through phase (when set) that it waits for another
-// installation or uninstallation.
+// installation or uninstallation. Having waited in vain, it refuses
+// (workflow.Refusal).
 func HostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile.FileLock, error) {
 	if err := os.MkdirAll(filepath.Dir(h.HostLock()), 0o755); err != nil {
 		return nil, err
@@ -435,22 +473,25 @@ func HostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile
 	defer cancel()
 	l, err = safefile.LockContext(wctx, h.HostLock(), 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("another node installation on this host holds %s: %w. Nothing was changed.", h.HostLock(), err)
+		return nil, workflow.Refusef("another node installation on this host holds %s: %w", h.HostLock(), err)
 	}
 	return l, nil
 }
 
 // keepFinished moves a journal whose run ended aside, so the rerun starts
-// a new run.
-func keepFinished(path string) error {
+// a new run; kept says it did.
+func keepFinished(path string) (kept bool, err error) {
 	rep, err := workflow.InspectJournal(path, workflow.Lookup)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil || rep.Condition != workflow.Complete {
-		return nil // the engine decides about it
+		return false, nil // the engine decides about it
 	}
-	return journal.KeepAside(path)
+	if err := journal.KeepAside(path); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // hostCapacity is the host's CPUs and memory (MiB) from the kernel.
@@ -476,7 +517,7 @@ func CheckHostRecord(h layout.Host, o Options) error {
 		return err
 	}
 	if rec.InstallationID != o.InstallationID {
-		return fmt.Errorf("the host record %s names installation %q, not %s; it was not written by this installer for this node: remove it or restore it. Nothing was changed.", h.Record(o.InstallationID), rec.InstallationID, o.InstallationID)
+		return fmt.Errorf("the host record %s names installation %q, not %s; it was not written by this installer for this node: remove it or restore it", h.Record(o.InstallationID), rec.InstallationID, o.InstallationID)
 	}
 	// The bookkeeping is authoritative; a record that disagrees with it
 	// is refused (CONTRACT §10).
@@ -487,12 +528,12 @@ func CheckHostRecord(h layout.Host, o Options) error {
 		return checkHostRecordCommand(rec, o)
 	}
 	if err != nil {
-		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s cannot be read (%v); uninstall the node and add it again. Nothing was changed.", h.Record(o.InstallationID), h.Bookkeeping(), err)
+		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s cannot be read (%v); uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), err)
 	}
 	inst, err := db.GetInstallation(o.InstallationID)
 	db.Close()
 	if err != nil {
-		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s has no entry for it (%v); uninstall the node and add it again. Nothing was changed.", h.Record(o.InstallationID), h.Bookkeeping(), err)
+		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s has no entry for it (%v); uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), err)
 	}
 	for _, d := range []struct {
 		name     string
@@ -503,7 +544,7 @@ func CheckHostRecord(h layout.Host, o Options) error {
 		{"core_ca_sha256", rec.CoreCASHA256, inst.CoreCA},
 	} {
 		if d.rec != d.inv {
-			return fmt.Errorf("the host record %s and the installer's bookkeeping %s disagree about %s; the bookkeeping is authoritative: restore the record or uninstall the node and add it again. Nothing was changed.", h.Record(o.InstallationID), h.Bookkeeping(), d.name)
+			return fmt.Errorf("the host record %s and the installer's bookkeeping %s disagree about %s; the bookkeeping is authoritative: restore the record or uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), d.name)
 		}
 	}
 	return checkHostRecordCommand(rec, o)
@@ -517,11 +558,11 @@ func checkHostRecordCommand(rec hostRecord, o Options) error {
 	}
 	switch {
 	case rec.CoreURL != o.CoreURL:
-		return fmt.Errorf("this host's node uses %s, but this command uses %s; remove the node and add it again to move it to another Core. Nothing was changed.", rec.CoreURL, o.CoreURL)
+		return fmt.Errorf("this host's node uses %s, but this command uses %s; remove the node and add it again to move it to another Core", rec.CoreURL, o.CoreURL)
 	case rec.AllowInsecureOrigin != o.AllowInsecureOrigin:
-		return fmt.Errorf("this host's node was installed with a different --allow-insecure-origin setting; use the command it was installed with. Nothing was changed.")
+		return fmt.Errorf("this host's node was installed with a different --allow-insecure-origin setting; use the command it was installed with")
 	case rec.CoreCASHA256 != ca:
-		return fmt.Errorf("this host's node was installed with a different Core CA; use the same --core-ca file. Nothing was changed.")
+		return fmt.Errorf("this host's node was installed with a different Core CA; use the same --core-ca file")
 	}
 	return nil
 }
@@ -542,15 +583,15 @@ func readHostRecord(h layout.Host, id string) (hostRecord, error) {
 	var rec hostRecord
 	dir, err := safefile.OpenRoot(h.EtcDir())
 	if err != nil {
-		return rec, fmt.Errorf("read the host record: %w. Nothing was changed.", err)
+		return rec, fmt.Errorf("read the host record: %w", err)
 	}
 	defer dir.Close()
 	data, err := dir.ReadFile(id+".json", safefile.Expect{UID: 0, MaxSize: 1 << 16})
 	if err != nil {
-		return rec, fmt.Errorf("read the host record: %w. Nothing was changed.", err)
+		return rec, fmt.Errorf("read the host record: %w", err)
 	}
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return rec, fmt.Errorf("the host record %s is not valid JSON. Nothing was changed.", h.Record(id))
+		return rec, fmt.Errorf("the host record %s is not valid JSON", h.Record(id))
 	}
 	return rec, nil
 }

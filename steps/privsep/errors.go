@@ -13,7 +13,9 @@ const (
 	// succeed.
 	ClassTransfer = "transfer"
 	// ClassRefused: the child found a state it must not change; it changed
-	// nothing, or only what a rerun repeats identically.
+	// nothing, or only what a rerun repeats identically. Its message does
+	// not say so: the parent reports it as a workflow.Refusal, and the
+	// command says "Nothing was changed." only when it changed nothing.
 	ClassRefused = "refused"
 	// ClassUnregistered: Core refused the node's registration for good
 	// (its public URL is not the one the node was given): the node never

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
@@ -48,7 +47,10 @@ func JournalPath(h layout.Host, id string) string {
 // --force or the node never registered). A complete journal is a no-op,
 // unless its run kept the account for a rerun or the node was installed
 // again since; then it is kept aside and a new run starts. The install
-// journal is kept aside as a receipt before the workflow runs.
+// journal is kept aside as a receipt before the workflow runs. A refusal
+// before the first change is a workflow.Refusal (the command prints
+// "Nothing was changed."); a failure after it is a *workflow.Changed
+// naming what this run changed.
 func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	id := c.Options.InstallationID
 	e := &Env{Opts: c.Options, HostPaths: c.Host, Adapter: c.Accounts, DBs: accounts.Under(c.Host.Root),
@@ -72,7 +74,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if err == nil && prev.Condition == workflow.Complete {
 		again, err := installedAgain(c.Host, id)
 		if err != nil {
-			return nil, fmt.Errorf("%w. Nothing was changed.", err)
+			return nil, workflow.Refuse(err)
 		}
 		if !again && !accountKept(c.Host) {
 			e.Printf("The node %s is already uninstalled from this host.", id)
@@ -83,10 +85,10 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	inst, found, err := readRecords(c.Host, id)
 	if err != nil {
-		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+		return nil, workflow.Refuse(err)
 	}
 	if !found && !resuming && !c.Options.Force {
-		return nil, fmt.Errorf("this host has no record of the installation %s (%s is missing); if the node's files remain, rerun with --force. Nothing was changed.", id, c.Host.Record(id))
+		return nil, workflow.Refusef("this host has no record of the installation %s (%s is missing); if the node's files remain, rerun with --force", id, c.Host.Record(id))
 	}
 	inst.ID = id
 	e.Inst = inst
@@ -94,7 +96,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	// journal is kept aside: the account's files can add to it, never
 	// take it away.
 	if e.Registered, err = install.Registered(c.Host, id); err != nil {
-		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+		return nil, workflow.Refuse(err)
 	}
 	if err := e.checkAccount(prev); err != nil {
 		return nil, err
@@ -103,26 +105,40 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		if _, err := e.DBs.LookupUser(layout.Account); err == nil {
 			res, err := e.Runner(ctx, e.request(string(workflow.UninstallAskCore), nil))
 			if err != nil {
-				return nil, nothingChanged(err)
+				return nil, workflow.Refuse(err)
 			}
 			e.precheck = &res
 		} else if !errors.Is(err, accounts.ErrNotFound) {
-			return nil, fmt.Errorf("the service account: %w. Nothing was changed.", err)
+			return nil, workflow.Refusef("the service account: %w", err)
 		}
 	}
-	if err := safefile.MkdirAll(c.Host.JournalDir(id), 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %w", c.Host.JournalDir(id), err)
+	// From here on the command changes the host: a failure names what this
+	// run changed before it (CONTRACT §10, "Nothing was changed.").
+	var changed []string
+	after := func(err error) error { return workflow.AfterChanges(err, changed, nextUninstall(err)) }
+	dir := c.Host.JournalDir(id)
+	dirExisted, _ := safefile.Exists(dir)
+	if err := safefile.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if !dirExisted {
+		changed = append(changed, fmt.Sprintf("the directory %s (created)", dir))
 	}
 	if prev != nil && prev.Condition == workflow.Complete {
 		if err := journal.KeepAside(path); err != nil {
-			return nil, err
+			return nil, after(err)
 		}
+		changed = append(changed, fmt.Sprintf("the journal of the finished uninstallation (%s kept aside as a receipt)", path))
 	}
 	// A journal that needs inspection is refused by the run, which then
 	// changes nothing: the install journal stays too.
 	if prev == nil || prev.Condition != workflow.NeedsInspection {
-		if err := keepInstallReceipt(c.Host, id); err != nil {
-			return nil, err
+		kept, err := keepInstallReceipt(c.Host, id)
+		if err != nil {
+			return nil, after(err)
+		}
+		if kept {
+			changed = append(changed, fmt.Sprintf("the install journal (%s kept aside as a receipt)", install.JournalPath(c.Host, id)))
 		}
 	}
 	r := &workflow.Runner{
@@ -131,10 +147,29 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	rep, err := r.Run(ctx)
 	if err != nil {
-		return rep, err
+		var re *workflow.RunError
+		if errors.As(err, &re) {
+			changed = append(changed, re.Changes()...)
+		}
+		var refused *workflow.RefusedError
+		if errors.As(err, &refused) {
+			err = workflow.Refuse(err) // the engine refuses before its first write
+		}
+		return rep, after(err)
 	}
 	summary(e, e.final)
 	return rep, nil
+}
+
+// nextUninstall is the next command after a failure that came after a
+// change: the rerun continues from where the run stopped, once what a
+// refusal names is dealt with.
+func nextUninstall(err error) string {
+	var r *workflow.Refusal
+	if errors.As(err, &r) {
+		return "Once that is dealt with, rerun the same command to continue the uninstallation."
+	}
+	return "Rerun the same command to continue the uninstallation."
 }
 
 // summary prints what stays and the commands that remove it.
@@ -150,13 +185,10 @@ func summary(e *Env, facts workflow.Facts) {
 	e.Printf("The node %s is uninstalled from this host.", id)
 }
 
-// nothingChanged ends a refusal's message with "Nothing was changed.".
-func nothingChanged(err error) error {
-	if strings.HasSuffix(err.Error(), "Nothing was changed.") {
-		return err
-	}
-	return fmt.Errorf("%w. Nothing was changed.", err)
-}
+// nothingChanged marks a refusal before the first change as a
+// workflow.Refusal: the command says "Nothing was changed." where it
+// prints it.
+func nothingChanged(err error) error { return workflow.Refuse(err) }
 
 // readRecords reads the installation from root's records, without
 // creating or changing any: the host record /etc/oac-node/<id>.json
@@ -216,12 +248,15 @@ func installedAgain(h layout.Host, id string) (bool, error) {
 // sits beside the install journal of the installation it removed, so an
 // install journal next to a complete uninstall journal always means the
 // node was installed again (installedAgain).
-func keepInstallReceipt(h layout.Host, id string) error {
+func keepInstallReceipt(h layout.Host, id string) (kept bool, err error) {
 	path := install.JournalPath(h, id)
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
-	return journal.KeepAside(path)
+	if err := journal.KeepAside(path); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // accountKept reports whether an earlier run kept the account for a

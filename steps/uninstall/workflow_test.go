@@ -362,7 +362,7 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 				t.Fatal("uninstall went on")
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
+				if !strings.Contains(workflow.Message(err), w) {
 					t.Errorf("the refusal lacks %q: %v", w, err)
 				}
 			}
@@ -383,7 +383,7 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 		f.core.Close()
 		installed := generationtest.Snapshot(t, f.host.Root)
 		_, err := f.uninstall(t, false)
-		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "Nothing was changed.") {
+		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(workflow.Message(err), "Nothing was changed.") {
 			t.Fatalf("err %v", err)
 		}
 		if d := generationtest.DiffHost(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
@@ -394,7 +394,7 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 		f := newHostFixture(t)
 		before := generationtest.Snapshot(t, f.host.Root)
 		_, err := f.uninstall(t, false)
-		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "Nothing was changed.") {
+		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(workflow.Message(err), "Nothing was changed.") {
 			t.Fatalf("err %v", err)
 		}
 		if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
