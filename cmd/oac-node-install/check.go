@@ -178,14 +178,14 @@ func machine() string {
 }
 
 // checkText is one check's line: its result, its name and, for a failure,
-// the error and the hint on the same line; for a skipped check, why. The
-// refusal's closing "Nothing was changed." is left out: check changes
+// the error and the hint on the same line; for a skipped check, why. A
+// check's error never says that nothing was changed (the commands that
+// change the host add it where they print a refusal): check changes
 // nothing at all.
 func checkText(ch install.Check) (result, text string) {
 	switch {
 	case ch.Failed():
-		msg := strings.TrimSuffix(strings.TrimSpace(ch.Err.Error()), "Nothing was changed.")
-		msg = strings.TrimSuffix(strings.TrimSpace(msg), ".")
+		msg := strings.TrimSuffix(strings.TrimSpace(ch.Err.Error()), ".")
 		if ch.Hint != "" {
 			msg += ". " + strings.TrimSuffix(ch.Hint, ".")
 		}

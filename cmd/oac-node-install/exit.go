@@ -74,8 +74,8 @@ func (f failure) report(stderr io.Writer, err error, interrupted *signalError) i
 		// A usage error may quote the command line: printed as one line
 		// without terminal controls.
 		msg := field(ue.msg)
-		if f.changing && !strings.HasSuffix(msg, "Nothing was changed.") {
-			msg = strings.TrimSuffix(msg, ".") + ". Nothing was changed."
+		if f.changing {
+			msg = strings.TrimSuffix(msg, ".") + ". " + workflow.NothingWasChanged
 		}
 		fmt.Fprintf(stderr, "%s%s\nRun '%s --help' for usage.\n", f.prefix, msg, f.path)
 		return exitFailure

@@ -10,6 +10,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // helperTransferLine is the fixed line the generation helper ends with when
@@ -38,7 +39,7 @@ func (e *helperExit) ExitCode() int { return e.code }
 func runGenerationHelper(ctx context.Context, c *cli, f *installerFlags) error {
 	stdout, stderr := c.stdout, c.stderr
 	if os.Geteuid() == 0 || os.Getuid() == 0 {
-		return errors.New("the generation helper runs as the node account, never as root; the node program runs it. Nothing was changed.")
+		return workflow.Refuse(errors.New("the generation helper runs as the node account, never as root; the node program runs it"))
 	}
 	home, err := helperHome(c)
 	if err != nil {
@@ -84,7 +85,7 @@ func helperHome(c *cli) (string, error) {
 	}
 	u, err := user.Current()
 	if err != nil || u.HomeDir == "" {
-		return "", fmt.Errorf("the node account's home is unknown: HOME is not set and the account database has none. Nothing was changed.")
+		return "", workflow.Refuse(errors.New("the node account's home is unknown: HOME is not set and the account database has none"))
 	}
 	return u.HomeDir, nil
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // victim is a file of root's that a hostile node root points at: its
@@ -281,7 +282,7 @@ func TestReadCARefusesWhatIsNotARegularFile(t *testing.T) {
 		go func() { _, err := readCA(p); done <- err }()
 		select {
 		case err := <-done:
-			if err == nil || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+			if err == nil || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Errorf("%s: %v", p, err)
 			}
 		case <-time.After(hostileDeadline):

@@ -35,14 +35,14 @@ const maxCA = 1 << 20
 // /var/lib/oac-node-install/<id>/install.journal.
 func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	if os.Geteuid() != 0 {
-		return errors.New("installing a node requires root; rerun the same command with sudo. Nothing was changed.")
+		return workflow.Refuse(errors.New("installing a node requires root; rerun the same command with sudo"))
 	}
 	c.warnInsecure(f)
 	if err := checkSource(f); err != nil {
 		return err
 	}
 	if _, ok := os.LookupEnv("OAC_ENROLLMENT_TOKEN"); ok {
-		return errors.New("the environment holds OAC_ENROLLMENT_TOKEN: unset it; the token is read only from standard input. Nothing was changed.")
+		return workflow.Refuse(errors.New("the environment holds OAC_ENROLLMENT_TOKEN: unset it; the token is read only from standard input"))
 	}
 	// Root reads only a private copy of the installer it is running from:
 	// every child runs these bytes, never a file the service account can
@@ -73,7 +73,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	}
 	sd, err := systemd.Dial(ctx)
 	if err != nil {
-		return fmt.Errorf("systemd does not answer on the system bus (%v); nodes run as systemd services. Nothing was changed.", err)
+		return workflow.Refusef("systemd does not answer on the system bus (%v); nodes run as systemd services", err)
 	}
 	defer sd.Close()
 	engine, err := docker.New(provider.DockerHost)
@@ -173,7 +173,7 @@ func installOptions(f *installerFlags) (install.Options, error) {
 func proxySettings() (func(*http.Request) (*url.URL, error), error) {
 	proxyFunc, err := download.ProxyEnvFromEnviron(os.Environ()).ProxyFunc()
 	if err != nil {
-		return nil, fmt.Errorf("%w. Nothing was changed.", err)
+		return nil, workflow.Refuse(err)
 	}
 	return proxyFunc, nil
 }
@@ -184,22 +184,22 @@ func proxySettings() (func(*http.Request) (*url.URL, error), error) {
 func readCA(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
+		return nil, workflow.Refusef("--core-ca: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
+		return nil, workflow.Refusef("--core-ca: %w", err)
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxCA {
-		return nil, fmt.Errorf("--core-ca %s is not a regular file of at most %d bytes. Nothing was changed.", path, maxCA)
+		return nil, workflow.Refusef("--core-ca %s is not a regular file of at most %d bytes", path, maxCA)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxCA+1))
 	if err == nil && len(data) > maxCA {
 		err = fmt.Errorf("grew past %d bytes while read", maxCA)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--core-ca: %w. Nothing was changed.", err)
+		return nil, workflow.Refusef("--core-ca: %w", err)
 	}
 	return data, nil
 }
@@ -209,7 +209,7 @@ func readCA(path string) ([]byte, error) {
 func coreRoots(ca []byte) (*trust.Roots, error) {
 	roots, err := trust.New(ca)
 	if err != nil {
-		return nil, errors.New("--core-ca holds no PEM certificate. Nothing was changed.")
+		return nil, workflow.Refuse(errors.New("--core-ca holds no PEM certificate"))
 	}
 	return roots, nil
 }

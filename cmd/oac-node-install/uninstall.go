@@ -25,7 +25,7 @@ func init() {
 // binary, the journal /var/lib/oac-node-install/<id>/uninstall.journal.
 func (c *cli) runUninstall(ctx context.Context, f *installerFlags) error {
 	if os.Geteuid() != 0 {
-		return errors.New("uninstalling a node requires root; rerun the same command with sudo. Nothing was changed.")
+		return workflow.Refuse(errors.New("uninstalling a node requires root; rerun the same command with sudo"))
 	}
 	bin, err := privsep.Capture()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // ErrNotAdoptable is wrapped by every refusal of Decide: an account or
@@ -56,15 +57,16 @@ func (d Decision) String() string {
 // AllowedGroups are the supplementary groups the installer itself may add.
 var AllowedGroups = []string{"docker", "kvm"}
 
-// refusalError is one adoption refusal: what was found and the next step,
-// ending with "Nothing was changed.". It wraps ErrNotAdoptable, and
-// ErrNotRecorded too when the account is not the recorded one.
+// refusalError is one adoption refusal: what was found and the next step.
+// It wraps ErrNotAdoptable, and ErrNotRecorded too when the account is not
+// the recorded one; it reaches callers as a workflow.Refusal (the command
+// that prints it says that nothing was changed).
 type refusalError struct {
 	msg         string
 	notRecorded bool
 }
 
-func (e *refusalError) Error() string { return e.msg + " Nothing was changed." }
+func (e *refusalError) Error() string { return e.msg }
 func (e *refusalError) Unwrap() []error {
 	if e.notRecorded {
 		return []error{ErrNotAdoptable, ErrNotRecorded}
@@ -73,12 +75,12 @@ func (e *refusalError) Unwrap() []error {
 }
 
 func refusal(format string, args ...any) error {
-	return &refusalError{msg: fmt.Sprintf(format, args...)}
+	return workflow.Refuse(&refusalError{msg: fmt.Sprintf(format, args...)})
 }
 
 // Decide applies the adoption rules (CONTRACT §10 "Account", §4.5 step 5) to
-// facts. It changes nothing; each refusal wraps ErrNotAdoptable, names what
-// to do, and its text ends with "Nothing was changed.".
+// facts. It changes nothing; each refusal is a workflow.Refusal wrapping
+// ErrNotAdoptable and names what to do.
 func Decide(f Facts) (Decision, error) {
 	name, home := layout.Account, layout.Default.Home()
 	u := f.User
@@ -94,7 +96,7 @@ func Decide(f Facts) (Decision, error) {
 	if f.RecordedUID >= 0 && f.RecordedUID != u.UID {
 		// CheckRecorded says more, naming who holds the recorded uid;
 		// this is the adoption rules' own guard.
-		return 0, &refusalError{msg: fmt.Sprintf("The account %s has uid %d, but this host's records say the installer set up uid %d: the account was replaced. Give it back uid %d (sudo usermod --uid %d %s), or remove the node with --uninstall --force, then run the command again.", name, u.UID, f.RecordedUID, f.RecordedUID, f.RecordedUID, name), notRecorded: true}
+		return 0, workflow.Refuse(&refusalError{msg: fmt.Sprintf("The account %s has uid %d, but this host's records say the installer set up uid %d: the account was replaced. Give it back uid %d (sudo usermod --uid %d %s), or remove the node with --uninstall --force, then run the command again.", name, u.UID, f.RecordedUID, f.RecordedUID, f.RecordedUID, name), notRecorded: true})
 	}
 	if u.Home != home {
 		return 0, refusal("An account %s exists with home %s, not %s, so it is not a node service account. Remove or rename that account (sudo userdel %s), then run the command again.", name, u.Home, home, name)

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"errors"
+	"github.com/openagentcore/oac-node-install/workflow"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,8 +69,8 @@ func TestDecide(t *testing.T) {
 				t.Errorf("errors.Is(ErrNotRecorded) = %v", errors.Is(err, ErrNotRecorded))
 			}
 			msg := err.Error()
-			if !strings.HasSuffix(msg, " Nothing was changed.") {
-				t.Errorf("refusal does not end with \"Nothing was changed.\": %q", msg)
+			if !workflow.NothingChanged(err) {
+				t.Errorf("the refusal is not a workflow.Refusal, which the command ends with \"Nothing was changed.\": %q", msg)
 			}
 			for _, p := range tc.refusal {
 				if !strings.Contains(msg, p) {

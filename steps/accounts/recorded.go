@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // ErrNotRecorded is wrapped by every refusal about a service account that
@@ -169,11 +170,11 @@ func (m *Mismatch) Problem() string {
 
 // Refusal is the refusal of a command that found m, before any change:
 // what differs and whose the node's files are, then next (the recovery,
-// one or more sentences), then "Nothing was changed.". It wraps
-// ErrNotRecorded.
+// one or more sentences), as a workflow.Refusal wrapping ErrNotRecorded
+// (the command that prints it says that nothing was changed).
 func (m *Mismatch) Refusal(next string) error {
 	p := m.Problem()
-	return &mismatchError{msg: strings.ToUpper(p[:1]) + p[1:] + ". " + next + " Nothing was changed."}
+	return workflow.Refuse(&mismatchError{msg: strings.ToUpper(p[:1]) + p[1:] + ". " + next})
 }
 
 type mismatchError struct{ msg string }

@@ -170,7 +170,7 @@ func UninstallKeeps(m *accounts.Mismatch) string {
 func CheckAccount(h layout.Host, id string) error {
 	m, err := AccountMismatch(h)
 	if err != nil {
-		return fmt.Errorf("%w. Nothing was changed.", err)
+		return workflow.Refuse(err)
 	}
 	if m == nil {
 		return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // ErrBundle: the offline bundle cannot be installed from (a refusal before
@@ -168,10 +169,10 @@ func (c *BundleCheck) check() error {
 // first, before it contacts anything.
 func CheckBundlePath(dir string) error {
 	if !filepath.IsAbs(dir) {
-		return fmt.Errorf("%w: %q is not an absolute path. Nothing was changed.", ErrBundle, dir)
+		return workflow.Refuse(fmt.Errorf("%w: %q is not an absolute path", ErrBundle, dir))
 	}
 	if _, err := dirChain(filepath.Clean(dir)); err != nil {
-		return fmt.Errorf("%w. Nothing was changed.", err)
+		return workflow.Refuse(err)
 	}
 	return nil
 }

@@ -295,7 +295,7 @@ func TestInstallFromBundleRefusals(t *testing.T) {
 			host := generationtest.Snapshot(t, r.f.host.Root)
 			engine := generationtest.Snapshot(t, filepath.Join(r.f.base, "engine"))
 			_, err := Run(context.Background(), r.cmd)
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("error %v, want %q ending in \"Nothing was changed.\"", err, tc.want)
 			}
 			if d := generationtest.DiffHost(host, generationtest.Snapshot(t, r.f.host.Root)); d != "" {

@@ -214,7 +214,7 @@ func TestTwoCoresStartedTogetherOneInstalls(t *testing.T) {
 	}
 	err := <-secondDone
 	var ref *Refusal
-	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "another Core") || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "another Core") || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 		t.Fatalf("the second install: %v, want the one-Core-per-host refusal", err)
 	}
 	for _, p := range []string{f.host.Record(otherID), JournalPath(f.host, otherID)} {
@@ -243,7 +243,7 @@ func TestHostChecksComeBeforeTheToken(t *testing.T) {
 		c.Token = ""
 		c.ReadToken = func() (string, error) { read++; return fixtureToken, nil }
 	})
-	if err == nil || !strings.Contains(err.Error(), "SELinux is enforcing") || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+	if err == nil || !strings.Contains(err.Error(), "SELinux is enforcing") || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 		t.Fatalf("err %v, want the SELinux refusal", err)
 	}
 	if read != 0 {
@@ -323,7 +323,7 @@ func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
 			before := f.tree(t, true)
 			_, err := f.install(t, nil)
 			if err == nil || !strings.Contains(err.Error(), "installer bookkeeping is damaged") || !strings.Contains(err.Error(), "--force") ||
-				!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+				!strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("install: %v, want the damage refusal", err)
 			}
 			if d := treeDiff(before, f.tree(t, true)); d != "" {

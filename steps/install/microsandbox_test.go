@@ -491,7 +491,7 @@ func TestInstallMicrosandboxRefusals(t *testing.T) {
 			}
 			before := r.tree(t, true)
 			_, err := r.run(t)
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("error %v, want %q ending in \"Nothing was changed.\"", err, tc.want)
 			}
 			if d := treeDiff(before, r.tree(t, true)); d != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/layout"
 	"github.com/openagentcore/oac-node-install/steps/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // Check is one preflight check with its outcome: Err is nil when it
@@ -38,7 +39,9 @@ func (c Check) Failed() bool { return c.Err != nil }
 func skip(name, why string) Check { return Check{Name: name, Skipped: why} }
 
 // Refusal is a failed preflight check as the command reports it: the
-// failure, the hint, and that nothing was changed.
+// failure and the hint. It is a refusal before any change: it unwraps to a
+// workflow.Refusal (the command that prints it says that nothing was
+// changed), and through it to the check's error.
 type Refusal struct{ Check Check }
 
 func (r *Refusal) Error() string {
@@ -46,10 +49,10 @@ func (r *Refusal) Error() string {
 	if r.Check.Hint != "" {
 		msg += ". " + r.Check.Hint
 	}
-	return msg + ". Nothing was changed."
+	return msg
 }
 
-func (r *Refusal) Unwrap() error { return r.Check.Err }
+func (r *Refusal) Unwrap() error { return &workflow.Refusal{Err: r.Check.Err} }
 
 // FirstRefusal returns the first failed check as a *Refusal, or nil.
 func FirstRefusal(checks []Check) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 const testID = "0b9e8c4e-4f0a-4f7e-9d55-2d5b0f0c1a11"
@@ -126,7 +127,7 @@ func TestPreflightRefusals(t *testing.T) {
 			tc.setup(t, root, p)
 			before := tree(t, root)
 			err := FirstRefusal(p.Run(context.Background()))
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 			if after := tree(t, root); after != before {

@@ -24,9 +24,9 @@ func CheckBookkeeping(h layout.Host, id string) error {
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	switch {
 	case errors.Is(err, bookkeeping.ErrDamaged):
-		return fmt.Errorf("%w; %s. Nothing was changed.", err, bookkeeping.DamagedAdvice(h.Bookkeeping(), id))
+		return workflow.Refuse(fmt.Errorf("%w; %s", err, bookkeeping.DamagedAdvice(h.Bookkeeping(), id)))
 	case err != nil:
-		return fmt.Errorf("%w. Nothing was changed.", err)
+		return workflow.Refuse(err)
 	}
 	return db.Close()
 }

@@ -339,16 +339,7 @@ func nextInstall(err error) string {
 }
 
 // refusalOf is a refusal before the first change as a workflow.Refusal.
-// The preflight's refusals (*Refusal) and the service account's
-// (accounts.ErrNotAdoptable, accounts.ErrNotRecorded) still say
-// themselves that nothing was changed: they are returned as they are.
-func refusalOf(err error) error {
-	var pf *Refusal
-	if errors.As(err, &pf) || errors.Is(err, accounts.ErrNotAdoptable) || errors.Is(err, accounts.ErrNotRecorded) {
-		return err
-	}
-	return workflow.Refuse(err)
-}
+func refusalOf(err error) error { return workflow.Refuse(err) }
 
 // discardUnregistered removes root's records of an installation that never
 // registered: its host record, its bookkeeping entry, and its journal,

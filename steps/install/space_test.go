@@ -125,7 +125,7 @@ func TestSpaceCheck(t *testing.T) {
 					t.Errorf("refusal %q does not name %q", err, s)
 				}
 			}
-			if !strings.HasSuffix(err.Error(), ". Nothing was changed.") {
+			if !strings.HasSuffix(workflow.Message(err), ". Nothing was changed.") {
 				t.Errorf("refusal %q", err)
 			}
 			if c, _ := check(0, func(sc *SpaceCheck) { sc.Skip = spaceSkip(host, generationtest.InstallationID, true) }); c.Skipped == "" || c.Failed() {
@@ -207,7 +207,7 @@ func TestInstallRefusesWithoutSpace(t *testing.T) {
 	before := r.tree(t, true)
 	_, err := r.run(t)
 	var ref *Refusal
-	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 		t.Fatalf("error %v, want the space refusal", err)
 	}
 	if d := treeDiff(before, r.tree(t, true)); d != "" {
@@ -242,7 +242,7 @@ func TestInstallFromBundleRefusesWithoutSpace(t *testing.T) {
 	host := generationtest.Snapshot(t, r.f.host.Root)
 	_, err := Run(context.Background(), r.cmd)
 	var ref *Refusal
-	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 		t.Fatalf("error %v, want the space refusal", err)
 	}
 	if d := generationtest.DiffHost(host, generationtest.Snapshot(t, r.f.host.Root)); d != "" {

@@ -78,7 +78,7 @@ func TestUninstallRefusesAnAccountNotRecorded(t *testing.T) {
 			tc.mend(t, f)
 			before, calls := generationtest.Snapshot(t, f.host.Root), len(f.accts.Calls())
 			_, err := f.uninstall(t, false)
-			if !errors.Is(err, accounts.ErrNotRecorded) || !strings.HasSuffix(err.Error(), "Nothing was changed.") {
+			if !errors.Is(err, accounts.ErrNotRecorded) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("uninstall: %v, want the account refusal", err)
 			}
 			for _, want := range append([]string{"rerun this command with --force", "no account is changed"}, tc.problem...) {

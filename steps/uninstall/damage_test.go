@@ -42,7 +42,7 @@ func TestUninstallRefusesADamagedBookkeeping(t *testing.T) {
 			before := generationtest.Snapshot(t, f.host.Root)
 			_, err = f.uninstall(t, false)
 			if !errors.Is(err, bookkeeping.ErrDamaged) || !strings.Contains(err.Error(), "installer.db.damaged") ||
-				!strings.HasSuffix(err.Error(), "Nothing was changed.") {
+				!strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("uninstall: %v, want the damage refusal with its recovery", err)
 			}
 			if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
