@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // The console measure: oac-devcore, started in-process with a 512 MiB node

@@ -23,10 +23,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/steps/console"
-	"github.com/openagentcore/oac-node-install/steps/download"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/release/releasetest"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/record/console"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release/releasetest"
 )
 
 // The download measure: a 512 MiB artifact published with the console's

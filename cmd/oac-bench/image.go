@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/image"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
 )
 
 // The image measure: image identity of a 512 MiB fixture Runtime image

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
 )
 
 // leases: lease inspection over 1,000 generations against a bare Go loop

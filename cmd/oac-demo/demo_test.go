@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
 // The demo's end-to-end test (make e2e, -tags e2e): the real oac-demo as

@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
 // devcoreStartTimeout bounds the wait for the console to serve (it builds

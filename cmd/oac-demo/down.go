@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
 // down uninstalls the node and removes everything up started, whatever

@@ -6,7 +6,7 @@
 //	oac-demo down [--state DIR] [--bin DIR]
 //
 // up starts oac-devcore (the console and Core stand-in) in a session of
-// its own, boots a detached test host (steps/testhost: a real systemd as
+// its own, boots a detached test host (steps/testsupport/testhost: a real systemd as
 // PID 1 of private namespaces with private /etc, /var/lib and /run and the
 // machine's Docker Engine), creates an enrollment token, generates the
 // bootstrap command the way Web does (oac-node-install command) and pipes

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
 // The state directory's entries; the test host's directory is

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/bootstrap"
-	"github.com/openagentcore/oac-node-install/steps/image"
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/record/bootstrap"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
 // hostPath is PATH inside the test host.

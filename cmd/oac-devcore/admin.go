@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
-	"github.com/openagentcore/oac-node-install/steps/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 const adminUsage = `usage: oac-devcore admin --data DIR COMMAND

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
-	"github.com/openagentcore/oac-node-install/steps/console"
+	"github.com/openagentcore/oac-node-install/steps/record/console"
 )
 
 const bundleUsage = `usage: oac-devcore admin --data DIR bundle OUT

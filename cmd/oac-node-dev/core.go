@@ -17,7 +17,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
 // maxAnswer bounds Core's answers.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/docker"
-	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
 // Diagnostic codes (CONTRACT §6.1).

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/provider"
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
 func TestMain(m *testing.M) {

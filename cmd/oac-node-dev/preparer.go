@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
-	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
 )
 
 // PreparerName is the retained generation helper next to provider.json.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
-	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
 )
 
 // fakePreparer records each call with its process group, fails one

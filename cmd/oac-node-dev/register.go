@@ -19,7 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
 // enrollment is Core's identity answer (201 of enroll; the identity route

@@ -15,7 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
 // heartbeatInterval is how often the node reports (a variable for tests).

@@ -15,8 +15,8 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile/safefiletest"
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
-	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 const checkID = "0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c"

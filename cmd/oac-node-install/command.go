@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/steps/bootstrap"
+	"github.com/openagentcore/oac-node-install/steps/record/bootstrap"
 )
 
 const prefixCommand = "command: "

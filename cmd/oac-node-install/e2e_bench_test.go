@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal"
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -26,7 +26,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

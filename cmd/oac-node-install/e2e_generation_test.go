@@ -15,8 +15,8 @@ import (
 	"time"
 
 	coreapi "github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
-	"github.com/openagentcore/oac-node-install/steps/lease"
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
 // genDeadline bounds each wait of the generation test. It only turns a hang

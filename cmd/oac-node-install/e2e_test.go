@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/testhost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
 // The end-to-end test: the real binary as root, under a real systemd as

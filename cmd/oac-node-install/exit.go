@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

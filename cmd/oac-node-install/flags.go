@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 
-	"github.com/openagentcore/oac-node-install/steps/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // installerFlags is the original installer's command line (CONTRACT §4.4),

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // TestHelperChild is the command under test when a helper test re-executes

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/openagentcore/oac-node-install/steps/layout"
+import "github.com/openagentcore/oac-node-install/steps/record/layout"
 
 // flagHostRoot is the test builds' flag that moves every host path under a
 // directory (hostroot_testhost.go). The shipped binary has no such flag: the

@@ -12,13 +12,13 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
-	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/lease"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
-	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -12,15 +12,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
-	"github.com/openagentcore/oac-node-install/steps/docker"
-	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/install"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
-	"github.com/openagentcore/oac-node-install/steps/provider"
-	"github.com/openagentcore/oac-node-install/steps/systemd"
-	"github.com/openagentcore/oac-node-install/steps/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -14,7 +14,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 )
 
 func main() {

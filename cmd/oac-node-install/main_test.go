@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 )
 
 // TestMain lets the test binary serve as its own service-account child, as

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 
-	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 )
 
 // childRoles are every role the parent side starts in a service-account

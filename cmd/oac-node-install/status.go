@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/bootstrap"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/bootstrap"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

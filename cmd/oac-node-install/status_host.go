@@ -14,11 +14,11 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/install"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 // Root's facts about the installations, each read without changing

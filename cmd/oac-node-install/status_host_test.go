@@ -22,10 +22,10 @@ import (
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
 	"github.com/openagentcore/oac-node-install/steps/install"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/systemd"
-	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/lease"
-	"github.com/openagentcore/oac-node-install/steps/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -3,7 +3,7 @@ package generation
 import (
 	"context"
 
-	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

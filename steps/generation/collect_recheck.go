@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/openagentcore/oac-node-install/steps/lease"
-	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/download"
-	"github.com/openagentcore/oac-node-install/steps/download/downloadtest"
-	"github.com/openagentcore/oac-node-install/steps/provider"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/trust"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/host/download/downloadtest"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // setIdentity rewrites fields of the node's identity.json.

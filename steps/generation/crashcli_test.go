@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
-	"github.com/openagentcore/oac-node-install/steps/image"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // nodeAccount is the uid and gid the shipped command runs as: the generation

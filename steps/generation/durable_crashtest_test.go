@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // A Runtime file found already in place counts as present only after it

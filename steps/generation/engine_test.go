@@ -8,10 +8,10 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/lease"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // TestWithTheDockerEngine prepares, repairs and collects a generation with

@@ -11,13 +11,13 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/download"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/lease"
-	"github.com/openagentcore/oac-node-install/steps/microsandbox"
-	"github.com/openagentcore/oac-node-install/steps/provider"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/trust"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // Actions of the generation helper.

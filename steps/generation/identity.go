@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
-	"github.com/openagentcore/oac-node-install/steps/ident"
-	"github.com/openagentcore/oac-node-install/steps/provider"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // MaxIdentitySize bounds state/node/identity.json.

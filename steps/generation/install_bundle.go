@@ -8,8 +8,8 @@ import (
 	"path"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/download"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // An offline bundle (--bundle DIR) is a copy of the console's /node-install/

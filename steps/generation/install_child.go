@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/steps/download"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

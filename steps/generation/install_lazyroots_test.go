@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/openagentcore/oac-node-install/steps/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

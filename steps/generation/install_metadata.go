@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openagentcore/oac-node-install/steps/docker"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

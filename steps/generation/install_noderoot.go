@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -3,7 +3,7 @@ package generation
 import (
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // Each download of the install steps reports its progress by its name in

@@ -15,8 +15,8 @@ import (
 	"syscall"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/docker"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
-	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
-	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -5,8 +5,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/steps/microsandbox"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // TestMicrosandboxInheritsInstallLock: once the helper holds install.lock,

@@ -3,8 +3,8 @@ package generation
 import (
 	"context"
 
-	"github.com/openagentcore/oac-node-install/steps/provider"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

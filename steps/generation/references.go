@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
 // retained is a configuration that keeps references on the node: a

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // removal is what collection removes of a generation's release files,

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/lease"
-	"github.com/openagentcore/oac-node-install/steps/provider"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // preparedNode is a Docker node with generation 2 prepared on release B.

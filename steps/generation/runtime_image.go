@@ -8,10 +8,10 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/openagentcore/oac-node-install/steps/image"
-	"github.com/openagentcore/oac-node-install/steps/microsandbox"
-	"github.com/openagentcore/oac-node-install/steps/provider"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // wantImage is the image identity a configuration's specification names.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/download"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
 )
 
 // StatusCoreTimeout bounds status's one request to Core: status shows an

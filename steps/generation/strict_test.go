@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // prefix inserts members at the start of the JSON object doc.

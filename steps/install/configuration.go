@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/trust"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
 )
 
 // ErrConfiguration: Core's configuration could not be read or does not fit

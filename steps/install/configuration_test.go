@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/trust"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 func TestCoreReader(t *testing.T) {

@@ -6,11 +6,11 @@ import (
 	"io"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
-	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 // Options are the install command's flags, validated by the command line.

@@ -3,10 +3,10 @@ package install
 import (
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

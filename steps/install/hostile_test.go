@@ -2,8 +2,8 @@ package install
 
 import (
 	"context"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/workflow"
 	"os"
 	"path/filepath"

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 )
 
 // sudoUserNode refuses a new node whose installation already has a node

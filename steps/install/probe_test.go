@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 // Run returns every check: a check whose prerequisite failed is there,

@@ -21,17 +21,17 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
-	"github.com/openagentcore/oac-node-install/steps/console"
-	"github.com/openagentcore/oac-node-install/steps/docker"
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/hosttest"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
-	"github.com/openagentcore/oac-node-install/steps/trust"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/console"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/fakehost"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -64,7 +64,7 @@ const fixtureToken = "enroll-3c9e1f7a22"
 
 func newRunFixture(t *testing.T) *runFixture {
 	t.Helper()
-	h := hosttest.New(t, "oac-install-run-", "etc/systemd/system", "var/lib", "var/run", "run/systemd/system")
+	h := fakehost.New(t, "oac-install-run-", "etc/systemd/system", "var/lib", "var/run", "run/systemd/system")
 	base := h.Base
 	f := &runFixture{base: base, host: h.Host, token: fixtureToken, version: "test-1", machine: "x86_64",
 		accts: h.Accounts, systemd: h.Systemd}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

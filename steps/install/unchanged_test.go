@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/accounts"
-	"github.com/openagentcore/oac-node-install/steps/docker"
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/hosttest"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
 	"github.com/openagentcore/oac-node-install/steps/install"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/fakehost"
 	"github.com/openagentcore/oac-node-install/steps/uninstall"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -247,7 +247,7 @@ func TestAnAccountDeletedByHandIsRecoveredByUninstallForce(t *testing.T) {
 
 			// The node added again: a new token. (The fake engine's files,
 			// which the first account made, are opened by the new one.)
-			if err := filepath.Walk(hosttest.EngineDir(h.Home()), func(p string, fi os.FileInfo, err error) error {
+			if err := filepath.Walk(fakehost.EngineDir(h.Home()), func(p string, fi os.FileInfo, err error) error {
 				if err == nil && fi.Mode().IsRegular() {
 					err = os.Chmod(p, 0o666)
 				}

@@ -14,22 +14,22 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/hosttest"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/fakehost"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // The service-account child of these tests finds its fake engine and
 // registrar beside the test host: <base>/engine, where the host root is
 // <base>/host and the account's home <base>/host/var/lib/oac-node.
-func engineDir(home string) string { return hosttest.EngineDir(home) }
+func engineDir(home string) string { return fakehost.EngineDir(home) }
 
 // fileEngineOf is the engine the child and the test share.
 func fileEngineOf(home string) *dockertest.FileEngine {
@@ -125,7 +125,7 @@ type hostFixture struct {
 }
 
 func newHostFixture(t *testing.T) *hostFixture {
-	h := hosttest.New(t, "oac-install-host-", "etc/systemd/system", "var/lib", "run", "engine")
+	h := fakehost.New(t, "oac-install-host-", "etc/systemd/system", "var/lib", "run", "engine")
 	base, host, accts, sd, dbs := h.Base, h.Host, h.Accounts, h.Systemd, h.DBs
 
 	rel := generationtest.BuildRelease(t, generationtest.CommitA)

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/accounts"
-	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
-	"github.com/openagentcore/oac-node-install/steps/docker"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

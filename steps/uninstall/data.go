@@ -7,10 +7,10 @@ import (
 	"maps"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 // Options are the uninstall command's flags.

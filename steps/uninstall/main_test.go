@@ -7,11 +7,11 @@ import (
 
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/hosttest"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/fakehost"
 )
 
 // TestMain lets the test binary serve as its own service-account child.
@@ -30,5 +30,5 @@ func TestMain(m *testing.M) {
 
 // fileEngineOf is the engine the child and the test share.
 func fileEngineOf(home string) *dockertest.FileEngine {
-	return &dockertest.FileEngine{Path: filepath.Join(hosttest.EngineDir(home), "state.json")}
+	return &dockertest.FileEngine{Path: filepath.Join(fakehost.EngineDir(home), "state.json")}
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/systemd"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 

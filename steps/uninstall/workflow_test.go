@@ -16,18 +16,18 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/accounts"
-	"github.com/openagentcore/oac-node-install/steps/accounts/accountstest"
-	"github.com/openagentcore/oac-node-install/steps/docker"
-	"github.com/openagentcore/oac-node-install/steps/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/hosttest"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
 	"github.com/openagentcore/oac-node-install/steps/install"
-	"github.com/openagentcore/oac-node-install/steps/layout"
-	"github.com/openagentcore/oac-node-install/steps/privsep"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/systemd/systemdtest"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/fakehost"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -55,7 +55,7 @@ type hostFixture struct {
 }
 
 func newHostFixture(t *testing.T) *hostFixture {
-	h := hosttest.New(t, "oac-uninstall-host-", "etc/systemd/system", "var/lib", "run")
+	h := fakehost.New(t, "oac-uninstall-host-", "etc/systemd/system", "var/lib", "run")
 	f := &hostFixture{base: h.Base, host: h.Host, accts: h.Accounts, dbs: h.DBs, systemd: h.Systemd, bin: h.Binary}
 	f.core = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v1/sandbox-node/identity" || r.Header.Get("Authorization") != "Bearer "+generationtest.Credential {

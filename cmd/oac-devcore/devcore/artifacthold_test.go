@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // waitHeld polls the hold until n downloads wait in it.

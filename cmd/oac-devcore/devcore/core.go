@@ -18,7 +18,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // Files of the Core stand-in in the data directory.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/steps/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // EnrollRequest is the body of POST /api/v1/sandbox-node/enroll.

@@ -18,10 +18,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
-	"github.com/openagentcore/oac-node-install/steps/download"
 	"github.com/openagentcore/oac-node-install/steps/generation"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/trust"
+	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // call sends a JSON request with a bearer secret and decodes the answer

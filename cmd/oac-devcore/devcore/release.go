@@ -13,10 +13,10 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/console"
-	"github.com/openagentcore/oac-node-install/steps/image"
-	"github.com/openagentcore/oac-node-install/steps/release"
-	"github.com/openagentcore/oac-node-install/steps/release/releasetest"
+	"github.com/openagentcore/oac-node-install/steps/record/console"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/record/release/releasetest"
 )
 
 // MaxInstallerSize is the largest installer binary the generated command

@@ -3,8 +3,8 @@ package devcore
 import (
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/image"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // TestAttestedImageFixture: --image-attestation publishes the same image

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/console"
-	"github.com/openagentcore/oac-node-install/steps/release"
+	"github.com/openagentcore/oac-node-install/steps/record/console"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // DefaultListen is the console's default listen address.
