@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 )
 
 // The image measure: image identity of a 512 MiB fixture Runtime image
@@ -41,7 +42,7 @@ const (
 
 func benchImage(dir string) ([]Result, error) {
 	start := time.Now()
-	fx, err := image.WriteFixture(dir, image.FixtureOptions{Label: "oac-bench-image", PayloadSize: imagePayload})
+	fx, err := imagetest.WriteFixture(dir, imagetest.Options{Label: "oac-bench-image", PayloadSize: imagePayload})
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/record/console"
-	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/steps/record/release/releasetest"
 )
@@ -38,11 +38,11 @@ type FixtureOptions struct {
 	// incompressible bytes to this size, for transfer benchmarks.
 	NodeProgramSize int64
 	// ImagePayloadSize is the size of the Runtime image's payload layer
-	// (image.FixtureOptions.PayloadSize).
+	// (imagetest.Options.PayloadSize).
 	ImagePayloadSize int64
 	// ImageAttestation builds the Runtime archive as docker save of the
 	// containerd image store writes it for a buildx-built image with its
-	// default attestation (image.FixtureOptions.Attestation): the
+	// default attestation (imagetest.Options.Attestation): the
 	// manifest's image_manifest_digests.runtime is then an image index
 	// digest.
 	ImageAttestation bool
@@ -67,7 +67,7 @@ type Fixture struct {
 	Remote map[string]string
 	// Image describes the Runtime image archive (runtime.tar and
 	// runtime.tar.gz in the build directory).
-	Image image.Fixture
+	Image imagetest.Fixture
 	// PlaceholderInstaller is true when no installer binary was given.
 	PlaceholderInstaller bool
 }
@@ -99,7 +99,7 @@ func BuildFixture(buildDir string, opts FixtureOptions) (*Fixture, error) {
 	if label == "" {
 		label = "oac-devcore"
 	}
-	img, err := image.WriteFixture(buildDir, image.FixtureOptions{Label: label, PayloadSize: opts.ImagePayloadSize, Attestation: opts.ImageAttestation})
+	img, err := imagetest.WriteFixture(buildDir, imagetest.Options{Label: label, PayloadSize: opts.ImagePayloadSize, Attestation: opts.ImageAttestation})
 	if err != nil {
 		return nil, fmt.Errorf("build fixture release: %w", err)
 	}

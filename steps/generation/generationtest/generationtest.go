@@ -26,6 +26,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/record/console"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -105,7 +106,7 @@ func BuildRelease(t testing.TB, commit string) *Release {
 	if r, ok := releaseCache[commit]; ok {
 		return r
 	}
-	r, dir := buildRelease(t, commit, image.FixtureOptions{Label: "runtime-" + commit})
+	r, dir := buildRelease(t, commit, imagetest.Options{Label: "runtime-" + commit})
 	releaseCache[commit] = r
 	releaseDirs = append(releaseDirs, dir)
 	return r
@@ -113,7 +114,7 @@ func BuildRelease(t testing.TB, commit string) *Release {
 
 // BuildAttestedRelease is BuildRelease with a Runtime archive as docker save
 // of the containerd image store writes it for a buildx-built image with its
-// default attestation (image.FixtureOptions.Attestation): the release's
+// default attestation (imagetest.Options.Attestation): the release's
 // image_manifest_digests.runtime is the image index digest.
 func BuildAttestedRelease(t testing.TB, commit string) *Release {
 	t.Helper()
@@ -123,7 +124,7 @@ func BuildAttestedRelease(t testing.TB, commit string) *Release {
 	if r, ok := releaseCache[key]; ok {
 		return r
 	}
-	r, dir := buildRelease(t, commit, image.FixtureOptions{Label: "runtime-" + commit, Attestation: true})
+	r, dir := buildRelease(t, commit, imagetest.Options{Label: "runtime-" + commit, Attestation: true})
 	releaseCache[key] = r
 	releaseDirs = append(releaseDirs, dir)
 	return r
@@ -139,7 +140,7 @@ func BuildUniqueRelease(t testing.TB) *Release {
 		t.Fatal(err)
 	}
 	commit := hex.EncodeToString(b[:])
-	r, dir := buildRelease(t, commit, image.FixtureOptions{Label: "oac-test-" + commit})
+	r, dir := buildRelease(t, commit, imagetest.Options{Label: "oac-test-" + commit})
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return r
 }
@@ -153,20 +154,20 @@ func BuildUniqueAttestedRelease(t testing.TB) *Release {
 		t.Fatal(err)
 	}
 	commit := hex.EncodeToString(b[:])
-	r, dir := buildRelease(t, commit, image.FixtureOptions{Label: "oac-test-" + commit, Attestation: true})
+	r, dir := buildRelease(t, commit, imagetest.Options{Label: "oac-test-" + commit, Attestation: true})
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return r
 }
 
 // buildRelease builds a release in a new temporary directory, which it
 // returns for the caller to remove.
-func buildRelease(t testing.TB, commit string, img image.FixtureOptions) (*Release, string) {
+func buildRelease(t testing.TB, commit string, img imagetest.Options) (*Release, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "oac-gen-release-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx, err := image.WriteFixture(dir, img)
+	fx, err := imagetest.WriteFixture(dir, img)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 )
 
 // engine returns the adapter for the machine's Docker Engine, or skips.
@@ -56,7 +57,7 @@ func removeImages(t *testing.T, raw *client.Client, ids ...string) {
 
 func TestEngineLoadAndResolve(t *testing.T) {
 	c, raw := engine(t)
-	fx, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: "oac-test-" + uuid.NewString()})
+	fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: "oac-test-" + uuid.NewString()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +95,11 @@ func TestEngineLoadAndResolve(t *testing.T) {
 func TestEngineLoadAttestedArchive(t *testing.T) {
 	c, raw := engine(t)
 	label := "oac-test-" + uuid.NewString()
-	fx, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: label, Attestation: true})
+	fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: label, Attestation: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: label})
+	plain, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: label})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestEngineTamperedArchiveRefusedBeforeImport(t *testing.T) {
 	c, raw := engine(t)
 	for _, config := range []bool{true, false} {
 		t.Run(map[bool]string{true: "config changed", false: "layer changed"}[config], func(t *testing.T) {
-			fx, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: "oac-test-" + uuid.NewString()})
+			fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: "oac-test-" + uuid.NewString()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,7 +275,7 @@ func TestEngineNetwork(t *testing.T) {
 func TestEngineContainersByLabel(t *testing.T) {
 	c, raw := engine(t)
 	installation := uuid.NewString()
-	fx, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: "oac-test-" + installation})
+	fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: "oac-test-" + installation})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 )
 
 func newClient(t *testing.T, host string) *docker.Client {
@@ -129,7 +130,7 @@ func TestFakeImageLoadAndResolve(t *testing.T) {
 			e := dockertest.Start(t)
 			e.ContainerdStore = containerd
 			c := newClient(t, e.Host)
-			fx, err := image.WriteFixture(t.TempDir(), image.FixtureOptions{Label: "fake " + name, Attestation: tc.attestation})
+			fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: "fake " + name, Attestation: tc.attestation})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +174,7 @@ func TestFakeImageLoadFailures(t *testing.T) {
 		t.Fatal("the engine holds an image")
 	}
 
-	fx, err := image.WriteFixture(dir, image.FixtureOptions{Label: "fail"})
+	fx, err := imagetest.WriteFixture(dir, imagetest.Options{Label: "fail"})
 	if err != nil {
 		t.Fatal(err)
 	}

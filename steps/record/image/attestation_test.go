@@ -1,4 +1,4 @@
-package image
+package image_test
 
 import (
 	"bytes"
@@ -9,10 +9,13 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 )
 
 // Positions of the entries of a fixture archive with an attestation
-// (FixtureOptions.Attestation; see fixtureImage.entries).
+// (imagetest.Options.Attestation; see imagetest.Image.Entries).
 const (
 	atAttestLayer = atManifest + 1 + iota
 	atAttestConfig
@@ -25,7 +28,7 @@ const (
 // scanner: index.json → image index → the linux/amd64 manifest and an
 // attestation manifest whose layer is an in-toto statement about it.
 func TestFixtureAttestation(t *testing.T) {
-	archive, built := buildArchive(t, FixtureOptions{Label: "attest", Attestation: true}, nil, nil)
+	archive, built := buildArchive(t, imagetest.Options{Label: "attest", Attestation: true}, nil, nil)
 	files := readEntries(t, archive)
 	blobOf := func(d string) []byte {
 		t.Helper()
@@ -84,11 +87,11 @@ func TestFixtureAttestation(t *testing.T) {
 		t.Fatalf("in-toto statement %+v, %v", st, err)
 	}
 	// manifest.json names only the image, as docker save writes it.
-	var legacy []legacyEntry
+	var legacy []imagetest.LegacyEntry
 	if err := json.Unmarshal(files["manifest.json"], &legacy); err != nil || len(legacy) != 1 || legacy[0].Config != "blobs/sha256/"+strings.TrimPrefix(built.ConfigDigest, "sha256:") {
 		t.Fatalf("manifest.json %s", files["manifest.json"])
 	}
-	if _, plain := buildArchive(t, FixtureOptions{Label: "attest"}, nil, nil); plain.ConfigDigest != built.ConfigDigest || plain.ManifestDigest != img.Digest {
+	if _, plain := buildArchive(t, imagetest.Options{Label: "attest"}, nil, nil); plain.ConfigDigest != built.ConfigDigest || plain.ManifestDigest != img.Digest {
 		t.Fatalf("plain archive %+v; the attested one has config %s, manifest %s", plain, built.ConfigDigest, img.Digest)
 	}
 }
@@ -97,7 +100,7 @@ func TestFixtureAttestation(t *testing.T) {
 // besides the linux/amd64 image: attestation manifests as buildx adds them,
 // and nothing else.
 func TestIdentifyAttestation(t *testing.T) {
-	_, plain := buildArchive(t, FixtureOptions{Label: "attest"}, nil, nil)
+	_, plain := buildArchive(t, imagetest.Options{Label: "attest"}, nil, nil)
 	imageDigest := digest.Digest(plain.ManifestDigest) // the platform manifest, same in both
 	other := digest.Digest("sha256:" + strings.Repeat("ab", 32))
 	unknown := &ocispec.Platform{OS: "unknown", Architecture: "unknown"}
@@ -108,126 +111,126 @@ func TestIdentifyAttestation(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		edit    func(*fixtureImage)
-		entries func([]archiveEntry) []archiveEntry
+		edit    func(*imagetest.Image)
+		entries func([]imagetest.Entry) []imagetest.Entry
 		want    error
 	}{
 		{name: "buildx default", want: nil},
-		{name: "attestation blobs absent", edit: func(f *fixtureImage) { f.omitAttestationBlobs = true }, want: nil},
-		{name: "attestation listed first", edit: func(f *fixtureImage) {
-			f.editNested = func(ix *ocispec.Index) { ix.Manifests[0], ix.Manifests[1] = ix.Manifests[1], ix.Manifests[0] }
+		{name: "attestation blobs absent", edit: func(f *imagetest.Image) { f.OmitAttestationBlobs = true }, want: nil},
+		{name: "attestation listed first", edit: func(f *imagetest.Image) {
+			f.EditNested = func(ix *ocispec.Index) { ix.Manifests[0], ix.Manifests[1] = ix.Manifests[1], ix.Manifests[0] }
 		}, want: nil},
-		{name: "two attestations", edit: func(f *fixtureImage) { f.editNested = secondAttestation }, want: nil},
-		{name: "attestation without reference digest", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { delete(d.Annotations, "vnd.docker.reference.digest") }
+		{name: "two attestations", edit: func(f *imagetest.Image) { f.EditNested = secondAttestation }, want: nil},
+		{name: "attestation without reference digest", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { delete(d.Annotations, "vnd.docker.reference.digest") }
 		}, want: nil},
-		{name: "tagged", edit: func(f *fixtureImage) { f.tag = "oac-runtime:fixture" }, want: nil},
+		{name: "tagged", edit: func(f *imagetest.Image) { f.Tag = "oac-runtime:fixture" }, want: nil},
 
-		{name: "unknown/unknown without the annotation", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { delete(d.Annotations, "vnd.docker.reference.type") }
-		}, want: ErrPlatform},
-		{name: "unknown/unknown with another reference type", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { d.Annotations["vnd.docker.reference.type"] = "signature" }
-		}, want: ErrPlatform},
-		{name: "annotation on linux/amd64", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { d.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"} }
-		}, want: ErrPlatform},
-		{name: "annotation on linux/arm64", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { d.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64"} }
-		}, want: ErrPlatform},
-		{name: "annotation without platform", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { d.Platform = nil }
-		}, want: ErrPlatform},
-		{name: "annotation on the image descriptor", edit: func(f *fixtureImage) {
-			f.editNested = func(ix *ocispec.Index) {
+		{name: "unknown/unknown without the annotation", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { delete(d.Annotations, "vnd.docker.reference.type") }
+		}, want: image.ErrPlatform},
+		{name: "unknown/unknown with another reference type", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { d.Annotations["vnd.docker.reference.type"] = "signature" }
+		}, want: image.ErrPlatform},
+		{name: "annotation on linux/amd64", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { d.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"} }
+		}, want: image.ErrPlatform},
+		{name: "annotation on linux/arm64", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { d.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64"} }
+		}, want: image.ErrPlatform},
+		{name: "annotation without platform", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { d.Platform = nil }
+		}, want: image.ErrPlatform},
+		{name: "annotation on the image descriptor", edit: func(f *imagetest.Image) {
+			f.EditNested = func(ix *ocispec.Index) {
 				ix.Manifests[0].Annotations = map[string]string{"vnd.docker.reference.type": "attestation-manifest"}
 			}
-		}, want: ErrPlatform},
-		{name: "unknown/unknown variant", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) {
+		}, want: image.ErrPlatform},
+		{name: "unknown/unknown variant", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) {
 				d.Platform = &ocispec.Platform{OS: "unknown", Architecture: "unknown", Variant: "v1"}
 			}
-		}, want: ErrPlatform},
-		{name: "two linux/amd64 images", edit: func(f *fixtureImage) {
-			f.editNested = func(ix *ocispec.Index) {
+		}, want: image.ErrPlatform},
+		{name: "two linux/amd64 images", edit: func(f *imagetest.Image) {
+			f.EditNested = func(ix *ocispec.Index) {
 				d := ix.Manifests[0]
 				d.Digest = other
 				ix.Manifests = append(ix.Manifests, d)
 			}
-		}, want: ErrPlatform},
-		{name: "the image twice", edit: func(f *fixtureImage) {
-			f.editNested = func(ix *ocispec.Index) { ix.Manifests = append(ix.Manifests, ix.Manifests[0]) }
-		}, want: ErrPlatform},
-		{name: "no linux/amd64 image", edit: func(f *fixtureImage) {
-			f.editNested = func(ix *ocispec.Index) { ix.Manifests = ix.Manifests[1:] }
-		}, want: ErrPlatform},
-		{name: "an arm64 image besides", edit: func(f *fixtureImage) {
-			f.nestedExtra = []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageManifest, Digest: other, Size: 10, Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}}}
-		}, want: ErrPlatform},
-		{name: "attestation of a manifest not in the index", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { d.Annotations["vnd.docker.reference.digest"] = other.String() }
-		}, want: ErrInconsistent},
-		{name: "attestation of another attestation", edit: func(f *fixtureImage) {
-			f.editNested = func(ix *ocispec.Index) {
+		}, want: image.ErrPlatform},
+		{name: "the image twice", edit: func(f *imagetest.Image) {
+			f.EditNested = func(ix *ocispec.Index) { ix.Manifests = append(ix.Manifests, ix.Manifests[0]) }
+		}, want: image.ErrPlatform},
+		{name: "no linux/amd64 image", edit: func(f *imagetest.Image) {
+			f.EditNested = func(ix *ocispec.Index) { ix.Manifests = ix.Manifests[1:] }
+		}, want: image.ErrPlatform},
+		{name: "an arm64 image besides", edit: func(f *imagetest.Image) {
+			f.NestedExtra = []ocispec.Descriptor{{MediaType: ocispec.MediaTypeImageManifest, Digest: other, Size: 10, Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}}}
+		}, want: image.ErrPlatform},
+		{name: "attestation of a manifest not in the index", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { d.Annotations["vnd.docker.reference.digest"] = other.String() }
+		}, want: image.ErrInconsistent},
+		{name: "attestation of another attestation", edit: func(f *imagetest.Image) {
+			f.EditNested = func(ix *ocispec.Index) {
 				secondAttestation(ix)
 				ix.Manifests[2].Annotations = map[string]string{"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": ix.Manifests[1].Digest.String()}
 			}
-		}, want: ErrInconsistent},
-		{name: "the image as its own attestation", edit: func(f *fixtureImage) {
-			f.editNested = func(ix *ocispec.Index) {
+		}, want: image.ErrInconsistent},
+		{name: "the image as its own attestation", edit: func(f *imagetest.Image) {
+			f.EditNested = func(ix *ocispec.Index) {
 				ix.Manifests[1].Digest, ix.Manifests[1].Size = ix.Manifests[0].Digest, ix.Manifests[0].Size
 			}
-		}, want: ErrInconsistent},
-		{name: "attestation reference digest malformed", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) {
+		}, want: image.ErrInconsistent},
+		{name: "attestation reference digest malformed", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) {
 				d.Annotations["vnd.docker.reference.digest"] = strings.ToUpper(imageDigest.String())
 			}
-		}, want: ErrInconsistent},
-		{name: "attestation is not a manifest", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { d.MediaType = mediaTypeInToto }
-		}, want: ErrMalformed},
-		{name: "attestation digest malformed", edit: func(f *fixtureImage) {
-			f.omitAttestationBlobs = true
-			f.editAttestation = func(d *ocispec.Descriptor) { d.Digest = "sha256:00" }
-		}, want: ErrMalformed},
-		{name: "attestation size differs from its blob", edit: func(f *fixtureImage) {
-			f.editAttestation = func(d *ocispec.Descriptor) { d.Size++ }
-		}, want: ErrBlobMismatch},
+		}, want: image.ErrInconsistent},
+		{name: "attestation is not a manifest", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { d.MediaType = imagetest.MediaTypeInToto }
+		}, want: image.ErrMalformed},
+		{name: "attestation digest malformed", edit: func(f *imagetest.Image) {
+			f.OmitAttestationBlobs = true
+			f.EditAttestation = func(d *ocispec.Descriptor) { d.Digest = "sha256:00" }
+		}, want: image.ErrMalformed},
+		{name: "attestation size differs from its blob", edit: func(f *imagetest.Image) {
+			f.EditAttestation = func(d *ocispec.Descriptor) { d.Size++ }
+		}, want: image.ErrBlobMismatch},
 		{name: "attestation statement tampered", entries: replaceAt(atAttestLayer, func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`in-toto`), []byte(`in-totO`), 1)
-		}), want: ErrBlobMismatch},
-		{name: "attestation in index.json beside the image", edit: func(f *fixtureImage) {
-			f.editIndex = func(ix *ocispec.Index) {
+		}), want: image.ErrBlobMismatch},
+		{name: "attestation in index.json beside the image", edit: func(f *imagetest.Image) {
+			f.EditIndex = func(ix *ocispec.Index) {
 				ix.Manifests = append(ix.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: other, Size: 10, Platform: unknown,
 					Annotations: map[string]string{"vnd.docker.reference.type": "attestation-manifest"}})
 			}
-		}, want: ErrPlatform},
+		}, want: image.ErrPlatform},
 		// The image index is decoded by the strict decoder too.
-		{name: "annotation key twice", edit: func(f *fixtureImage) {
-			f.editNestedJSON = func(b []byte) []byte {
+		{name: "annotation key twice", edit: func(f *imagetest.Image) {
+			f.EditNestedJSON = func(b []byte) []byte {
 				return bytes.Replace(b, []byte(`"vnd.docker.reference.type":`), []byte(`"vnd.docker.reference.type":"x","vnd.docker.reference.type":`), 1)
 			}
-		}, want: ErrMalformed},
-		{name: "annotation not a string", edit: func(f *fixtureImage) {
-			f.editNestedJSON = func(b []byte) []byte {
+		}, want: image.ErrMalformed},
+		{name: "annotation not a string", edit: func(f *imagetest.Image) {
+			f.EditNestedJSON = func(b []byte) []byte {
 				return bytes.Replace(b, []byte(`"vnd.docker.reference.type":"attestation-manifest"`), []byte(`"vnd.docker.reference.type":["attestation-manifest"]`), 1)
 			}
-		}, want: ErrMalformed},
-		{name: "platform null", edit: func(f *fixtureImage) {
-			f.editNestedJSON = func(b []byte) []byte {
+		}, want: image.ErrMalformed},
+		{name: "platform null", edit: func(f *imagetest.Image) {
+			f.EditNestedJSON = func(b []byte) []byte {
 				return bytes.Replace(b, []byte(`"platform":{"architecture":"unknown","os":"unknown"}`), []byte(`"platform":null`), 1)
 			}
-		}, want: ErrMalformed},
-		{name: "platform key in other case", edit: func(f *fixtureImage) {
-			f.editNestedJSON = func(b []byte) []byte {
+		}, want: image.ErrMalformed},
+		{name: "platform key in other case", edit: func(f *imagetest.Image) {
+			f.EditNestedJSON = func(b []byte) []byte {
 				return bytes.Replace(b, []byte(`"os":"unknown"`), []byte(`"OS":"unknown"`), 1)
 			}
-		}, want: ErrMalformed},
+		}, want: image.ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			archive, built := buildArchive(t, FixtureOptions{Label: "attest", Attestation: true}, c.edit, c.entries)
-			got, err := IdentifyReader(bytes.NewReader(archive))
+			archive, built := buildArchive(t, imagetest.Options{Label: "attest", Attestation: true}, c.edit, c.entries)
+			got, err := image.IdentifyReader(bytes.NewReader(archive))
 			if c.want == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -249,18 +252,18 @@ func TestIdentifyAttestation(t *testing.T) {
 // of the platform manifest inside it is another identity, refused.
 func TestVerifyAttestedFile(t *testing.T) {
 	dir := t.TempDir()
-	fx, err := WriteFixture(dir, FixtureOptions{Label: "attested file", Attestation: true})
+	fx, err := imagetest.WriteFixture(dir, imagetest.Options{Label: "attested file", Attestation: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Verify(fx.TarPath, fx.ConfigDigest, fx.ManifestDigest); err != nil {
+	if err := image.Verify(fx.TarPath, fx.ConfigDigest, fx.ManifestDigest); err != nil {
 		t.Fatal(err)
 	}
-	_, plain := buildArchive(t, FixtureOptions{Label: "attested file"}, nil, nil)
-	if err := Verify(fx.TarPath, fx.ConfigDigest, plain.ManifestDigest); !errors.Is(err, ErrIdentityMismatch) {
+	_, plain := buildArchive(t, imagetest.Options{Label: "attested file"}, nil, nil)
+	if err := image.Verify(fx.TarPath, fx.ConfigDigest, plain.ManifestDigest); !errors.Is(err, image.ErrIdentityMismatch) {
 		t.Fatalf("verified against the platform manifest digest: %v", err)
 	}
-	id, err := UnpackIdentify(fx.GzPath, dir+"/unpacked.tar", fx.TarSize, fx.TarSHA256)
+	id, err := image.UnpackIdentify(fx.GzPath, dir+"/unpacked.tar", fx.TarSize, fx.TarSHA256)
 	if err != nil || id != fx.Identity {
 		t.Fatalf("UnpackIdentify = %+v, %v; want %+v", id, err, fx.Identity)
 	}

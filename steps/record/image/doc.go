@@ -20,7 +20,5 @@
 // checked after the end of the archive. Nothing here imports or removes an
 // image; a refused archive is refused before any import.
 //
-// BuildFixtureArchive builds, from bytes, a tiny real Runtime image archive
-// with true digests that docker load accepts, for the development console
-// and for tests.
+// Package imagetest builds fixture archives for the tests.
 package image

@@ -1,21 +1,23 @@
-package image
+package image_test
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 )
 
 // TestWriteFuzzSeeds regenerates the fuzz seed corpus when
 // OAC_WRITE_FUZZ_SEEDS=1; otherwise it checks the valid seed still passes.
 func TestWriteFuzzSeeds(t *testing.T) {
-	valid, _ := buildArchive(t, FixtureOptions{Label: "seed"}, nil, nil)
-	nested, _ := buildArchive(t, FixtureOptions{Label: "seed"}, func(f *fixtureImage) { f.nested = true }, nil)
-	attested, _ := buildArchive(t, FixtureOptions{Label: "seed", Attestation: true}, nil, nil)
-	attestedBare, _ := buildArchive(t, FixtureOptions{Label: "seed", Attestation: true}, func(f *fixtureImage) { f.omitAttestationBlobs = true }, nil)
-	legacy, _ := buildArchive(t, FixtureOptions{Label: "seed"}, func(f *fixtureImage) {
-		f.editLegacy = func(l *[]legacyEntry) { (*l)[0].Config = "x.json" }
+	valid, _ := buildArchive(t, imagetest.Options{Label: "seed"}, nil, nil)
+	nested, _ := buildArchive(t, imagetest.Options{Label: "seed"}, func(f *imagetest.Image) { f.Nested = true }, nil)
+	attested, _ := buildArchive(t, imagetest.Options{Label: "seed", Attestation: true}, nil, nil)
+	attestedBare, _ := buildArchive(t, imagetest.Options{Label: "seed", Attestation: true}, func(f *imagetest.Image) { f.OmitAttestationBlobs = true }, nil)
+	legacy, _ := buildArchive(t, imagetest.Options{Label: "seed"}, func(f *imagetest.Image) {
+		f.EditLegacy = func(l *[]imagetest.LegacyEntry) { (*l)[0].Config = "x.json" }
 	}, nil)
 	seeds := map[string][]byte{
 		"valid":         valid,

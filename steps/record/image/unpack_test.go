@@ -2,68 +2,26 @@ package image
 
 import (
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func gz(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
-	zw.Write(b)
-	zw.Close()
-	return out.Bytes()
-}
-
-func hexSum(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
-// onlyFiles returns the names in dir.
-func onlyFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
-// bothWriteModes runs f with O_DIRECT writing (where the file system
-// allows it) and with buffered writing.
-func bothWriteModes(t *testing.T, f func(t *testing.T)) {
-	for _, direct := range []bool{true, false} {
-		t.Run(map[bool]string{true: "direct", false: "buffered"}[direct], func(t *testing.T) {
-			defer func(old bool) { directIO = old }(directIO)
-			directIO = direct
-			f(t)
-		})
-	}
-}
-
-func TestUnpack(t *testing.T) { bothWriteModes(t, testUnpack) }
+func TestUnpack(t *testing.T) { BothWriteModes(t, testUnpack) }
 
 func testUnpack(t *testing.T) {
 	// More than one chunk, not a multiple of the chunk size nor of the
 	// O_DIRECT block.
 	content := make([]byte, 3*chunkSize+12345)
-	newPayload("unpack", int64(len(content))).Read(content)
+	rand.NewChaCha8([32]byte{'u', 'n', 'p', 'a', 'c', 'k'}).Read(content)
 	dir := t.TempDir()
 	gzPath := filepath.Join(dir, "runtime.tar.gz")
-	os.WriteFile(gzPath, gz(t, content), 0o600)
+	os.WriteFile(gzPath, Gz(t, content), 0o600)
 	target := filepath.Join(dir, "runtime.tar")
-	if err := Unpack(gzPath, target, int64(len(content)), hexSum(content)); err != nil {
+	if err := Unpack(gzPath, target, int64(len(content)), HexSum(content)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(target)
@@ -73,21 +31,21 @@ func testUnpack(t *testing.T) {
 	if st, _ := os.Stat(target); st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v, want 0600", st.Mode())
 	}
-	if names := onlyFiles(t, dir); len(names) != 2 {
+	if names := OnlyFiles(t, dir); len(names) != 2 {
 		t.Fatalf("files left: %v", names)
 	}
 	// Unpacking again replaces the verified file with equal bytes.
-	if err := Unpack(gzPath, target, int64(len(content)), hexSum(content)); err != nil {
+	if err := Unpack(gzPath, target, int64(len(content)), HexSum(content)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestUnpackRefuses(t *testing.T) { bothWriteModes(t, testUnpackRefuses) }
+func TestUnpackRefuses(t *testing.T) { BothWriteModes(t, testUnpackRefuses) }
 
 func testUnpackRefuses(t *testing.T) {
 	content := []byte(strings.Repeat("runtime bytes ", 100000))
-	good := gz(t, content)
-	size, sum := int64(len(content)), hexSum(content)
+	good := Gz(t, content)
+	size, sum := int64(len(content)), HexSum(content)
 	truncated := good[:len(good)/2]
 	corrupt := bytes.Clone(good)
 	corrupt[len(corrupt)/2] ^= 0xff
@@ -103,10 +61,10 @@ func testUnpackRefuses(t *testing.T) {
 	}{
 		{name: "size smaller than the stream", gz: good, size: size - 1, sum: sum, want: ErrUnpackMismatch},
 		{name: "size larger than the stream", gz: good, size: size + 1, sum: sum, want: ErrUnpackMismatch},
-		{name: "sha256 differs", gz: good, size: size, sum: hexSum([]byte("x")), want: ErrUnpackMismatch},
-		{name: "far too long (a gzip bomb stops early)", gz: gz(t, make([]byte, 64<<20)), size: 1 << 20, sum: sum, want: ErrUnpackMismatch},
+		{name: "sha256 differs", gz: good, size: size, sum: HexSum([]byte("x")), want: ErrUnpackMismatch},
+		{name: "far too long (a gzip bomb stops early)", gz: Gz(t, make([]byte, 64<<20)), size: 1 << 20, sum: sum, want: ErrUnpackMismatch},
 		{name: "truncated gzip", gz: truncated, size: size, sum: sum, other: true},
-		{name: "truncated gzip, right size claimed", gz: gz(t, content)[:len(good)-4], size: size, sum: sum, other: true},
+		{name: "truncated gzip, right size claimed", gz: Gz(t, content)[:len(good)-4], size: size, sum: sum, other: true},
 		{name: "corrupt gzip", gz: corrupt, size: size, sum: sum, other: true},
 		{name: "gzip checksum", gz: badCRC, size: size, sum: sum, other: true},
 		{name: "not gzip", gz: content, size: size, sum: sum, other: true},
@@ -135,7 +93,7 @@ func testUnpackRefuses(t *testing.T) {
 			if b, _ := os.ReadFile(target); string(b) != "previous" {
 				t.Fatalf("target changed to %d bytes", len(b))
 			}
-			if names := onlyFiles(t, dir); len(names) != 2 {
+			if names := OnlyFiles(t, dir); len(names) != 2 {
 				t.Fatalf("files left: %v", names)
 			}
 		})
@@ -146,74 +104,23 @@ func TestUnpackRefusesLinks(t *testing.T) {
 	dir := t.TempDir()
 	content := []byte("x")
 	real := filepath.Join(dir, "real.gz")
-	os.WriteFile(real, gz(t, content), 0o600)
+	os.WriteFile(real, Gz(t, content), 0o600)
 	link := filepath.Join(dir, "runtime.tar.gz")
 	os.Symlink(real, link)
-	if err := Unpack(link, filepath.Join(dir, "runtime.tar"), 1, hexSum(content)); err == nil {
+	if err := Unpack(link, filepath.Join(dir, "runtime.tar"), 1, HexSum(content)); err == nil {
 		t.Fatal("followed a symbolic link")
 	}
 }
 
-func TestUnpackIdentify(t *testing.T) { bothWriteModes(t, testUnpackIdentify) }
-
-func testUnpackIdentify(t *testing.T) {
-	dir := t.TempDir()
-	fx, err := WriteFixture(dir, FixtureOptions{Label: "unpack-identify", PayloadSize: 5<<20 + 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := filepath.Join(dir, "unpacked.tar")
-	id, err := UnpackIdentify(fx.GzPath, target, fx.TarSize, fx.TarSHA256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id != fx.Identity {
-		t.Fatalf("identity %+v, want %+v", id, fx.Identity)
-	}
-	if err := Verify(target, fx.ConfigDigest, fx.ManifestDigest); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestUnpackIdentifyRefusesTampered: an archive whose unpacked size and
-// sha256 match what a (wrong) manifest says, but whose layer was altered,
-// is refused and not published.
-func TestUnpackIdentifyRefusesTampered(t *testing.T) {
-	archive, _ := buildArchive(t, FixtureOptions{Label: "tampered"}, nil, replaceAt(atLayer2, func(b []byte) []byte {
-		b = bytes.Clone(b)
-		b[600] ^= 1
-		return b
-	}))
-	dir := t.TempDir()
-	gzPath := filepath.Join(dir, "runtime.tar.gz")
-	os.WriteFile(gzPath, gz(t, archive), 0o600)
-	target := filepath.Join(dir, "runtime.tar")
-	_, err := UnpackIdentify(gzPath, target, int64(len(archive)), hexSum(archive))
-	if !errors.Is(err, ErrBlobMismatch) {
-		t.Fatalf("got %v, want ErrBlobMismatch", err)
-	}
-	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("target exists: %v", err)
-	}
-	if names := onlyFiles(t, dir); len(names) != 1 {
-		t.Fatalf("files left: %v", names)
-	}
-	// With a wrong unpacked sha256 as well, the mismatch is what is reported.
-	_, err = UnpackIdentify(gzPath, target, int64(len(archive)), hexSum([]byte("other")))
-	if !errors.Is(err, ErrUnpackMismatch) {
-		t.Fatalf("got %v, want ErrUnpackMismatch", err)
-	}
-}
-
 func TestUnpackSmallSizes(t *testing.T) {
-	bothWriteModes(t, func(t *testing.T) {
+	BothWriteModes(t, func(t *testing.T) {
 		for _, n := range []int{1, 511, dioAlign, dioAlign + 1, chunkSize, chunkSize + 1} {
 			content := bytes.Repeat([]byte{'z'}, n)
 			dir := t.TempDir()
 			gzPath := filepath.Join(dir, "r.gz")
-			os.WriteFile(gzPath, gz(t, content), 0o600)
+			os.WriteFile(gzPath, Gz(t, content), 0o600)
 			target := filepath.Join(dir, "r.tar")
-			if err := Unpack(gzPath, target, int64(n), hexSum(content)); err != nil {
+			if err := Unpack(gzPath, target, int64(n), HexSum(content)); err != nil {
 				t.Fatalf("%d bytes: %v", n, err)
 			}
 			if got, _ := os.ReadFile(target); !bytes.Equal(got, content) {
@@ -254,14 +161,14 @@ func TestUnpackRemovesStaleTemps(t *testing.T) {
 	content := []byte("runtime")
 	dir := t.TempDir()
 	gzPath := filepath.Join(dir, "runtime.tar.gz")
-	os.WriteFile(gzPath, gz(t, content), 0o600)
+	os.WriteFile(gzPath, Gz(t, content), 0o600)
 	stale := filepath.Join(dir, ".runtime.tar.tmp-123456")
 	os.WriteFile(stale, []byte("left by a killed unpack"), 0o600)
 	other := filepath.Join(dir, ".other.tmp-1")
 	os.WriteFile(other, nil, 0o600)
 	linked := filepath.Join(dir, ".runtime.tar.tmp-link")
 	os.Symlink(other, linked)
-	if err := Unpack(gzPath, filepath.Join(dir, "runtime.tar"), int64(len(content)), hexSum(content)); err != nil {
+	if err := Unpack(gzPath, filepath.Join(dir, "runtime.tar"), int64(len(content)), HexSum(content)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {

@@ -1,4 +1,4 @@
-package image
+package imagetest
 
 import (
 	"crypto/sha256"

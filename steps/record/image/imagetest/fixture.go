@@ -1,4 +1,4 @@
-package image
+package imagetest
 
 import (
 	"archive/tar"
@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,11 +19,12 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
 )
 
-// FixtureOptions describe a fixture Runtime image. Equal options give
+// Options describe a fixture Runtime image. Equal options give
 // byte-identical archives.
-type FixtureOptions struct {
+type Options struct {
 	// Label makes the image distinct: it is the image config's
 	// io.oac.fixture label and the content of /oac/fixture in the first
 	// layer, and it seeds the payload. Different labels give different
@@ -48,44 +50,58 @@ type FixtureOptions struct {
 	Attestation bool
 }
 
-// annotationImageName is the descriptor annotation in which docker save
-// (and containerd) record an image's full name; image-spec has none.
-const annotationImageName = "io.containerd.image.name"
+// Names docker save writes that image-spec does not define.
+const (
+	// annotationImageName is the descriptor annotation in which docker
+	// save (and containerd) record an image's full name.
+	annotationImageName = "io.containerd.image.name"
+	// The annotations of an attestation manifest's descriptor in an image
+	// index, as BuildKit writes them.
+	annotationReferenceType   = "vnd.docker.reference.type"
+	annotationReferenceDigest = "vnd.docker.reference.digest"
+	referenceTypeAttestation  = "attestation-manifest"
+	// legacyManifest is the manifest.json every docker load reads.
+	legacyManifest = "manifest.json"
+)
+
+// copyBufSize is the buffer of the copies that stream a large payload.
+const copyBufSize = 1 << 20
 
 // fixtureEpoch is the timestamp of every fixture file and record.
 var fixtureEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// archiveEntry is one file of an archive to write; open yields exactly size
-// bytes. A non-zero typeflag other than TypeReg writes a link or directory.
-type archiveEntry struct {
-	name     string
-	size     int64
-	open     func() io.Reader
-	typeflag byte
-	linkname string
+// Entry is one file of an archive to write; Open yields exactly Size
+// bytes. A non-zero Typeflag other than TypeReg writes a link or directory.
+type Entry struct {
+	Name     string
+	Size     int64
+	Open     func() io.Reader
+	Typeflag byte
+	Linkname string
 }
 
-func bytesEntry(name string, b []byte) archiveEntry {
-	return archiveEntry{name: name, size: int64(len(b)), open: func() io.Reader { return bytes.NewReader(b) }}
+// BytesEntry is a regular file named name holding b.
+func BytesEntry(name string, b []byte) Entry {
+	return Entry{Name: name, Size: int64(len(b)), Open: func() io.Reader { return bytes.NewReader(b) }}
 }
 
-// writeArchive writes entries as a tar stream.
-func writeArchive(w io.Writer, entries []archiveEntry) error {
+// WriteArchive writes entries as a tar stream.
+func WriteArchive(w io.Writer, entries []Entry) error {
 	tw := tar.NewWriter(w)
 	buf := make([]byte, copyBufSize)
 	for _, e := range entries {
 		hdr := &tar.Header{
-			Name:     e.name,
+			Name:     e.Name,
 			Mode:     0o644,
 			ModTime:  fixtureEpoch,
-			Typeflag: e.typeflag,
-			Linkname: e.linkname,
+			Typeflag: e.Typeflag,
+			Linkname: e.Linkname,
 			Format:   tar.FormatPAX,
 		}
-		switch e.typeflag {
+		switch e.Typeflag {
 		case 0, tar.TypeReg:
 			hdr.Typeflag = tar.TypeReg
-			hdr.Size = e.size
+			hdr.Size = e.Size
 		case tar.TypeDir:
 			hdr.Mode = 0o755
 		}
@@ -93,7 +109,7 @@ func writeArchive(w io.Writer, entries []archiveEntry) error {
 			return err
 		}
 		if hdr.Typeflag == tar.TypeReg {
-			if _, err := io.CopyBuffer(tw, e.open(), buf); err != nil {
+			if _, err := io.CopyBuffer(tw, e.Open(), buf); err != nil {
 				return err
 			}
 		}
@@ -101,36 +117,42 @@ func writeArchive(w io.Writer, entries []archiveEntry) error {
 	return tw.Close()
 }
 
-// blob is content with its digest, produced on demand.
-type blob struct {
-	mediaType string
-	digest    digest.Digest
-	size      int64
-	open      func() io.Reader
+// Blob is content with its digest, produced on demand: Open yields its
+// Size bytes.
+type Blob struct {
+	MediaType string
+	Digest    digest.Digest
+	Size      int64
+	Open      func() io.Reader
 }
 
-func (b blob) descriptor() ocispec.Descriptor {
-	return ocispec.Descriptor{MediaType: b.mediaType, Digest: b.digest, Size: b.size}
+func (b Blob) descriptor() ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: b.MediaType, Digest: b.Digest, Size: b.Size}
 }
 
-func (b blob) entry() archiveEntry {
-	return archiveEntry{name: blobPath(b.digest), size: b.size, open: b.open}
+// blobPath is the archive path of the blob with digest d.
+func blobPath(d digest.Digest) string {
+	return path.Join(ocispec.ImageBlobsDir, d.Algorithm().String(), d.Encoded())
+}
+
+func (b Blob) entry() Entry {
+	return Entry{Name: blobPath(b.Digest), Size: b.Size, Open: b.Open}
 }
 
 // newBlob hashes the content open yields once to name it.
-func newBlob(mediaType string, open func() io.Reader) (blob, error) {
+func newBlob(mediaType string, open func() io.Reader) (Blob, error) {
 	d := digest.SHA256.Digester()
 	n, err := io.CopyBuffer(d.Hash(), open(), make([]byte, copyBufSize))
 	if err != nil {
-		return blob{}, err
+		return Blob{}, err
 	}
-	return blob{mediaType, d.Digest(), n, open}, nil
+	return Blob{mediaType, d.Digest(), n, open}, nil
 }
 
-func jsonBlob(mediaType string, v any) (blob, []byte, error) {
+func jsonBlob(mediaType string, v any) (Blob, []byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return blob{}, nil, err
+		return Blob{}, nil, err
 	}
 	bl, err := newBlob(mediaType, func() io.Reader { return bytes.NewReader(b) })
 	return bl, b, err
@@ -166,38 +188,40 @@ func writeLayer(w io.Writer, file string, size int64, r io.Reader) error {
 	return tw.Close()
 }
 
-// legacyEntry is one element of the legacy manifest.json as docker save
+// LegacyEntry is one element of the legacy manifest.json as docker save
 // writes it (RepoTags null for an untagged image).
-type legacyEntry struct {
+type LegacyEntry struct {
 	Config   string   `json:"Config"`
 	RepoTags []string `json:"RepoTags"`
 	Layers   []string `json:"Layers"`
 }
 
-// fixtureImage is the parts of a fixture archive, built from Go values so
-// that tests can alter any of them consistently.
-type fixtureImage struct {
-	layers []blob
-	config map[string]any
-	tag    string
+// Image is the parts of a fixture archive, built from Go values so that
+// tests can alter any of them consistently: change its fields, then
+// write its Entries with WriteArchive.
+type Image struct {
+	Layers []Blob
+	Config map[string]any
+	Tag    string
 
 	// Hooks for tests that need an archive altered yet self-consistent.
-	editManifest func(*ocispec.Manifest)
-	editIndex    func(*ocispec.Index)
-	editLegacy   func(*[]legacyEntry)
-	// nested wraps the manifest in an image index listing it (as
-	// linux/amd64) plus these descriptors, as the containerd store saves.
-	nested      bool
-	nestedExtra []ocispec.Descriptor
-	// attest adds a buildx-like attestation manifest to the nested index
-	// (after editAttestation changed its descriptor); its blobs are
-	// written unless omitAttestationBlobs.
-	attest               bool
-	editAttestation      func(*ocispec.Descriptor)
-	editNested           func(*ocispec.Index)
-	editNestedJSON       func([]byte) []byte
-	omitAttestationBlobs bool
-	attestationBlobs     []blob // set by parts
+	EditManifest func(*ocispec.Manifest)
+	EditIndex    func(*ocispec.Index)
+	EditLegacy   func(*[]LegacyEntry)
+	// Nested wraps the manifest in an image index listing it (as
+	// linux/amd64) plus NestedExtra, as the containerd store saves.
+	Nested      bool
+	NestedExtra []ocispec.Descriptor
+	// Attest adds a buildx-like attestation manifest to the nested index
+	// (after EditAttestation changed its descriptor); its blobs are
+	// written unless OmitAttestationBlobs. EditNested and EditNestedJSON
+	// change the nested index, as a value and then as JSON.
+	Attest               bool
+	EditAttestation      func(*ocispec.Descriptor)
+	EditNested           func(*ocispec.Index)
+	EditNestedJSON       func([]byte) []byte
+	OmitAttestationBlobs bool
+	attestationBlobs     []Blob // set by parts
 	label                string
 }
 
@@ -206,7 +230,8 @@ type historyEntry struct {
 	CreatedBy string `json:"created_by"`
 }
 
-func newFixtureImage(opts FixtureOptions) (*fixtureImage, error) {
+// NewImage returns the parts of the image opts describe.
+func NewImage(opts Options) (*Image, error) {
 	label := []byte(opts.Label + "\n")
 	l1, err := newBlob(ocispec.MediaTypeImageLayer, layerTar("fixture", int64(len(label)), func() io.Reader { return bytes.NewReader(label) }))
 	if err != nil {
@@ -234,61 +259,61 @@ func newFixtureImage(opts FixtureOptions) (*fixtureImage, error) {
 			{created, "oac fixture: payload"},
 		},
 	}
-	return &fixtureImage{layers: []blob{l1, l2}, config: cfg, tag: opts.RepoTag,
-		nested: opts.Attestation, attest: opts.Attestation, label: opts.Label}, nil
+	return &Image{Layers: []Blob{l1, l2}, Config: cfg, Tag: opts.RepoTag,
+		Nested: opts.Attestation, Attest: opts.Attestation, label: opts.Label}, nil
 }
 
 // parts builds the config, manifest and index records over the layers.
 // rootfs.diff_ids is set from the layers unless the config already has one.
 // root is the blob index.json lists: the manifest, or a nested index.
-func (f *fixtureImage) parts() (config, mfst, root blob, ix []byte, legacy []byte, err error) {
-	if _, ok := f.config["rootfs"]; !ok {
+func (f *Image) parts() (config, mfst, root Blob, ix []byte, legacy []byte, err error) {
+	if _, ok := f.Config["rootfs"]; !ok {
 		var diffIDs []digest.Digest
-		for _, l := range f.layers {
-			diffIDs = append(diffIDs, l.digest)
+		for _, l := range f.Layers {
+			diffIDs = append(diffIDs, l.Digest)
 		}
-		f.config["rootfs"] = map[string]any{"type": "layers", "diff_ids": diffIDs}
+		f.Config["rootfs"] = map[string]any{"type": "layers", "diff_ids": diffIDs}
 	}
-	config, _, err = jsonBlob(ocispec.MediaTypeImageConfig, f.config)
+	config, _, err = jsonBlob(ocispec.MediaTypeImageConfig, f.Config)
 	if err != nil {
 		return
 	}
 	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config.descriptor()}
-	for _, l := range f.layers {
+	for _, l := range f.Layers {
 		m.Layers = append(m.Layers, l.descriptor())
 	}
-	if f.editManifest != nil {
-		f.editManifest(&m)
+	if f.EditManifest != nil {
+		f.EditManifest(&m)
 	}
 	mfst, _, err = jsonBlob(ocispec.MediaTypeImageManifest, m)
 	if err != nil {
 		return
 	}
 	root = mfst
-	if f.nested {
+	if f.Nested {
 		md := mfst.descriptor()
 		md.Platform = &ocispec.Platform{Architecture: "amd64", OS: "linux"}
 		manifests := []ocispec.Descriptor{md}
 		f.attestationBlobs = nil
-		if f.attest {
+		if f.Attest {
 			var ad ocispec.Descriptor
-			ad, f.attestationBlobs, err = f.attestation(mfst.digest)
+			ad, f.attestationBlobs, err = f.attestation(mfst.Digest)
 			if err != nil {
 				return
 			}
 			manifests = append(manifests, ad)
 		}
 		nix := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2},
-			MediaType: ocispec.MediaTypeImageIndex, Manifests: append(manifests, f.nestedExtra...)}
-		if f.editNested != nil {
-			f.editNested(&nix)
+			MediaType: ocispec.MediaTypeImageIndex, Manifests: append(manifests, f.NestedExtra...)}
+		if f.EditNested != nil {
+			f.EditNested(&nix)
 		}
 		var nb []byte
 		if nb, err = json.Marshal(nix); err != nil {
 			return
 		}
-		if f.editNestedJSON != nil {
-			nb = f.editNestedJSON(nb)
+		if f.EditNestedJSON != nil {
+			nb = f.EditNestedJSON(nb)
 		}
 		if root, err = newBlob(ocispec.MediaTypeImageIndex, func() io.Reader { return bytes.NewReader(nb) }); err != nil {
 			return
@@ -296,28 +321,28 @@ func (f *fixtureImage) parts() (config, mfst, root blob, ix []byte, legacy []byt
 	}
 	d := root.descriptor()
 	var tags []string
-	if f.tag != "" {
-		tags = []string{f.tag}
-		d.Annotations = map[string]string{annotationImageName: f.tag}
-		if i := strings.LastIndex(f.tag, ":"); i > strings.LastIndex(f.tag, "/") {
-			d.Annotations[ocispec.AnnotationRefName] = f.tag[i+1:]
+	if f.Tag != "" {
+		tags = []string{f.Tag}
+		d.Annotations = map[string]string{annotationImageName: f.Tag}
+		if i := strings.LastIndex(f.Tag, ":"); i > strings.LastIndex(f.Tag, "/") {
+			d.Annotations[ocispec.AnnotationRefName] = f.Tag[i+1:]
 		}
 	}
 	top := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{d}}
-	if f.editIndex != nil {
-		f.editIndex(&top)
+	if f.EditIndex != nil {
+		f.EditIndex(&top)
 	}
 	ix, err = json.Marshal(top)
 	if err != nil {
 		return
 	}
-	le := legacyEntry{Config: blobPath(config.digest), RepoTags: tags}
-	for _, l := range f.layers {
-		le.Layers = append(le.Layers, blobPath(l.digest))
+	le := LegacyEntry{Config: blobPath(config.Digest), RepoTags: tags}
+	for _, l := range f.Layers {
+		le.Layers = append(le.Layers, blobPath(l.Digest))
 	}
-	les := []legacyEntry{le}
-	if f.editLegacy != nil {
-		f.editLegacy(&les)
+	les := []LegacyEntry{le}
+	if f.EditLegacy != nil {
+		f.EditLegacy(&les)
 	}
 	legacy, err = json.Marshal(les)
 	return
@@ -325,7 +350,7 @@ func (f *fixtureImage) parts() (config, mfst, root blob, ix []byte, legacy []byt
 
 // Media types and predicate of the attestation BuildKit writes.
 const (
-	mediaTypeInToto     = "application/vnd.in-toto+json"
+	MediaTypeInToto     = "application/vnd.in-toto+json"
 	annotationPredicate = "in-toto.io/predicate-type"
 	predicateSLSA02     = "https://slsa.dev/provenance/v0.2"
 )
@@ -337,7 +362,7 @@ const (
 // image config "included for compatibility"); a descriptor for
 // unknown/unknown annotated as an attestation of m. It returns the
 // descriptor and the blobs: statement, config, manifest.
-func (f *fixtureImage) attestation(m digest.Digest) (ocispec.Descriptor, []blob, error) {
+func (f *Image) attestation(m digest.Digest) (ocispec.Descriptor, []Blob, error) {
 	statement := map[string]any{
 		"_type":         "https://in-toto.io/Statement/v0.1",
 		"predicateType": predicateSLSA02,
@@ -355,7 +380,7 @@ func (f *fixtureImage) attestation(m digest.Digest) (ocispec.Descriptor, []blob,
 			},
 		},
 	}
-	layer, _, err := jsonBlob(mediaTypeInToto, statement)
+	layer, _, err := jsonBlob(MediaTypeInToto, statement)
 	if err != nil {
 		return ocispec.Descriptor{}, nil, err
 	}
@@ -363,7 +388,7 @@ func (f *fixtureImage) attestation(m digest.Digest) (ocispec.Descriptor, []blob,
 		"architecture": "unknown",
 		"os":           "unknown",
 		"config":       map[string]any{},
-		"rootfs":       map[string]any{"type": "layers", "diff_ids": []digest.Digest{layer.digest}},
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []digest.Digest{layer.Digest}},
 	})
 	if err != nil {
 		return ocispec.Descriptor{}, nil, err
@@ -378,43 +403,46 @@ func (f *fixtureImage) attestation(m digest.Digest) (ocispec.Descriptor, []blob,
 	d := mfst.descriptor()
 	d.Platform = &ocispec.Platform{Architecture: "unknown", OS: "unknown"}
 	d.Annotations = map[string]string{annotationReferenceType: referenceTypeAttestation, annotationReferenceDigest: m.String()}
-	if f.editAttestation != nil {
-		f.editAttestation(&d)
+	if f.EditAttestation != nil {
+		f.EditAttestation(&d)
 	}
-	return d, []blob{layer, config, mfst}, nil
+	return d, []Blob{layer, config, mfst}, nil
 }
 
-// entries returns the archive's files in the order docker save writes them.
-func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
+// Entries returns the archive's files in the order docker save writes them
+// (the two directories of blobs/, the layers, the config, the manifest,
+// the attestation's blobs, a nested index, index.json, manifest.json,
+// oci-layout) and the identity of the image they hold.
+func (f *Image) Entries() ([]Entry, image.Identity, error) {
 	config, mfst, root, ix, legacy, err := f.parts()
 	if err != nil {
-		return nil, Identity{}, err
+		return nil, image.Identity{}, err
 	}
-	es := []archiveEntry{
-		{name: "blobs/", typeflag: tar.TypeDir},
-		{name: "blobs/sha256/", typeflag: tar.TypeDir},
+	es := []Entry{
+		{Name: "blobs/", Typeflag: tar.TypeDir},
+		{Name: "blobs/sha256/", Typeflag: tar.TypeDir},
 	}
-	for _, l := range f.layers {
+	for _, l := range f.Layers {
 		es = append(es, l.entry())
 	}
 	es = append(es, config.entry(), mfst.entry())
-	if !f.omitAttestationBlobs {
+	if !f.OmitAttestationBlobs {
 		for _, b := range f.attestationBlobs {
 			es = append(es, b.entry())
 		}
 	}
-	if root.digest != mfst.digest {
+	if root.Digest != mfst.Digest {
 		es = append(es, root.entry())
 	}
 	es = append(es,
-		bytesEntry(ocispec.ImageIndexFile, ix),
-		bytesEntry(legacyManifest, legacy),
-		bytesEntry(ocispec.ImageLayoutFile, []byte(`{"imageLayoutVersion":"`+ocispec.ImageLayoutVersion+`"}`)),
+		BytesEntry(ocispec.ImageIndexFile, ix),
+		BytesEntry(legacyManifest, legacy),
+		BytesEntry(ocispec.ImageLayoutFile, []byte(`{"imageLayoutVersion":"`+ocispec.ImageLayoutVersion+`"}`)),
 	)
-	return es, Identity{ConfigDigest: config.digest.String(), ManifestDigest: root.digest.String()}, nil
+	return es, image.Identity{ConfigDigest: config.Digest.String(), ManifestDigest: root.Digest.String()}, nil
 }
 
-// BuildFixtureArchive writes to w a Runtime image archive built from bytes,
+// BuildArchive writes to w a Runtime image archive built from bytes,
 // in the form `docker save` of Docker 25 or later writes: an OCI layout
 // (oci-layout, index.json, blobs/sha256/...) plus the legacy manifest.json
 // that docker load of every engine reads. The image is linux/amd64, with
@@ -424,17 +452,17 @@ func (f *fixtureImage) entries() ([]archiveEntry, Identity, error) {
 // lists an image index holding the manifest and a buildx-like attestation
 // manifest, and the returned manifest digest is the index's. `docker load`
 // accepts it; it holds no runnable program.
-func BuildFixtureArchive(w io.Writer, opts FixtureOptions) (Identity, error) {
-	img, err := newFixtureImage(opts)
+func BuildArchive(w io.Writer, opts Options) (image.Identity, error) {
+	img, err := NewImage(opts)
 	if err != nil {
-		return Identity{}, err
+		return image.Identity{}, err
 	}
-	es, id, err := img.entries()
+	es, id, err := img.Entries()
 	if err != nil {
-		return Identity{}, fmt.Errorf("build fixture image: %w", err)
+		return image.Identity{}, fmt.Errorf("build fixture image: %w", err)
 	}
-	if err := writeArchive(w, es); err != nil {
-		return Identity{}, fmt.Errorf("write fixture image archive: %w", err)
+	if err := WriteArchive(w, es); err != nil {
+		return image.Identity{}, fmt.Errorf("write fixture image archive: %w", err)
 	}
 	return id, nil
 }
@@ -442,7 +470,7 @@ func BuildFixtureArchive(w io.Writer, opts FixtureOptions) (Identity, error) {
 // Fixture describes the files WriteFixture wrote: what a release manifest
 // says about them.
 type Fixture struct {
-	Identity
+	image.Identity
 	TarPath   string // dir/runtime.tar
 	TarSize   int64  // the manifest's unpacked_size
 	TarSHA256 string // the manifest's unpacked_sha256 (64 hex)
@@ -457,7 +485,7 @@ type Fixture struct {
 // through a pending file (safefile.Pending) that is fsynced and renamed
 // into place (mode 0600), replacing what was there, with the directory
 // fsynced.
-func WriteFixture(dir string, opts FixtureOptions) (Fixture, error) {
+func WriteFixture(dir string, opts Options) (Fixture, error) {
 	fx := Fixture{TarPath: filepath.Join(dir, "runtime.tar"), GzPath: filepath.Join(dir, "runtime.tar.gz")}
 	root, err := safefile.OpenRootTrusted(dir)
 	if err != nil {
@@ -489,7 +517,7 @@ func WriteFixture(dir string, opts FixtureOptions) (Fixture, error) {
 	zw := newPgzipWriter(gzCount, gzip.BestSpeed)
 	tarHash := sha256.New()
 	tarCount := &countWriter{w: io.MultiWriter(files[0].File(), tarHash, zw)}
-	id, err := BuildFixtureArchive(tarCount, opts)
+	id, err := BuildArchive(tarCount, opts)
 	if zerr := zw.Close(); err == nil && zerr != nil {
 		err = fmt.Errorf("compress fixture: %w", zerr)
 	}
