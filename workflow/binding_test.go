@@ -15,7 +15,7 @@ import (
 func otherTestDef() *Definition {
 	d := testDef()
 	d.States[0].On[0].To = "second_b"
-	d.States[1].Name, d.States[1].Step = "second_b", "second_b"
+	d.States[1].Name = "second_b"
 	return d
 }
 

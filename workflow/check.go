@@ -35,7 +35,7 @@ type CheckReport struct {
 // the facts reported so far and report NotDone where they depend on what
 // is missing. The first error stops the walk and is returned with the
 // step's name. A step without a Checker is NotDone.
-func Check(ctx context.Context, def *Definition, steps map[string]Step) (*CheckReport, error) {
+func Check(ctx context.Context, def *Definition, steps map[State]Step) (*CheckReport, error) {
 	if err := def.Validate(); err != nil {
 		return nil, err
 	}
@@ -49,15 +49,15 @@ func Check(ctx context.Context, def *Definition, steps map[string]Step) (*CheckR
 			return nil, err
 		}
 		out, res := NotDone, Result{}
-		if c, ok := steps[sd.Step].(Checker); ok {
+		if c, ok := steps[sd.Name].(Checker); ok {
 			var err error
 			out, res, err = c.Check(ctx, maps.Clone(rep.Facts))
 			if err != nil {
-				return rep, &CheckError{Workflow: def.Name, Step: sd.Step, Err: err}
+				return rep, &CheckError{Workflow: def.Name, Step: sd.step(), Err: err}
 			}
 		}
 		if out != Done {
-			rep.Unsatisfied = append(rep.Unsatisfied, sd.Step)
+			rep.Unsatisfied = append(rep.Unsatisfied, sd.step())
 			res = Result{}
 		}
 		maps.Copy(rep.Facts, res.Facts)
@@ -70,7 +70,7 @@ func Check(ctx context.Context, def *Definition, steps map[string]Step) (*CheckR
 				}
 			}
 			if next == "" {
-				return rep, fmt.Errorf("%s: step %s checked event %q, which state %s does not have", def.Name, sd.Step, res.Event, sd.Name)
+				return rep, fmt.Errorf("%s: step %s checked event %q, which state %s does not have", def.Name, sd.step(), res.Event, sd.Name)
 			}
 		}
 		s = next

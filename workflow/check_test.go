@@ -23,15 +23,15 @@ func (s checkStep) Check(_ context.Context, f Facts) (Outcome, Result, error) {
 
 func checkDefinition() *Definition {
 	return &Definition{Name: "t", Final: "end", States: []StateDef{
-		{Name: "a", Step: "a", Policy: Rerun, On: []Transition{{"next", "b"}, {"skip", "c"}}},
-		{Name: "b", Step: "b", Policy: Rerun, On: []Transition{{"next", "c"}}},
-		{Name: "c", Step: "c", Policy: Rerun, On: []Transition{{"next", "end"}}},
+		{Name: "a", Policy: Rerun, On: []Transition{{"next", "b"}, {"skip", "c"}}},
+		{Name: "b", Policy: Rerun, On: []Transition{{"next", "c"}}},
+		{Name: "c", Policy: Rerun, On: []Transition{{"next", "end"}}},
 	}}
 }
 
 func TestCheckWalksEveryStepAndWritesNothing(t *testing.T) {
 	var saw []Facts
-	steps := map[string]Step{
+	steps := map[State]Step{
 		"a": checkStep{out: Done, res: Result{Facts: map[string]string{"x": "1"}}, saw: &saw},
 		"b": checkStep{out: NotDone, res: Result{Facts: map[string]string{"y": "2"}}, saw: &saw},
 		"c": checkStep{out: Done, saw: &saw},

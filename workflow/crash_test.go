@@ -22,10 +22,10 @@ func crashDef() *Definition {
 		Name:  "crash",
 		Final: "finished",
 		States: []StateDef{
-			{Name: "write", Step: "write", Policy: Rerun, On: []Transition{{"written", "count"}}},
-			{Name: "count", Step: "count", Policy: Verify, On: []Transition{{"counted", "lease"}}},
-			{Name: "lease", Step: "lease", Policy: Inspect, On: []Transition{{"leased", "final"}}},
-			{Name: "final", Step: "final", Policy: Rerun, On: []Transition{{"done", "finished"}}},
+			{Name: "write", Policy: Rerun, On: []Transition{{"written", "count"}}},
+			{Name: "count", Policy: Verify, On: []Transition{{"counted", "lease"}}},
+			{Name: "lease", Policy: Inspect, On: []Transition{{"leased", "final"}}},
+			{Name: "final", Policy: Rerun, On: []Transition{{"done", "finished"}}},
 		},
 	}
 }
@@ -64,8 +64,8 @@ func (s appendOnce) Verify(context.Context, Facts) (Outcome, Result, error) {
 	return Unknown, Result{}, nil
 }
 
-func crashSteps(dir string) map[string]Step {
-	return map[string]Step{
+func crashSteps(dir string) map[State]Step {
+	return map[State]Step{
 		"write": StepFunc(func(context.Context, Facts) (Result, error) {
 			return Result{}, safefile.AtomicWrite(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644)
 		}),

@@ -52,18 +52,21 @@ type Transition struct {
 	To    State
 }
 
-// StateDef is one non-final state: the step that runs in it, its recovery
-// policy and its outgoing transitions. The first transition is the one taken
-// when the step does not name an event. The step has the state's name (one
-// name per thing: both are persistence keys); Validate enforces it.
+// StateDef is one non-final state: its recovery policy and its outgoing
+// transitions. The step that runs in it has the state's name (one name per
+// thing: the journal's step field is the state name). The first transition
+// is the one taken when the step does not name an event.
 type StateDef struct {
 	Name   State
-	Step   string
 	Policy Policy
 	On     []Transition
 	// Doc is one line for the diagram and for status output.
 	Doc string
 }
+
+// step is the name of the state's step as journal records, reports and
+// errors spell it: the state's name.
+func (sd StateDef) step() string { return string(sd.Name) }
 
 // Definition is a workflow: its name, its states in order, and its final
 // state. The initial state is the first in States.
@@ -95,16 +98,6 @@ func (d *Definition) HasState(s State) bool {
 	return ok
 }
 
-// Step returns the state whose step has the given name.
-func (d *Definition) Step(name string) (StateDef, bool) {
-	for _, sd := range d.States {
-		if sd.Step == name {
-			return sd, true
-		}
-	}
-	return StateDef{}, false
-}
-
 // Events returns the fsm event table of the definition.
 func (d *Definition) Events() fsm.Events {
 	var evs fsm.Events
@@ -123,26 +116,21 @@ func (d *Definition) NewFSM(s State) *fsm.FSM {
 }
 
 // Validate checks the definition's own consistency: unique state names,
-// each state's step named after it, known policies, every transition leading to a known state, every
+// known policies, every transition leading to a known state, every
 // state reachable from the initial one, and the final state reachable.
 func (d *Definition) Validate() error {
 	if d.Name == "" || len(d.States) == 0 || d.Final == "" {
 		return fmt.Errorf("workflow definition %q: name, states and final state are required", d.Name)
 	}
 	states := map[State]bool{d.Final: true}
-	steps := map[string]bool{}
 	for _, sd := range d.States {
 		if states[sd.Name] {
 			return fmt.Errorf("workflow %s: duplicate state %q", d.Name, sd.Name)
 		}
 		states[sd.Name] = true
-		if sd.Step == "" || steps[sd.Step] {
-			return fmt.Errorf("workflow %s: state %q: missing or duplicate step name %q", d.Name, sd.Name, sd.Step)
+		if sd.Name == "" {
+			return fmt.Errorf("workflow %s: a state has no name", d.Name)
 		}
-		if sd.Step != string(sd.Name) { // one name per thing: both are persistence keys
-			return fmt.Errorf("workflow %s: state %q runs step %q: a step is named after its state", d.Name, sd.Name, sd.Step)
-		}
-		steps[sd.Step] = true
 		if sd.Policy < Rerun || sd.Policy > Inspect {
 			return fmt.Errorf("workflow %s: state %q: unknown policy %d", d.Name, sd.Name, sd.Policy)
 		}
@@ -187,12 +175,14 @@ func (d *Definition) Validate() error {
 
 // Hash identifies the definition's persistent shape: its name, states in
 // order, step names, policies, transitions and final state. A journal written
-// under another hash is not resumed.
+// under another hash is not resumed. Each state's step is named after it:
+// the text keeps "step <name>" so that the hashes pinned in journals do not
+// change.
 func (d *Definition) Hash() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workflow %s\nfinal %s\n", d.Name, d.Final)
 	for _, sd := range d.States {
-		fmt.Fprintf(&b, "state %s step %s policy %s\n", sd.Name, sd.Step, sd.Policy)
+		fmt.Fprintf(&b, "state %s step %s policy %s\n", sd.Name, sd.Name, sd.Policy)
 		ts := append([]Transition(nil), sd.On...)
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Event < ts[j].Event })
 		for _, t := range ts {

@@ -64,14 +64,13 @@ func TestHashChangesWithPolicy(t *testing.T) {
 
 func TestValidateRejectsBrokenDefinitions(t *testing.T) {
 	tests := map[string]func(d *Definition){
-		"unknown target":                 func(d *Definition) { d.States[0].On[0].To = "nowhere" },
-		"duplicate state":                func(d *Definition) { d.States[1].Name = "first" },
-		"duplicate step":                 func(d *Definition) { d.States[1].Step = "first" },
-		"step not named after its state": func(d *Definition) { d.States[1].Step = "second-step" },
-		"no transitions":                 func(d *Definition) { d.States[3].On = nil },
-		"unreachable":                    func(d *Definition) { d.States[0].On = d.States[0].On[1:]; d.States[2].On[0].To = "finished" },
-		"bad policy":                     func(d *Definition) { d.States[0].Policy = 0 },
-		"duplicate events":               func(d *Definition) { d.States[0].On[1].Event = d.States[0].On[0].Event },
+		"unknown target":   func(d *Definition) { d.States[0].On[0].To = "nowhere" },
+		"duplicate state":  func(d *Definition) { d.States[1].Name = "first" },
+		"unnamed state":    func(d *Definition) { d.States[1].Name = "" },
+		"no transitions":   func(d *Definition) { d.States[3].On = nil },
+		"unreachable":      func(d *Definition) { d.States[0].On = d.States[0].On[1:]; d.States[2].On[0].To = "finished" },
+		"bad policy":       func(d *Definition) { d.States[0].Policy = 0 },
+		"duplicate events": func(d *Definition) { d.States[0].On[1].Event = d.States[0].On[0].Event },
 	}
 	for name, mut := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -69,8 +69,9 @@ type Progress struct {
 
 // Runner runs one workflow instance against its journal.
 type Runner struct {
-	Def   *Definition
-	Steps map[string]Step
+	Def *Definition
+	// Steps holds the step of every state, by the state it runs in.
+	Steps map[State]Step
 	// Binding identifies the instance; Workflow and Definition are filled
 	// from Def.
 	Binding Binding
@@ -99,12 +100,12 @@ func (r *Runner) Run(ctx context.Context) (rep *Report, err error) {
 		return nil, err
 	}
 	for _, sd := range def.States {
-		st, ok := r.Steps[sd.Step]
+		st, ok := r.Steps[sd.Name]
 		if !ok {
-			return nil, fmt.Errorf("workflow %s: no implementation bound for step %q", def.Name, sd.Step)
+			return nil, fmt.Errorf("workflow %s: no implementation bound for step %q", def.Name, sd.Name)
 		}
 		if _, ok := st.(Verifier); sd.Policy == Verify && !ok {
-			return nil, fmt.Errorf("workflow %s: step %q has policy verify but no Verify", def.Name, sd.Step)
+			return nil, fmt.Errorf("workflow %s: step %q has policy verify but no Verify", def.Name, sd.Name)
 		}
 	}
 	now := r.Now
@@ -284,7 +285,7 @@ func (e *execution) loop(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("%s: no state %q", def.Name, e.rp.state)
 		}
-		step := e.r.Steps[sd.Step]
+		step := e.r.Steps[sd.Name]
 		if p := e.rp.pending; p != nil {
 			res, run, err := e.resolve(ctx, sd, step, p)
 			if err != nil {
@@ -298,13 +299,13 @@ func (e *execution) loop(ctx context.Context) error {
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("%s: before %s: %w: %w", def.Name, sd.Step, errInterrupted, err)
+			return fmt.Errorf("%s: before %s: %w: %w", def.Name, sd.Name, errInterrupted, err)
 		}
-		if err := e.append(Record{Type: RecordBegin, State: sd.Name, Step: sd.Step, Attempt: e.rp.attempts[sd.Step] + 1}); err != nil {
+		if err := e.append(Record{Type: RecordBegin, State: sd.Name, Step: sd.step(), Attempt: e.rp.attempts[sd.step()] + 1}); err != nil {
 			return err
 		}
-		e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "begin"})
-		e.w.failed, e.w.failedUnchanged = sd.Step, false
+		e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: "begin"})
+		e.w.failed, e.w.failedUnchanged = sd.step(), false
 		res, err := step.Run(ctx, maps.Clone(e.rp.facts))
 		if err != nil {
 			if ctx.Err() != nil && !IsUnchanged(err) {
@@ -324,7 +325,7 @@ func (e *execution) loop(ctx context.Context) error {
 // complete.
 func (e *execution) resolve(ctx context.Context, sd StateDef, step Step, p *Pending) (Result, bool, error) {
 	refuse := func(reason, hint string) (Result, bool, error) {
-		return Result{}, false, &RefusedError{Workflow: e.r.Def.Name, State: sd.Name, Step: sd.Step, Reason: reason, Hint: hint, Journal: e.r.Journal}
+		return Result{}, false, &RefusedError{Workflow: e.r.Def.Name, State: sd.Name, Step: sd.step(), Reason: reason, Hint: hint, Journal: e.r.Journal}
 	}
 	how := "was interrupted"
 	if p.Failed {
@@ -332,7 +333,7 @@ func (e *execution) resolve(ctx context.Context, sd StateDef, step Step, p *Pend
 	}
 	switch sd.Policy {
 	case Rerun:
-		e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "resumed"})
+		e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: "resumed"})
 		return Result{}, true, nil
 	case Verify:
 		out, res, err := step.(Verifier).Verify(ctx, maps.Clone(e.rp.facts))
@@ -343,7 +344,7 @@ func (e *execution) resolve(ctx context.Context, sd StateDef, step Step, p *Pend
 		case Done:
 			return res, false, nil
 		case NotDone:
-			e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "resumed"})
+			e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: "resumed"})
 			return Result{}, true, nil
 		default:
 			return refuse(how+" and the host does not show whether it completed", "Inspect what this step changes (see `oac-node-install status`) before rerunning")
@@ -368,29 +369,29 @@ func (e *execution) finish(sd StateDef, res Result, verified bool) error {
 	if to == "" {
 		return e.fail(sd, fmt.Errorf("step returned event %q, which state %s does not have", ev, sd.Name))
 	}
-	if err := e.append(Record{Type: RecordDone, State: sd.Name, Step: sd.Step, Event: ev, To: to, Facts: res.Facts, Verified: verified}); err != nil {
+	if err := e.append(Record{Type: RecordDone, State: sd.Name, Step: sd.step(), Event: ev, To: to, Facts: res.Facts, Verified: verified}); err != nil {
 		return err
 	}
-	e.w.completed = append(e.w.completed, sd.Step)
+	e.w.completed = append(e.w.completed, sd.step())
 	e.w.failed = ""
 	phase := "done"
 	if verified {
 		phase = "verified"
 	}
-	e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: phase})
+	e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: phase})
 	return nil
 }
 
 // fail records a step's failure and returns it wrapped with the step name.
 func (e *execution) fail(sd StateDef, err error) error {
 	class := ClassOf(err)
-	e.w.failed, e.w.failedUnchanged = sd.Step, IsUnchanged(err)
-	rec := Record{Type: RecordFail, State: sd.Name, Step: sd.Step, Class: class, Error: err.Error(), Unchanged: IsUnchanged(err)}
+	e.w.failed, e.w.failedUnchanged = sd.step(), IsUnchanged(err)
+	rec := Record{Type: RecordFail, State: sd.Name, Step: sd.step(), Class: class, Error: err.Error(), Unchanged: IsUnchanged(err)}
 	if aerr := e.append(rec); aerr != nil {
-		return errors.Join(&StepError{Workflow: e.r.Def.Name, Step: sd.Step, Class: class, Err: err}, aerr)
+		return errors.Join(&StepError{Workflow: e.r.Def.Name, Step: sd.step(), Class: class, Err: err}, aerr)
 	}
-	e.observe(Progress{State: sd.Name, Step: sd.Step, Doc: sd.Doc, Phase: "fail", Err: err})
-	return &StepError{Workflow: e.r.Def.Name, Step: sd.Step, Class: class, Err: err}
+	e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: "fail", Err: err})
+	return &StepError{Workflow: e.r.Def.Name, Step: sd.step(), Class: class, Err: err}
 }
 
 func (e *execution) report() *Report {

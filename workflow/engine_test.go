@@ -20,10 +20,10 @@ func testDef() *Definition {
 		Name:  "test",
 		Final: "finished",
 		States: []StateDef{
-			{Name: "first", Step: "first", Policy: Rerun, On: []Transition{{"first_done", "second"}, {"skip", "fourth"}}},
-			{Name: "second", Step: "second", Policy: Verify, On: []Transition{{"second_done", "third"}}},
-			{Name: "third", Step: "third", Policy: Inspect, On: []Transition{{"third_done", "fourth"}}},
-			{Name: "fourth", Step: "fourth", Policy: Rerun, On: []Transition{{"fourth_done", "finished"}}},
+			{Name: "first", Policy: Rerun, On: []Transition{{"first_done", "second"}, {"skip", "fourth"}}},
+			{Name: "second", Policy: Verify, On: []Transition{{"second_done", "third"}}},
+			{Name: "third", Policy: Inspect, On: []Transition{{"third_done", "fourth"}}},
+			{Name: "fourth", Policy: Rerun, On: []Transition{{"fourth_done", "finished"}}},
 		},
 	}
 }
@@ -67,9 +67,9 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) runner() *Runner {
-	steps := map[string]Step{}
+	steps := map[State]Step{}
 	for n, s := range f.steps {
-		steps[n] = s
+		steps[State(n)] = s
 	}
 	return &Runner{Def: testDef(), Steps: steps, Journal: f.path, Binding: Binding{Version: "v1", InstallationID: "id-1"}}
 }

@@ -130,7 +130,7 @@ func (rp *replay) apply(r Record) error {
 			return bad("step %q begins in state %q but the run is in %q", r.Step, r.State, rp.state)
 		}
 		sd, ok := def.State(r.State)
-		if !ok || sd.Step != r.Step {
+		if !ok || sd.step() != r.Step {
 			return bad("state %q has no step %q", r.State, r.Step)
 		}
 		if want := rp.attempts[r.Step] + 1; r.Attempt != want {

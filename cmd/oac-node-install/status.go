@@ -461,8 +461,7 @@ func (s *installationStatus) hasCredential(r *workflow.Report) bool {
 // registerBegun reports whether an install journal's register step began
 // or is done.
 func registerBegun(r *workflow.Report) bool {
-	sd, ok := workflow.InstallDefinition().State(workflow.InstallRegister)
-	return ok && r.Attempts[sd.Step] > 0
+	return r.Attempts[string(workflow.InstallRegister)] > 0
 }
 
 // installCommandFromRecord is the install command, without a token, of

@@ -23,11 +23,11 @@ func runWorkflow(t *testing.T, def *workflow.Definition, journal string, b workf
 // runWorkflowFailing is runWorkflow with the failing step's error text.
 func runWorkflowFailing(t *testing.T, def *workflow.Definition, journal string, b workflow.Binding, failAt, failure string) {
 	t.Helper()
-	steps := map[string]workflow.Step{}
+	steps := map[workflow.State]workflow.Step{}
 	for _, sd := range def.States {
-		name := sd.Step
+		name := sd.Name
 		st := workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
-			if name == failAt {
+			if string(name) == failAt {
 				return workflow.Result{}, errors.New(failure)
 			}
 			return workflow.Result{}, nil

@@ -124,7 +124,7 @@ func TestInstallRuntimeAttestedWithTheDockerEngine(t *testing.T) {
 		facts := workflow.Facts{}
 		for _, st := range []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
 			workflow.InstallLease, workflow.InstallRuntime} {
-			res, err := steps[string(st)].Run(cx, facts)
+			res, err := steps[st].Run(cx, facts)
 			if err != nil {
 				t.Fatalf("%s: %v", st, err)
 			}

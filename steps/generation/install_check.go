@@ -56,15 +56,15 @@ func CheckInstallSteps(ctx context.Context, in InstallOptions, req InstallStepRe
 	}
 	var out []InstallStepCheck
 	for _, sd := range workflow.InstallDefinition().States {
-		st, ok := steps[sd.Step]
+		st, ok := steps[sd.Name]
 		if !ok {
 			continue
 		}
-		c := InstallStepCheck{Step: sd.Step, Outcome: workflow.NotDone}
+		c := InstallStepCheck{Step: string(sd.Name), Outcome: workflow.NotDone}
 		if ck, ok := st.(workflow.Checker); ok {
 			o, res, err := ck.Check(ctx, maps.Clone(facts))
 			if err != nil {
-				return InstallStepResult{}, fmt.Errorf("check %s: %w", sd.Step, err)
+				return InstallStepResult{}, fmt.Errorf("check %s: %w", sd.Name, err)
 			}
 			if o == workflow.Done {
 				c.Outcome, c.Event, c.Facts = o, res.Event, res.Facts

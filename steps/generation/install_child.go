@@ -169,7 +169,7 @@ func RunInstallStep(ctx context.Context, in InstallOptions, req InstallStepReque
 	if req.Step == string(workflow.InstallRegister) {
 		e.SetToken(req.Token)
 	}
-	step, ok := InstallSteps(e)[req.Step]
+	step, ok := InstallSteps(e)[workflow.State(req.Step)]
 	if !ok {
 		return InstallStepResult{}, fmt.Errorf("installation: %q is not a service-account step", req.Step)
 	}

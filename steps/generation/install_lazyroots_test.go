@@ -41,13 +41,13 @@ func TestInstallEnvBuildsRootsOnFirstUse(t *testing.T) {
 		t.Fatal("the roots or the console client were built with the environment")
 	}
 	steps := InstallSteps(e)
-	if _, err := steps[string(workflow.InstallNodeRoot)].Run(ctx, workflow.Facts{}); err != nil {
+	if _, err := steps[workflow.InstallNodeRoot].Run(ctx, workflow.Facts{}); err != nil {
 		t.Fatal(err)
 	}
 	if e.roots != nil || e.client != nil {
 		t.Fatal("the node root step, which connects nowhere, built the roots or the console client")
 	}
-	if _, err := steps[string(workflow.InstallMetadata)].Run(ctx, workflow.Facts{}); err != nil {
+	if _, err := steps[workflow.InstallMetadata].Run(ctx, workflow.Facts{}); err != nil {
 		t.Fatal(err)
 	}
 	if e.roots == nil || e.client == nil {

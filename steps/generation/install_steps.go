@@ -15,17 +15,17 @@ const (
 // InstallSteps binds the install workflow's service-account states to e.
 // Root runs each of them in its own privilege-separated child
 // (RunInstallStep); the others are root's.
-func InstallSteps(e *InstallEnv) map[string]workflow.Step {
-	return map[string]workflow.Step{
-		string(workflow.InstallNodeRoot):       nodeRootStep{e},
-		string(workflow.InstallMetadata):       metadataStep{e},
-		string(workflow.InstallDownloads):      installDownloadStep{e},
-		string(workflow.InstallHelper):         helperStep{e},
-		string(workflow.InstallLease):          installLeaseStep{e},
-		string(workflow.InstallRuntime):        runtimeStep{e},
-		string(workflow.InstallNetwork):        networkStep{e},
-		string(workflow.InstallProviderConfig): providerConfigStep{e},
-		string(workflow.InstallRegister):       registerStep{e},
-		string(workflow.InstallWaitReady):      waitReadyStep{e},
+func InstallSteps(e *InstallEnv) map[workflow.State]workflow.Step {
+	return map[workflow.State]workflow.Step{
+		workflow.InstallNodeRoot:       nodeRootStep{e},
+		workflow.InstallMetadata:       metadataStep{e},
+		workflow.InstallDownloads:      installDownloadStep{e},
+		workflow.InstallHelper:         helperStep{e},
+		workflow.InstallLease:          installLeaseStep{e},
+		workflow.InstallRuntime:        runtimeStep{e},
+		workflow.InstallNetwork:        networkStep{e},
+		workflow.InstallProviderConfig: providerConfigStep{e},
+		workflow.InstallRegister:       registerStep{e},
+		workflow.InstallWaitReady:      waitReadyStep{e},
 	}
 }

@@ -103,7 +103,7 @@ func (f *installFixture) run(token string) error {
 	facts := workflow.Facts{}
 	for _, st := range []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
 		workflow.InstallLease, workflow.InstallRuntime, workflow.InstallNetwork, workflow.InstallProviderConfig, workflow.InstallRegister} {
-		res, err := steps[string(st)].Run(context.Background(), facts)
+		res, err := steps[st].Run(context.Background(), facts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", st, err)
 		}

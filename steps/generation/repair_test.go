@@ -9,6 +9,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // preparedNode is a Docker node with generation 2 prepared on release B.
@@ -80,7 +81,7 @@ func TestRepairOfThePlanOnly(t *testing.T) {
 	if err := e.Acquire(); err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range []string{"lease", "plan", "download"} {
+	for _, st := range []workflow.State{workflow.PrepareLease, workflow.PreparePlan, workflow.PrepareDownload} {
 		if _, err := PrepareSteps(e)[st].Run(t.Context(), nil); err != nil {
 			t.Fatalf("%s: %v", st, err)
 		}

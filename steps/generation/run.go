@@ -10,39 +10,39 @@ import (
 )
 
 // PrepareSteps binds the prepare workflow's steps to d.
-func PrepareSteps(d Data) map[string]workflow.Step {
-	return map[string]workflow.Step{
-		"lock":         lockStep{d, ActionPrepare},
-		"lease":        leaseStep{d},
-		"plan":         planStep{d},
-		"download":     downloadStep{d},
-		"import_start": importStartStep{d},
-		"import":       importStep{d},
-		"publish":      publishStep{d},
-		"clear_plan":   clearPlanStep{d},
+func PrepareSteps(d Data) map[workflow.State]workflow.Step {
+	return map[workflow.State]workflow.Step{
+		workflow.PrepareLock:        lockStep{d, ActionPrepare},
+		workflow.PrepareLease:       leaseStep{d},
+		workflow.PreparePlan:        planStep{d},
+		workflow.PrepareDownload:    downloadStep{d},
+		workflow.PrepareImportStart: importStartStep{d},
+		workflow.PrepareImport:      importStep{d},
+		workflow.PreparePublish:     publishStep{d},
+		workflow.PrepareClearPlan:   clearPlanStep{d},
 	}
 }
 
 // RepairSteps binds the repair workflow's steps to d.
-func RepairSteps(d Data) map[string]workflow.Step {
-	return map[string]workflow.Step{
-		"lock":     lockStep{d, ActionRepair},
-		"verify":   repairVerifyStep{d},
-		"download": repairDownloadStep{d},
-		"probe":    repairProbeStep{d},
+func RepairSteps(d Data) map[workflow.State]workflow.Step {
+	return map[workflow.State]workflow.Step{
+		workflow.RepairLock:     lockStep{d, ActionRepair},
+		workflow.RepairVerify:   repairVerifyStep{d},
+		workflow.RepairDownload: repairDownloadStep{d},
+		workflow.RepairProbe:    repairProbeStep{d},
 	}
 }
 
 // CollectSteps binds the collect workflow's steps to d.
-func CollectSteps(d Data) map[string]workflow.Step {
-	return map[string]workflow.Step{
-		"lock":            lockStep{d, ActionCollect},
-		"recheck":         recheckStep{d},
-		"collecting":      collectingStep{d},
-		"native":          nativeStep{d},
-		"native_complete": nativeCompleteStep{d},
-		"release_files":   releaseFilesStep{d},
-		"dropped":         droppedStep{d},
+func CollectSteps(d Data) map[workflow.State]workflow.Step {
+	return map[workflow.State]workflow.Step{
+		workflow.CollectLock:           lockStep{d, ActionCollect},
+		workflow.CollectRecheck:        recheckStep{d},
+		workflow.CollectCollecting:     collectingStep{d},
+		workflow.CollectNative:         nativeStep{d},
+		workflow.CollectNativeComplete: nativeCompleteStep{d},
+		workflow.CollectReleaseFiles:   releaseFilesStep{d},
+		workflow.CollectDropped:        droppedStep{d},
 	}
 }
 
@@ -57,7 +57,7 @@ func CollectSteps(d Data) map[string]workflow.Step {
 // when its specification is the run's.
 func Run(ctx context.Context, e *Env) (*workflow.Report, error) {
 	var def *workflow.Definition
-	var steps map[string]workflow.Step
+	var steps map[workflow.State]workflow.Step
 	switch e.opts.Action {
 	case ActionPrepare:
 		def, steps = workflow.PrepareDefinition(), PrepareSteps(e)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"maps"
 
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -73,7 +74,7 @@ func (s hostLockStep) Run(context.Context, workflow.Facts) (workflow.Result, err
 
 // Steps binds every state of the install workflow: root's steps to d and
 // the service-account steps to NodeSteps(d).
-func Steps(d Data) map[string]workflow.Step {
+func Steps(d Data) map[workflow.State]workflow.Step {
 	out := NodeSteps(d)
 	root := map[workflow.State]workflow.Step{
 		workflow.InstallPreflight:         preflightStep{d},
@@ -88,10 +89,6 @@ func Steps(d Data) map[string]workflow.Step {
 		workflow.InstallStart:             startStep{d},
 		workflow.InstallSummary:           summaryStep{d},
 	}
-	for _, sd := range workflow.InstallDefinition().States {
-		if st, ok := root[sd.Name]; ok {
-			out[sd.Step] = st
-		}
-	}
+	maps.Copy(out, root)
 	return out
 }

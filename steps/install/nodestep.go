@@ -91,16 +91,10 @@ var ChildStates = []workflow.State{workflow.InstallNodeRoot, workflow.InstallMet
 
 // NodeSteps binds every service-account state of the install workflow to a
 // NodeStep.
-func NodeSteps(d NodeData) map[string]workflow.Step {
-	child := map[workflow.State]bool{}
+func NodeSteps(d NodeData) map[workflow.State]workflow.Step {
+	out := map[workflow.State]workflow.Step{}
 	for _, st := range ChildStates {
-		child[st] = true
-	}
-	out := map[string]workflow.Step{}
-	for _, sd := range workflow.InstallDefinition().States {
-		if child[sd.Name] {
-			out[sd.Step] = NodeStep{Name: string(sd.Name), D: d}
-		}
+		out[st] = NodeStep{Name: string(st), D: d}
 	}
 	return out
 }

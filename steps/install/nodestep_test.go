@@ -108,8 +108,8 @@ func (f *fixture) Child() ChildRunner {
 func (f *fixture) runner() *workflow.Runner {
 	steps := NodeSteps(f)
 	for _, sd := range workflow.InstallDefinition().States {
-		if _, ok := steps[sd.Step]; !ok || sd.Name == workflow.InstallWaitReady {
-			steps[sd.Step] = rootStub{}
+		if _, ok := steps[sd.Name]; !ok || sd.Name == workflow.InstallWaitReady {
+			steps[sd.Name] = rootStub{}
 		}
 	}
 	return &workflow.Runner{Def: workflow.InstallDefinition(), Steps: steps, Journal: f.journal,

@@ -110,13 +110,13 @@ func TestNewerInstallerStartsOverReplacingLeftoversThatDiffer(t *testing.T) {
 // cut in the lease step (an Inspect state).
 func (f *runFixture) leaseInterrupted(t *testing.T, version string) {
 	t.Helper()
-	steps := map[string]workflow.Step{}
+	steps := map[workflow.State]workflow.Step{}
 	def := workflow.InstallDefinition()
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, sd := range def.States {
-		steps[sd.Step] = rootStub{}
+		steps[sd.Name] = rootStub{}
 	}
-	steps[string(workflow.InstallLease)] = workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
+	steps[workflow.InstallLease] = workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
 		cancel()
 		return workflow.Result{}, context.Canceled
 	})

@@ -157,7 +157,7 @@ func newHostFixture(t *testing.T) *hostFixture {
 func (f *hostFixture) run(t *testing.T) (*workflow.Report, error) {
 	t.Helper()
 	steps := Steps(f.env)
-	steps[string(workflow.InstallWaitReady)] = rootStub{} // the fixture's Core has no identity route
+	steps[workflow.InstallWaitReady] = rootStub{} // the fixture's Core has no identity route
 	if err := os.MkdirAll(filepath.Dir(f.journal), 0o700); err != nil {
 		t.Fatal(err)
 	}

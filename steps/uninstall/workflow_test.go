@@ -170,11 +170,11 @@ func installJournal(t *testing.T, h layout.Host) {
 	t.Helper()
 	must(t, os.MkdirAll(h.JournalDir(id), 0o700))
 	def := workflow.InstallDefinition()
-	steps := map[string]workflow.Step{}
+	steps := map[workflow.State]workflow.Step{}
 	for _, sd := range def.States {
-		name := sd.Step
+		name := sd.Name
 		st := workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
-			if name == string(workflow.InstallWaitReady) {
+			if name == workflow.InstallWaitReady {
 				return workflow.Result{}, errors.New("the node did not become ready")
 			}
 			return workflow.Result{}, nil
