@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 // inspectFlags are the flags of status and leases.
@@ -49,6 +52,22 @@ func (c *cli) inspectCommand(use, short, long, example, prefix string, run func(
 	f.bind(cmd.Flags())
 	c.bindHostRoot(cmd.Flags())
 	return cmd
+}
+
+// dialSystemd, when set, is how status reaches systemd instead of the
+// host's system bus (tests).
+var dialSystemd func(context.Context) (status.UnitReader, error)
+
+// inspectTimeout, when set, replaces status.DefaultTimeout as the deadline
+// of the service-account child of status and leases (tests).
+var inspectTimeout time.Duration
+
+// inspectOptions is what status and leases read, and how their
+// service-account child runs: its output to stderr, its signals through
+// childSignals.
+func (c *cli) inspectOptions(f inspectFlags) status.Options {
+	return status.Options{Host: c.host(), InstallationID: f.installationID, Output: c.stderr, Signals: childSignals,
+		Timeout: inspectTimeout, Systemd: dialSystemd, InstallCommand: continueCommand}
 }
 
 // lessGC lets the heap of a read-only inspection grow to five times its

@@ -21,6 +21,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/status"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -123,7 +124,7 @@ func resumeAdvice(h layout.Host, f *installerFlags) string {
 	}
 	if !registered {
 		rep, err := workflow.InspectJournal(install.JournalPath(h, id), workflow.Lookup)
-		if err != nil || !registerBegun(rep) {
+		if err != nil || !status.RegisterBegun(rep) {
 			return withToken
 		}
 	}

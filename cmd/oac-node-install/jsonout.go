@@ -7,11 +7,6 @@ import (
 	"io"
 )
 
-// jsonFormat is the format version every JSON document of status and leases
-// carries in its "format" field. A change that removes or renames a field,
-// or changes its meaning, increments it.
-const jsonFormat = 1
-
 // writeJSON prints v as one indented JSON document. encoding/json leaves DEL
 // and the C1 controls (U+0080–U+009F; U+009B is CSI) unescaped, and the
 // values come from files and a process the service account controls, so they

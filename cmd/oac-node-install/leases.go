@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 const leasesLong = `Show every Runtime generation's lease of every node on this host (or the one
@@ -25,22 +26,13 @@ func (c *cli) leasesCommand() *cobra.Command {
 		leasesLong, leasesExample, prefixLeases, c.runLeases)
 }
 
-// leasesDocument is `leases --json`.
-type leasesDocument struct {
-	Format int          `json:"format"`
-	Nodes  []nodeLeases `json:"nodes"`
-}
-
 // runLeases prints every generation's lease, its holders, its records and,
-// for every stuck case, what an operator checks or runs next.
+// for every stuck case, what an operator checks or runs next
+// (status.Leases).
 func (c *cli) runLeases(ctx context.Context, f inspectFlags) error {
-	nodes, err := readNodes(ctx, c.host(), inspectRequest{InstallationID: f.installationID, Leases: true}, c.stderr)
+	doc, err := status.Leases(ctx, c.inspectOptions(f))
 	if err != nil {
 		return err
-	}
-	doc := leasesDocument{Format: jsonFormat, Nodes: make([]nodeLeases, 0, len(nodes))}
-	for _, n := range nodes {
-		doc.Nodes = append(doc.Nodes, n.nodeLeases)
 	}
 	if f.json {
 		return writeJSON(c.stdout, doc)
@@ -51,7 +43,7 @@ func (c *cli) runLeases(ctx context.Context, f inspectFlags) error {
 
 // printLeases prints the nodes' leases as text; every value read from the
 // node root or /proc passes field.
-func printLeases(w io.Writer, nodes []nodeLeases) {
+func printLeases(w io.Writer, nodes []status.NodeLeases) {
 	if len(nodes) == 0 {
 		fmt.Fprintln(w, "No node on this host.")
 		return
@@ -64,7 +56,7 @@ func printLeases(w io.Writer, nodes []nodeLeases) {
 	}
 }
 
-func printNode(w io.Writer, n nodeLeases) {
+func printNode(w io.Writer, n status.NodeLeases) {
 	fmt.Fprintf(w, "  node %s (%s)\n", field(n.InstallationID), field(n.NodeRoot))
 	if n.Error != "" {
 		fmt.Fprintf(w, "    error: %s\n", field(n.Error))

@@ -11,8 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 const (
@@ -58,10 +60,14 @@ func fakeHost(t *testing.T) (root, gens string) {
 	return root, gens
 }
 
+// documentFormat decodes the JSON documents of status and leases strictly,
+// as root decodes the child's answer: one reading only.
+var documentFormat = strictjson.Format{MaxSize: 8 << 20}
+
 // leasesJSON is `leases --json` as the README documents it.
 type leasesJSON struct {
-	Format int          `json:"format"`
-	Nodes  []nodeLeases `json:"nodes"`
+	Format int                 `json:"format"`
+	Nodes  []status.NodeLeases `json:"nodes"`
 }
 
 func TestLeasesShowsHoldersAndStuckLeases(t *testing.T) {
@@ -81,7 +87,7 @@ func TestLeasesShowsHoldersAndStuckLeases(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var got leasesJSON
-	if err := inspectionFormat.Decode([]byte(out), &got); err != nil {
+	if err := documentFormat.Decode([]byte(out), &got); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if got.Format != 1 || len(got.Nodes) != 1 || len(got.Nodes[0].Generations) != 2 {
@@ -205,7 +211,7 @@ func TestLeasesSanitizeWhatTheServiceAccountWrote(t *testing.T) {
 		t.Errorf("leases --json does not escape C1 and DEL:\n%s", out)
 	}
 	var got leasesJSON
-	if err := inspectionFormat.Decode([]byte(out), &got); err != nil {
+	if err := documentFormat.Decode([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
 	found := false

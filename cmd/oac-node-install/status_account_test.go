@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 // An account oac-node that is not the one the bookkeeping records (uid
@@ -54,7 +56,7 @@ func TestStatusShowsAnAccountNotRecorded(t *testing.T) {
 			}
 			doc, _ := statusDoc(t, h.root, exitAttention)
 			s := doc.Installations[0]
-			if s.Condition != conditionAttention || s.Next != next || s.Bookkeeping == nil || s.Bookkeeping.AccountMismatch != next || s.Registration != nil {
+			if s.Condition != status.ConditionAttention || s.Next != next || s.Bookkeeping == nil || s.Bookkeeping.AccountMismatch != next || s.Registration != nil {
 				t.Errorf("JSON: condition %s next %q bookkeeping %+v registration %+v", s.Condition, s.Next, s.Bookkeeping, s.Registration)
 			}
 		})

@@ -26,6 +26,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
 	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/status"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -39,7 +40,7 @@ const (
 func useSystemd(t *testing.T, sd *systemdtest.Fake) {
 	t.Helper()
 	old := dialSystemd
-	dialSystemd = func(context.Context) (unitReader, error) {
+	dialSystemd = func(context.Context) (status.UnitReader, error) {
 		if sd == nil {
 			return nil, fmt.Errorf("connect to systemd (system bus: no such file or directory): %w", systemd.ErrUnavailable)
 		}
@@ -170,14 +171,14 @@ func must(t *testing.T, err error) {
 
 // statusDoc runs status --json and decodes it strictly into the
 // documented types.
-func statusDoc(t *testing.T, root string, wantCode int) (statusDocument, string) {
+func statusDoc(t *testing.T, root string, wantCode int) (status.Document, string) {
 	t.Helper()
 	code, out, errOut := runOn(t, root, "status", "--json")
 	if code != wantCode {
 		t.Fatalf("status --json: exit %d, want %d\n%s%s", code, wantCode, out, errOut)
 	}
-	var doc statusDocument
-	if err := inspectionFormat.Decode([]byte(out), &doc); err != nil {
+	var doc status.Document
+	if err := documentFormat.Decode([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if strings.Contains(out, "null") {
@@ -193,7 +194,7 @@ func TestStatusHealthyInstallation(t *testing.T) {
 		t.Fatalf("want format 1 and one installation:\n%s", out)
 	}
 	s := doc.Installations[0]
-	if s.Condition != conditionOK || s.Next != "" {
+	if s.Condition != status.ConditionOK || s.Next != "" {
 		t.Errorf("condition %s next %q", s.Condition, s.Next)
 	}
 	if u := s.Unit; u == nil || !u.Reachable || u.ActiveState != "active" || u.SubState != "running" || u.LoadState != "loaded" || u.Result != "success" {
@@ -206,7 +207,7 @@ func TestStatusHealthyInstallation(t *testing.T) {
 		t.Errorf("core %+v", s.Core)
 	}
 	b := s.Bookkeeping
-	if b == nil || b.State != bookkeepingPresent || b.Installation == nil || b.Account == nil || !b.Account.Created || b.Account.UID != 65534 ||
+	if b == nil || b.State != status.BookkeepingPresent || b.Installation == nil || b.Account == nil || !b.Account.Created || b.Account.UID != 65534 ||
 		len(b.GroupsAdded) != 1 || b.GroupsAdded[0] != "docker" || len(b.Files) != 2 || len(b.Networks) != 1 {
 		t.Errorf("bookkeeping %+v", b)
 	}
@@ -305,7 +306,7 @@ func TestStatusNeedsAttention(t *testing.T) {
 				t.Errorf("want next %q:\n%s", tc.next, out)
 			}
 			doc, _ := statusDoc(t, h.root, tc.code)
-			if s := doc.Installations[0]; !strings.Contains(s.Next, tc.next) || (s.Condition == conditionAttention) != (tc.code == exitAttention) {
+			if s := doc.Installations[0]; !strings.Contains(s.Next, tc.next) || (s.Condition == status.ConditionAttention) != (tc.code == exitAttention) {
 				t.Errorf("JSON: condition %s next %q", s.Condition, s.Next)
 			}
 		})
@@ -384,8 +385,8 @@ func TestStatusShowsARunningWorkflow(t *testing.T) {
 	doc, jsonOut := statusDoc(t, h.root, exitOK)
 	assertNoTerminalControls(t, "status --json", jsonOut)
 	s := doc.Installations[0]
-	w := s.workflow("install")
-	if s.Condition != conditionRunning || s.Next != "" || w == nil || w.Running == nil || w.Running.PID != pid || w.Running.UID != 0 || w.Running.Command != hostile {
+	w := s.Workflow("install")
+	if s.Condition != status.ConditionRunning || s.Next != "" || w == nil || w.Running == nil || w.Running.PID != pid || w.Running.UID != 0 || w.Running.Command != hostile {
 		t.Errorf("JSON: %s %q %+v", s.Condition, s.Next, w)
 	}
 }

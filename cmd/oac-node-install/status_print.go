@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 // printStatus prints the installations as text; every value read from a
 // journal, the node root, the bookkeeping, systemd or Core passes field.
-func printStatus(w io.Writer, insts []installationStatus) {
+func printStatus(w io.Writer, insts []status.Installation) {
 	if len(insts) == 0 {
 		fmt.Fprintln(w, "No installation on this host.")
 		return
@@ -22,7 +23,7 @@ func printStatus(w io.Writer, insts []installationStatus) {
 		}
 		cond := s.Condition
 		switch {
-		case s.Condition == conditionAttention:
+		case s.Condition == status.ConditionAttention:
 			cond = "needs attention"
 		case s.Uninstalled:
 			cond += " (uninstalled)"
@@ -55,7 +56,7 @@ func printStatus(w io.Writer, insts []installationStatus) {
 }
 
 // unitLine is systemd's view of the unit in one line.
-func unitLine(u *unitStatus) string {
+func unitLine(u *status.UnitStatus) string {
 	if !u.Reachable {
 		return field(u.Name) + ": systemd not reachable (" + field(u.Error) + ")"
 	}
@@ -115,12 +116,12 @@ func coreLine(c *generation.CoreView) string {
 	return s
 }
 
-func printBookkeeping(w io.Writer, b *bookkeepingStatus) {
+func printBookkeeping(w io.Writer, b *status.BookkeepingStatus) {
 	switch b.State {
-	case bookkeepingNone:
+	case status.BookkeepingNone:
 		fmt.Fprintf(w, "  bookkeeping:   none (%s does not exist)\n", field(b.Database))
 		return
-	case bookkeepingPresent:
+	case status.BookkeepingPresent:
 	default:
 		fmt.Fprintf(w, "  bookkeeping:   %s: %s\n", field(b.State), field(b.Error))
 		return
@@ -152,7 +153,7 @@ func printBookkeeping(w io.Writer, b *bookkeepingStatus) {
 	}
 }
 
-func printReport(w io.Writer, ws workflowStatus) {
+func printReport(w io.Writer, ws status.WorkflowStatus) {
 	r := &ws.Report
 	name := r.Workflow
 	if name == "" {

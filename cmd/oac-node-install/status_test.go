@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/status"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -83,7 +84,7 @@ func TestStatusShowsRootAndNodeWorkflows(t *testing.T) {
 	if inst.InstallationID != testID || inst.Condition != "needs-attention" || !strings.Contains(inst.Next, "rerun the install command") {
 		t.Errorf("installation: %s %s next %q", inst.InstallationID, inst.Condition, inst.Next)
 	}
-	byName := map[string]*workflowStatus{}
+	byName := map[string]*status.WorkflowStatus{}
 	listed := map[string]int{}
 	for i, r := range inst.Workflows {
 		byName[r.Workflow] = &inst.Workflows[i]

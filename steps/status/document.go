@@ -1,0 +1,178 @@
+package status
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/lease"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// Format is the format version every JSON document of status and leases
+// carries in its "format" field. A change that removes or renames a field,
+// or changes its meaning, increments it.
+const Format = 1
+
+// Document is `status --json` (CONTRACT §10): {"format":1,
+// "installations":[…]}, every list [] when empty, never null.
+type Document struct {
+	Format        int            `json:"format"`
+	Installations []Installation `json:"installations"`
+}
+
+// NeedsAttention reports whether an installation of the document needs
+// attention: status then exits 2.
+func (d Document) NeedsAttention() bool {
+	for _, s := range d.Installations {
+		if s.Condition == ConditionAttention {
+			return true
+		}
+	}
+	return false
+}
+
+// LeasesDocument is `leases --json`.
+type LeasesDocument struct {
+	Format int          `json:"format"`
+	Nodes  []NodeLeases `json:"nodes"`
+}
+
+// Installation conditions.
+const (
+	ConditionOK        = "ok"
+	ConditionAttention = "needs-attention"
+	// ConditionRunning: a workflow of the installation is running (a live
+	// process holds its journal's lock) and nothing else needs attention.
+	ConditionRunning = "running"
+)
+
+// Installation is one installation: its workflow journals, root's first,
+// what root's records, systemd, the node root and Core say of it, its
+// node root's leases, and whether it needs attention.
+type Installation struct {
+	InstallationID string `json:"installation_id"`
+	// Condition is "ok", "needs-attention" or "running".
+	Condition string `json:"condition"`
+	// Next is, when the installation needs attention, the one command to run
+	// or thing to check next.
+	Next string `json:"next,omitempty"`
+	// Uninstalled is set once an uninstallation completed and the node
+	// was not installed again.
+	Uninstalled bool             `json:"uninstalled,omitempty"`
+	Workflows   []WorkflowStatus `json:"workflows"`
+	// Bookkeeping is what installer.db records (read-only).
+	Bookkeeping *BookkeepingStatus `json:"bookkeeping"`
+	// Unit is systemd's view of the node's unit; absent once uninstalled.
+	Unit *UnitStatus `json:"unit,omitempty"`
+	// Registration and Core are read as the service account; absent when
+	// the host has no node root for the installation.
+	Registration *generation.Registration `json:"registration,omitempty"`
+	Core         *generation.CoreView     `json:"core,omitempty"`
+	// Node is the node root's leases; absent when the host has no node root
+	// for the installation.
+	Node *NodeLeases `json:"node,omitempty"`
+
+	record    *HostRecord
+	recordErr error
+}
+
+// Workflow returns the report of root's journal of the named workflow
+// (<name>.journal), or nil.
+func (s *Installation) Workflow(name string) *WorkflowStatus {
+	for i := range s.Workflows {
+		if w := &s.Workflows[i]; w.Workflow == name && filepath.Base(w.Journal) == name+".journal" {
+			return w
+		}
+	}
+	return nil
+}
+
+// NodeLeases is one node root's generation leases: an element of
+// `leases --json`'s "nodes", and a status installation's "node".
+type NodeLeases struct {
+	InstallationID string                   `json:"installation_id"`
+	NodeRoot       string                   `json:"node_root"`
+	Generations    []lease.GenerationReport `json:"generations"`
+	Error          string                   `json:"error,omitempty"`
+}
+
+// WorkflowStatus is one workflow journal's report and, while a live
+// process holds the journal's lock, that process: the workflow is running.
+type WorkflowStatus struct {
+	workflow.Report
+	Running *ProcessInfo `json:"running,omitempty"`
+}
+
+// ProcessInfo is a process holding a journal's lock. Command is argv[0],
+// which the process sets freely: whoever prints it sanitizes it.
+type ProcessInfo struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	UID     int    `json:"uid"`
+}
+
+// UnitStatus is systemd's view of an installation's unit.
+type UnitStatus struct {
+	Name string `json:"name"`
+	// Reachable is false when systemd could not be asked; Error says why.
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	systemd.UnitProperties
+	// LastExit says how the last main process ended, as text.
+	LastExit string `json:"last_exit,omitempty"`
+}
+
+// Bookkeeping states.
+const (
+	BookkeepingPresent = "present" // read; Installation is absent when it has no entry
+	BookkeepingNone    = "none"    // no database on this host
+	BookkeepingBusy    = "busy"    // another process held it open
+	BookkeepingError   = "error"   // it cannot be read
+	BookkeepingDamaged = "damaged" // it is not a whole, consistent database (bookkeeping.ErrDamaged)
+	// BookkeepingDenied: this process may not read it (status not run as
+	// root); no reason for attention.
+	BookkeepingDenied = "denied"
+)
+
+// BookkeepingStatus is what the bbolt bookkeeping records for one
+// installation, and the account and groups, which are the host's.
+type BookkeepingStatus struct {
+	Database     string                    `json:"database"`
+	State        string                    `json:"state"`
+	Error        string                    `json:"error,omitempty"`
+	Installation *bookkeeping.Installation `json:"installation,omitempty"`
+	Account      *bookkeeping.Account      `json:"account,omitempty"`
+	GroupsAdded  []string                  `json:"groups_added"`
+	Files        []BookkeepingFile         `json:"files"`
+	Networks     []string                  `json:"networks"`
+	// AccountMismatch, when set, says that the host's account oac-node is
+	// not the one recorded (gone, or made again with other ids) and names
+	// the recovery; the node roots are then not read as that account.
+	AccountMismatch string `json:"account_mismatch,omitempty"`
+}
+
+// BookkeepingFile is a file the installer wrote for the installation.
+type BookkeepingFile struct {
+	Path    string    `json:"path"`
+	Kind    string    `json:"kind"`
+	Created time.Time `json:"created"`
+}
+
+// HostRecord is root's record of an installation, /etc/oac-node/<id>.json
+// (CONTRACT §3.4, §10): where the node's Core is.
+type HostRecord struct {
+	Provider            string `json:"provider"`
+	CoreURL             string `json:"core_url"`
+	AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
+	CoreCASHA256        string `json:"core_ca_sha256"`
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

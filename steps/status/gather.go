@@ -1,0 +1,161 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+)
+
+// Options say which host and installations status and leases read, and
+// how root runs the service account's child that reads the node roots.
+type Options struct {
+	// Host is the set of host paths read.
+	Host layout.Host
+	// InstallationID, when set, reads only that installation (a canonical
+	// UUID the command line checked).
+	InstallationID string
+	// Output receives the child's stdout and stderr, sanitized
+	// (privsep.Options.Output).
+	Output io.Writer
+	// Signals is the child's signal source (privsep.Options.Signals).
+	Signals <-chan os.Signal
+	// Timeout bounds the child; 0 is DefaultTimeout.
+	Timeout time.Duration
+	// Systemd connects to systemd (Gather only); nil dials the host's
+	// system bus.
+	Systemd func(context.Context) (UnitReader, error)
+	// InstallCommand (Gather only) spells the install command, without a
+	// token, that continues installation id from root's host record rec,
+	// for a node that has its credential; ok is false when a recorded
+	// value is not one the command accepts. The command line owns its
+	// flags and what they accept, so it spells the command; Gather decides
+	// when to name it. Nil names the command Web generated instead.
+	InstallCommand func(h layout.Host, id string, rec *HostRecord) (cmd string, ok bool)
+}
+
+// Gather reads the state of every installation on the host (or the one
+// named) and assesses each. It writes nothing: journals are scanned, locks
+// only looked up in /proc/locks, the bookkeeping opened read-only, systemd
+// and Core only asked. An error is status's own failure (exit 1); an
+// installation that needs attention is in the document.
+func Gather(ctx context.Context, o Options) (Document, error) {
+	host := o.Host
+	byID := map[string]*Installation{}
+	get := func(id string) *Installation {
+		s := byID[id]
+		if s == nil {
+			s = &Installation{InstallationID: id, Workflows: []WorkflowStatus{}}
+			byID[id] = s
+		}
+		return s
+	}
+	want := func(id string) bool { return o.InstallationID == "" || id == o.InstallationID }
+	// Root's journals (install, uninstall) are root's own files.
+	paths, err := findJournals(host, o.InstallationID)
+	if err != nil {
+		return Document{}, err
+	}
+	for _, p := range paths {
+		s := get(filepath.Base(filepath.Dir(p)))
+		s.Workflows = append(s.Workflows, inspectWorkflow(p))
+	}
+	books := readBookkeeping(host)
+	for _, id := range append(recordIDs(host), books.ids()...) {
+		if want(id) {
+			get(id)
+		}
+	}
+	records := map[string]*HostRecord{}
+	for id, s := range byID {
+		s.record, s.recordErr = readHostRecord(host, id)
+		if !s.uninstalled() {
+			records[id] = s.record
+		}
+	}
+	// The node roots' journals, leases and registration belong to the
+	// service account: read as that account, which also asks Core at
+	// root's address of it. Each journal is listed once, among the
+	// installation's workflows.
+	nodes, err := readNodesAs(ctx, o, books, Request{InstallationID: o.InstallationID, Journals: true, Leases: true,
+		Status: true, Core: coreRequests(records)})
+	if err != nil {
+		return Document{}, err
+	}
+	for _, n := range nodes {
+		s := get(n.InstallationID)
+		s.Workflows = append(s.Workflows, n.Journals...)
+		leases := n.NodeLeases
+		s.Node = &leases
+		s.Registration = n.Registration
+		if !s.uninstalled() {
+			s.Core = n.Core
+		}
+	}
+	var present []string
+	for id, s := range byID {
+		s.Bookkeeping = books.forInstallation(host, id)
+		if !s.uninstalled() {
+			present = append(present, id)
+		}
+	}
+	for id, u := range readUnits(ctx, o.Systemd, present) {
+		byID[id].Unit = u
+	}
+	doc := Document{Format: Format, Installations: []Installation{}}
+	for _, s := range byID {
+		s.assess(advisor{host: host, installCommand: o.InstallCommand})
+		doc.Installations = append(doc.Installations, *s)
+	}
+	sort.Slice(doc.Installations, func(i, j int) bool {
+		return doc.Installations[i].InstallationID < doc.Installations[j].InstallationID
+	})
+	return doc, nil
+}
+
+// Leases reads every generation's lease of every node root on the host (or
+// the one named), as the service account: the lease's state, its holders,
+// its records and, for every stuck case, what an operator checks or runs
+// next.
+func Leases(ctx context.Context, o Options) (LeasesDocument, error) {
+	nodes, err := ReadNodes(ctx, o, Request{InstallationID: o.InstallationID, Leases: true})
+	if err != nil {
+		return LeasesDocument{}, err
+	}
+	doc := LeasesDocument{Format: Format, Nodes: make([]NodeLeases, 0, len(nodes))}
+	for _, n := range nodes {
+		doc.Nodes = append(doc.Nodes, n.NodeLeases)
+	}
+	return doc, nil
+}
+
+// findJournals lists root's journal files of one or every installation:
+// /var/lib/oac-node-install/<id>/*.journal, for canonical ids.
+func findJournals(host layout.Host, id string) ([]string, error) {
+	ids := "*"
+	if id != "" {
+		ids = id
+	}
+	pattern := filepath.Join(host.JournalsRoot(), ids, "*.journal")
+	m, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("list journals %s: %w", pattern, err)
+	}
+	var out []string
+	for _, p := range m {
+		if !ident.CanonicalUUID(filepath.Base(filepath.Dir(p))) {
+			continue
+		}
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,112 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+)
+
+// Root's facts about the installations, each read without changing
+// anything: the host records and systemd's view of the units (the
+// bookkeeping is in bookkeeping.go).
+
+// UnitReader is the part of systemd status uses.
+type UnitReader interface {
+	Properties(ctx context.Context, unit string) (systemd.UnitProperties, error)
+	Close() error
+}
+
+func dialSystemd(ctx context.Context) (UnitReader, error) { return systemd.Dial(ctx) }
+
+// systemdTimeout bounds status's connection to systemd and each query.
+const systemdTimeout = 5 * time.Second
+
+// readUnits asks systemd, connected by dial (nil: the host's), about each
+// installation's unit. When systemd cannot be reached every unit says so;
+// that is no failure of status.
+func readUnits(ctx context.Context, dial func(context.Context) (UnitReader, error), ids []string) map[string]*UnitStatus {
+	out := map[string]*UnitStatus{}
+	for _, id := range ids {
+		out[id] = &UnitStatus{Name: layout.UnitName(id)}
+	}
+	if len(ids) == 0 {
+		return out
+	}
+	if dial == nil {
+		dial = dialSystemd
+	}
+	// go-systemd closes the connection when the dial's context ends: it
+	// lasts for all the queries, each bounded by its own timeout.
+	dctx, cancel := context.WithTimeout(ctx, systemdTimeout*time.Duration(1+len(ids)))
+	defer cancel()
+	sd, err := dial(dctx)
+	if err != nil {
+		for _, u := range out {
+			u.Error = err.Error()
+		}
+		return out
+	}
+	defer sd.Close()
+	for _, u := range out {
+		qctx, cancel := context.WithTimeout(dctx, systemdTimeout)
+		p, err := sd.Properties(qctx, u.Name)
+		cancel()
+		if err != nil {
+			u.Error = err.Error()
+			continue
+		}
+		u.Reachable, u.UnitProperties, u.LastExit = true, p, p.LastExit()
+	}
+	return out
+}
+
+// maxHostRecord bounds a host record.
+const maxHostRecord = 1 << 16
+
+// readHostRecord reads the host record of id: nil when there is none.
+func readHostRecord(h layout.Host, id string) (*HostRecord, error) {
+	dir, err := safefile.OpenRoot(h.EtcDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	data, err := dir.ReadFile(id+".json", safefile.Expect{UID: 0, MaxSize: maxHostRecord})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec HostRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("the host record %s: %w", h.Record(id), err)
+	}
+	return &rec, nil
+}
+
+// recordIDs lists the installations the host records name
+// (/etc/oac-node/<id>.json, canonical ids).
+func recordIDs(h layout.Host) []string {
+	m, _ := filepath.Glob(filepath.Join(h.EtcDir(), "*-*-*-*-*.json"))
+	var ids []string
+	for _, p := range m {
+		id := strings.TrimSuffix(filepath.Base(p), ".json")
+		if ident.CanonicalUUID(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
