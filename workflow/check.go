@@ -61,17 +61,13 @@ func Check(ctx context.Context, def *Definition, steps map[State]Step) (*CheckRe
 			res = Result{}
 		}
 		maps.Copy(rep.Facts, res.Facts)
-		next := sd.On[0].To
-		if res.Event != "" {
-			next = ""
-			for _, t := range sd.On {
-				if t.Event == res.Event {
-					next = t.To
-				}
-			}
-			if next == "" {
-				return rep, fmt.Errorf("%s: step %s checked event %q, which state %s does not have", def.Name, sd.step(), res.Event, sd.Name)
-			}
+		ev := res.Event
+		if ev == "" {
+			ev = sd.On[0].Event
+		}
+		next, err := def.Next(sd.Name, ev)
+		if err != nil {
+			return rep, fmt.Errorf("%s: step %s checked event %q, which state %s does not have", def.Name, sd.step(), res.Event, sd.Name)
 		}
 		s = next
 	}

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -113,6 +114,22 @@ func (d *Definition) Events() fsm.Events {
 // has no callbacks: the engine does all fallible work outside fsm.
 func (d *Definition) NewFSM(s State) *fsm.FSM {
 	return fsm.NewFSM(string(s), d.Events(), nil)
+}
+
+// Next returns the state event ev leads to from state from. A fresh fsm in
+// from decides, so that the engine, Check and replay move by the one
+// transition table fsm checks; the error says why ev is not a move from
+// from (an unknown event, one from another state, or none out of the final
+// state). An empty ev is no event: the caller names the state's first
+// transition's event when a step names none.
+func (d *Definition) Next(from State, ev Event) (State, error) {
+	m := d.NewFSM(from)
+	// Never a context that can be cancelled: a cancelled Event wedges the
+	// machine (this one is thrown away, but the rule holds for every Event).
+	if err := m.Event(context.Background(), string(ev)); err != nil {
+		return "", err
+	}
+	return State(m.Current()), nil
 }
 
 // Validate checks the definition's own consistency: unique state names,

@@ -25,6 +25,9 @@ func TestDefinitionsWalkEveryPath(t *testing.T) {
 					if State(m.Current()) != tr.To {
 						t.Fatalf("%s --%s--> %s, want %s", sd.Name, tr.Event, m.Current(), tr.To)
 					}
+					if to, err := def.Next(sd.Name, tr.Event); err != nil || to != tr.To {
+						t.Fatalf("Next(%s, %s) = %s, %v, want %s", sd.Name, tr.Event, to, err, tr.To)
+					}
 				}
 			}
 			// Every path from the initial state ends in the final state.
@@ -51,6 +54,31 @@ func TestDefinitionsWalkEveryPath(t *testing.T) {
 		if !names[n] {
 			t.Errorf("missing workflow %s", n)
 		}
+	}
+}
+
+// Next refuses what is not a move: an unknown event, another state's
+// event, no event, an unknown state and any event out of the final state.
+func TestNextRefusesWhatIsNotAMove(t *testing.T) {
+	d := testDef()
+	for name, c := range map[string]struct {
+		from State
+		ev   Event
+	}{
+		"unknown event":    {"first", "nonsense"},
+		"another state's":  {"first", "second_done"},
+		"no event":         {"first", ""},
+		"unknown state":    {"nowhere", "first_done"},
+		"out of the final": {d.Final, "fourth_done"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if to, err := d.Next(c.from, c.ev); err == nil {
+				t.Fatalf("Next(%s, %s) = %s, want an error", c.from, c.ev, to)
+			}
+		})
+	}
+	if to, err := d.Next("first", "skip"); err != nil || to != "fourth" {
+		t.Fatalf("Next(first, skip) = %s, %v, want fourth", to, err)
 	}
 }
 

@@ -21,8 +21,9 @@
 //
 // fsm keeps no state on disk. The run's state is the replayed journal's:
 // every state a record names is checked against the definition (fsm would
-// accept any name), and each done record's event is checked by a fresh fsm
-// in the current state, which must lead where the record says. A begin
+// accept any name), and each done record's event is checked by
+// Definition.Next (a fresh fsm in the current state), which must lead where
+// the record says. The engine and Check move by the same Next. A begin
 // without a matching done or fail is an interrupted step, resolved by the
 // step's policy. Fallible work runs in the engine loop, never in fsm
 // callbacks, and Event is never given a context that can be cancelled: a

@@ -360,13 +360,8 @@ func (e *execution) finish(sd StateDef, res Result, verified bool) error {
 	if ev == "" {
 		ev = sd.On[0].Event
 	}
-	var to State
-	for _, t := range sd.On {
-		if t.Event == ev {
-			to = t.To
-		}
-	}
-	if to == "" {
+	to, err := e.r.Def.Next(sd.Name, ev)
+	if err != nil {
 		return e.fail(sd, fmt.Errorf("step returned event %q, which state %s does not have", ev, sd.Name))
 	}
 	if err := e.append(Record{Type: RecordDone, State: sd.Name, Step: sd.step(), Event: ev, To: to, Facts: res.Facts, Verified: verified}); err != nil {
