@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
@@ -74,7 +73,7 @@ func unitLine(u *status.UnitStatus) string {
 	return s
 }
 
-func registrationLine(r *generation.Registration) string {
+func registrationLine(r *status.Registration) string {
 	s := field(r.State)
 	if r.NodeID != "" {
 		s += ", node " + field(r.NodeID)
@@ -85,13 +84,13 @@ func registrationLine(r *generation.Registration) string {
 	return s
 }
 
-func coreLine(c *generation.CoreView) string {
+func coreLine(c *status.CoreView) string {
 	var s string
 	if c.URL != "" {
 		s = field(c.URL) + ": "
 	}
 	switch c.State {
-	case generation.CoreReady, generation.CoreProviderNotReady, generation.CoreNotConnected:
+	case status.CoreReady, status.CoreProviderNotReady, status.CoreNotConnected:
 		switch {
 		case !c.Connected:
 			s += "not connected"
@@ -103,9 +102,9 @@ func coreLine(c *generation.CoreView) string {
 		if c.Diagnostic != "" {
 			s += " (" + field(c.Diagnostic) + ")"
 		}
-	case generation.CoreRemoved:
+	case status.CoreRemoved:
 		s += "removed in Core (HTTP 401: the node's credential is no longer accepted)"
-	case generation.CoreUnreachable:
+	case status.CoreUnreachable:
 		s += "unreachable (" + field(c.Error) + ")"
 	default:
 		s += field(c.State)

@@ -2,220 +2,55 @@ package generation
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"regexp"
-	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
 )
 
-// StatusCoreTimeout bounds status's one request to Core: status shows an
-// unreachable Core, it never waits for one.
-var StatusCoreTimeout = 5 * time.Second
+// What steps/status reads through this package, as the service account:
+// the node root opened as uninstall opens it, the Core CA copy checked as
+// uninstall checks it, and Core's identity route asked with the node's
+// credential, which never leaves CoreClient.
 
-// NodeStatusRequest is what status asks the service account about one
-// node. The Core address, its insecure-origin policy and the CA's sha256
-// are root's record of the installation, never the node's files; an empty
-// CoreURL asks for the registration only.
-type NodeStatusRequest struct {
-	InstallationID      string `json:"installation_id"`
-	CoreURL             string `json:"core_url,omitempty"`
-	AllowInsecureOrigin bool   `json:"allow_insecure_origin,omitempty"`
-	CoreCASHA256        string `json:"core_ca_sha256,omitempty"`
+// OpenNodeRoot opens the node root of installation id beneath home,
+// through no symbolic link (the home's subdirectories are the service
+// account's to replace).
+func OpenNodeRoot(home, id string) (*safefile.Root, error) {
+	return UninstallOptions{Home: home}.openNodeRoot(id)
 }
 
-// Registration states.
-const (
-	// RegistrationNone: neither state/node/identity.json nor
-	// registered.json exists; the node never started to register.
-	RegistrationNone = "not-registered"
-	// RegistrationPending: the node wrote its identity (before enrolling)
-	// but the installation never recorded the registration.
-	RegistrationPending = "pending"
-	// RegistrationDone: registered.json and a valid identity exist.
-	RegistrationDone = "registered"
-	// RegistrationInvalid: the identity is missing next to
-	// registered.json, unsafe or not this node's.
-	RegistrationInvalid = "invalid"
-)
-
-// Registration is the node's registration as its node root shows it. The
-// credential is never part of it.
-type Registration struct {
-	State string `json:"state"`
-	// NodeID is the node's id from state/node/identity.json.
-	NodeID string `json:"node_id,omitempty"`
-	// CoreURL is the Core the identity names.
-	CoreURL string `json:"core_url,omitempty"`
-	Error   string `json:"error,omitempty"`
+// CoreRoots is the system roots plus the node's CA copy in root, which
+// must be owned by uid and have the sha256 root recorded; with no sha256
+// recorded, the system roots only.
+func CoreRoots(root *safefile.Root, uid int, sha string) (*trust.Roots, error) {
+	return uninstallPool(root, uid, sha)
 }
 
-// Core view states.
-const (
-	CoreReady            = "ready"              // connected and provider ready
-	CoreProviderNotReady = "provider-not-ready" // connected, provider not ready
-	CoreNotConnected     = "not-connected"      // Core lists the node, which is not connected
-	CoreRemoved          = "removed"            // HTTP 401: Core no longer accepts the credential
-	CoreUnreachable      = "unreachable"        // no answer within StatusCoreTimeout
-	CoreAnswered         = "error"              // another HTTP status, or an answer for another node
-	CoreNotAsked         = "not-asked"          // no identity to ask with, or no record of Core
-)
+// TransportReason is a transport error without the URL (which carries the
+// query) and without anything a proxy setting holds.
+func TransportReason(err error) string { return transportReason(err) }
 
-// CoreView is Core's view of the node, from its identity route (CONTRACT
-// §2.3, §2.4) asked with the node credential.
-type CoreView struct {
-	URL           string `json:"url,omitempty"`
-	State         string `json:"state"`
-	HTTPStatus    int    `json:"http_status,omitempty"`
-	Connected     bool   `json:"connected"`
-	ProviderReady bool   `json:"provider_ready"`
-	// Diagnostic is the node's diagnostic code (CONTRACT §6.1) when Core
-	// sends one.
-	Diagnostic string `json:"diagnostic,omitempty"`
-	Error      string `json:"error,omitempty"`
-}
+// RequestError is GetIdentity's error when its request could not be
+// built: nothing was sent.
+type RequestError struct{ Err error }
 
-// NodeStatus reads the registration of the node of req.InstallationID
-// under home (as the service account uid) and, when it has an identity and
-// req names Core, asks Core once, within StatusCoreTimeout, what it knows
-// of the node. It writes nothing. Core is nil when not asked.
-func NodeStatus(ctx context.Context, home string, uid int, proxy download.ProxyEnv, req NodeStatusRequest) (Registration, *CoreView) {
-	in := UninstallOptions{Home: home, UID: uid}
-	root, err := in.openNodeRoot(req.InstallationID)
-	if err != nil {
-		return Registration{State: RegistrationInvalid, Error: err.Error()}, nil
-	}
-	defer root.Close()
-	registered, err := present(root, "registered.json")
-	if err != nil {
-		return Registration{State: RegistrationInvalid, Error: err.Error()}, nil
-	}
-	hasIdentity, err := present(root, "state/node/identity.json")
-	if err != nil {
-		return Registration{State: RegistrationInvalid, Error: err.Error()}, nil
-	}
-	if !hasIdentity {
-		if registered {
-			return Registration{State: RegistrationInvalid, Error: "registered.json exists but state/node/identity.json does not"}, nil
-		}
-		return Registration{State: RegistrationNone}, nil
-	}
-	data, err := root.ReadFile("state/node/identity.json", safefile.Expect{UID: uid, Mode: 0o600, MaxSize: MaxIdentitySize})
-	if err != nil {
-		return Registration{State: RegistrationInvalid, Error: fmt.Sprintf("%v: %v", ErrIdentity, err)}, nil
-	}
-	nid, err := ParseNodeIdentity(data)
-	if err != nil {
-		return Registration{State: RegistrationInvalid, Error: err.Error()}, nil
-	}
-	reg := Registration{State: RegistrationPending, NodeID: nid.Identity.NodeID, CoreURL: nid.CoreURL}
-	if nid.Identity.InstallationID != req.InstallationID {
-		reg.State, reg.Error = RegistrationInvalid, fmt.Sprintf("%v: it names installation %s", ErrIdentity, nid.Identity.InstallationID)
-		return reg, nil
-	}
-	if registered {
-		reg.State = RegistrationDone
-	}
-	if req.CoreURL == "" {
-		return reg, &CoreView{State: CoreNotAsked, Error: "no host record names this node's Core"}
-	}
-	return reg, askCoreStatus(ctx, root, uid, proxy, nid, req)
-}
+func (e *RequestError) Error() string { return e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
 
-// present reports whether rel exists under root (not following links).
-func present(root *safefile.Root, rel string) (bool, error) {
-	ok, err := root.Exists(rel)
+// GetIdentity GETs Core's identity route for the client's node,
+// <origin>/api/v1/sandbox-node/identity?node_id=<id>, once, with the node
+// credential (CONTRACT §2.3). The caller closes the answer's body. An
+// error is a *RequestError when nothing was sent, else http.Client's.
+func (c *CoreClient) GetIdentity(ctx context.Context) (*http.Response, error) {
+	u := c.origin + "/api/v1/sandbox-node/identity?node_id=" + url.QueryEscape(c.nodeID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", root.Join(rel), err)
+		return nil, &RequestError{Err: err}
 	}
-	return ok, nil
-}
-
-// statusAnswer is Core's identity answer as status reads it: the echo it
-// checks, the readiness flags and a diagnostic a newer Core may add.
-type statusAnswer struct {
-	NodeID         string `json:"node_id,omitempty"`
-	InstallationID string `json:"installation_id,omitempty"`
-	Connected      bool   `json:"connected,omitempty"`
-	ProviderReady  bool   `json:"provider_ready,omitempty"`
-	Diagnostic     string `json:"diagnostic,omitempty"`
-}
-
-// diagnosticCode is the shape of a diagnostic code; anything else Core
-// sends is not shown.
-var diagnosticCode = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-
-// askCoreStatus asks Core's identity route once, at root's address of Core.
-func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy download.ProxyEnv, nid *NodeIdentity, req NodeStatusRequest) *CoreView {
-	origin := trimOrigin(req.CoreURL)
-	view := &CoreView{URL: origin}
-	fail := func(state string, err error) *CoreView {
-		view.State, view.Error = state, err.Error()
-		return view
-	}
-	// Core's address and policy are root's, not the identity's.
-	nid.CoreURL, nid.AllowInsecureOrigin = origin, req.AllowInsecureOrigin
-	pool, err := uninstallPool(root, uid, req.CoreCASHA256)
-	if err != nil {
-		return fail(CoreNotAsked, err)
-	}
-	c, err := NewCoreClient(nid, pool, proxy)
-	if err != nil {
-		return fail(CoreNotAsked, err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, StatusCoreTimeout)
-	defer cancel()
-	u := origin + "/api/v1/sandbox-node/identity?node_id=" + url.QueryEscape(nid.Identity.NodeID)
-	hreq, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fail(CoreNotAsked, err)
-	}
-	hreq.Header.Set("Authorization", "Bearer "+c.credential)
-	hreq.Header.Set("Accept", "application/json")
-	hreq.Header.Set("User-Agent", "oac-node-install")
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		if rctx.Err() != nil {
-			return fail(CoreUnreachable, fmt.Errorf("no answer within %s", StatusCoreTimeout))
-		}
-		return fail(CoreUnreachable, errors.New(transportReason(err)))
-	}
-	defer resp.Body.Close()
-	view.HTTPStatus = resp.StatusCode
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		view.State = CoreRemoved
-		return view
-	case resp.StatusCode != http.StatusOK:
-		return fail(CoreAnswered, fmt.Errorf("Core answered HTTP %d", resp.StatusCode))
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxConfigurationSize+1))
-	if err != nil {
-		return fail(CoreUnreachable, errors.New(transportReason(err)))
-	}
-	var a statusAnswer
-	if err := identityAnswerFormat.Decode(body, &a); err != nil {
-		return fail(CoreAnswered, fmt.Errorf("Core's identity answer is not valid: %v", err))
-	}
-	if a.NodeID != nid.Identity.NodeID || a.InstallationID != nid.Identity.InstallationID {
-		return fail(CoreAnswered, errors.New("Core answered for a different node identity"))
-	}
-	view.Connected, view.ProviderReady = a.Connected, a.ProviderReady
-	if diagnosticCode.MatchString(a.Diagnostic) {
-		view.Diagnostic = a.Diagnostic
-	}
-	switch {
-	case a.Connected && a.ProviderReady:
-		view.State = CoreReady
-	case a.Connected:
-		view.State = CoreProviderNotReady
-	default:
-		view.State = CoreNotConnected
-	}
-	return view
+	req.Header.Set("Authorization", "Bearer "+c.credential)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "oac-node-install")
+	return c.http.Do(req)
 }

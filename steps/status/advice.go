@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -119,12 +118,12 @@ func (s *Installation) attention(a advisor) string {
 	switch r := s.Registration; {
 	case r == nil:
 		return rerun + ": the node root " + a.host.NodeRoot(id) + " is missing"
-	case r.State == generation.RegistrationInvalid:
+	case r.State == RegistrationInvalid:
 		return "inspect " + layout.Node{Root: a.host.NodeRoot(id)}.Identity() + ": the node's registration is refused (why is shown with the registration)"
-	case r.State != generation.RegistrationDone:
+	case r.State != RegistrationDone:
 		return s.continueInstall(a, nil) + " (the node's registration was not confirmed)"
 	}
-	if c := s.Core; c != nil && c.State == generation.CoreRemoved {
+	if c := s.Core; c != nil && c.State == CoreRemoved {
 		return "the node was removed in Core (HTTP 401); remove it from this host: sudo oac-node-install --uninstall --installation-id " + id
 	}
 	if u := s.Unit; u != nil && u.Reachable {
@@ -134,9 +133,9 @@ func (s *Installation) attention(a advisor) string {
 	}
 	if c := s.Core; c != nil {
 		switch c.State {
-		case generation.CoreNotConnected:
+		case CoreNotConnected:
 			return "Core reports the node not connected; see the node service's log: sudo journalctl -xeu " + unit
-		case generation.CoreProviderNotReady:
+		case CoreProviderNotReady:
 			return providerNext(c.Diagnostic, unit)
 		}
 	}
@@ -259,7 +258,7 @@ func (s *Installation) hasCredential(r *workflow.Report) bool {
 		return true
 	}
 	reg := s.Registration
-	return reg != nil && (reg.State == generation.RegistrationPending || reg.State == generation.RegistrationDone)
+	return reg != nil && (reg.State == RegistrationPending || reg.State == RegistrationDone)
 }
 
 // ConsolePlaceholder stands, in an install command status names, for the

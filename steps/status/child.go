@@ -9,7 +9,6 @@ import (
 	"sort"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
@@ -34,8 +33,8 @@ type Request struct {
 	Journals       bool   `json:"journals"`
 	// Status asks for each node's registration and, for the nodes Core
 	// names (root's records of Core, by installation), Core's view.
-	Status bool                                    `json:"status"`
-	Core   map[string]generation.NodeStatusRequest `json:"core"`
+	Status bool                   `json:"status"`
+	Core   map[string]NodeRequest `json:"core"`
 }
 
 // NodeInspection is the child's answer for one node root: its leases, the
@@ -44,9 +43,9 @@ type Request struct {
 // registration and Core's view of it.
 type NodeInspection struct {
 	NodeLeases
-	Journals     []WorkflowStatus         `json:"journals"`
-	Registration *generation.Registration `json:"registration,omitempty"`
-	Core         *generation.CoreView     `json:"core,omitempty"`
+	Journals     []WorkflowStatus `json:"journals"`
+	Registration *Registration    `json:"registration,omitempty"`
+	Core         *CoreView        `json:"core,omitempty"`
 }
 
 // Serve is the Role handler, run in the child as the service account: it
@@ -126,10 +125,10 @@ func inspectNodes(ctx context.Context, req Request) ([]NodeInspection, error) {
 		if req.Status {
 			sr, ok := req.Core[id]
 			if !ok {
-				sr = generation.NodeStatusRequest{InstallationID: id}
+				sr = NodeRequest{InstallationID: id}
 			}
 			sr.InstallationID = id
-			reg, core := generation.NodeStatus(ctx, req.Home, os.Getuid(), download.ProxyEnvFromEnviron(os.Environ()), sr)
+			reg, core := nodeStatus(ctx, req.Home, os.Getuid(), download.ProxyEnvFromEnviron(os.Environ()), sr)
 			ni.Registration, ni.Core = &reg, core
 		}
 		out = append(out, ni)

@@ -23,6 +23,13 @@
 // LeasesDocument for leases; their JSON form is the documents' format
 // (Format).
 //
+// Files: document.go the documents' types; gather.go what root reads and
+// in which order; host.go and bookkeeping.go root's records and systemd;
+// read.go root's side of the child (deadline, strict decoding); child.go
+// and node.go the account's side (node roots, journals, leases, the
+// registration and Core's view, asked through generation's Core client);
+// advice.go the condition and the next command.
+//
 // What the account's files and Core's answers say is never trusted: every
 // value is shown as data (whoever prints it sanitizes it), Core is asked
 // only at the origin, insecure-origin policy and CA root recorded, and

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -69,8 +68,8 @@ type Installation struct {
 	Unit *UnitStatus `json:"unit,omitempty"`
 	// Registration and Core are read as the service account; absent when
 	// the host has no node root for the installation.
-	Registration *generation.Registration `json:"registration,omitempty"`
-	Core         *generation.CoreView     `json:"core,omitempty"`
+	Registration *Registration `json:"registration,omitempty"`
+	Core         *CoreView     `json:"core,omitempty"`
 	// Node is the node root's leases; absent when the host has no node root
 	// for the installation.
 	Node *NodeLeases `json:"node,omitempty"`

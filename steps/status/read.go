@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -99,13 +98,13 @@ func readNodesAs(ctx context.Context, o Options, books bookkeepingSnapshot, req 
 
 // coreRequests is, for every installation with a host record, the Core
 // status asks about it as the service account: root's address of Core.
-func coreRequests(records map[string]*HostRecord) map[string]generation.NodeStatusRequest {
-	out := map[string]generation.NodeStatusRequest{}
+func coreRequests(records map[string]*HostRecord) map[string]NodeRequest {
+	out := map[string]NodeRequest{}
 	for id, rec := range records {
 		if rec == nil {
 			continue
 		}
-		out[id] = generation.NodeStatusRequest{InstallationID: id, CoreURL: rec.CoreURL,
+		out[id] = NodeRequest{InstallationID: id, CoreURL: rec.CoreURL,
 			AllowInsecureOrigin: rec.AllowInsecureOrigin, CoreCASHA256: rec.CoreCASHA256}
 	}
 	return out

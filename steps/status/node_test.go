@@ -1,4 +1,4 @@
-package generation
+package status
 
 import (
 	"context"
@@ -77,8 +77,8 @@ func TestNodeStatus(t *testing.T) {
 			}
 			os.MkdirAll(root, 0o700)
 			status, answer = tc.status, tc.answer
-			reg, view := NodeStatus(context.Background(), home, os.Getuid(), download.ProxyEnv{},
-				NodeStatusRequest{InstallationID: inst, CoreURL: core.URL})
+			reg, view := nodeStatus(context.Background(), home, os.Getuid(), download.ProxyEnv{},
+				NodeRequest{InstallationID: inst, CoreURL: core.URL})
 			if reg.State != tc.reg {
 				t.Errorf("registration %+v, want %s", reg, tc.reg)
 			}
