@@ -136,12 +136,12 @@ func acquireShared(ctx context.Context, l *Lease, want Identity, finalConfig fun
 		return err
 	}
 	for _, name := range []string{preparingName(want.Generation), collectName(want.Generation), droppedName(want.Generation)} {
-		ok, err := l.dir.exists(name)
+		ok, err := l.dir.Exists(name)
 		if err != nil {
 			return err
 		}
 		if ok {
-			return refuse(l.dir.join(name), "records", ErrGenerationBusy, "a helper cannot start while this record exists")
+			return refuse(l.dir.Join(name), "records", ErrGenerationBusy, "a helper cannot start while this record exists")
 		}
 	}
 	if err := finalConfig(); err != nil {
@@ -160,12 +160,12 @@ func RequireFinalConfig(dir string, want Identity, uid int) func() error {
 		if err != nil {
 			return err
 		}
-		defer d.close()
+		defer d.Close()
 		name := finalName(want.Generation)
-		data, _, err := d.readRecord(name, maxFinalConfig)
+		data, err := d.ReadFile(name, private(uid, maxFinalConfig))
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return refuse(d.join(name), "records", ErrGenerationBusy, "the final configuration is not published")
+				return refuse(d.Join(name), "records", ErrGenerationBusy, "the final configuration is not published")
 			}
 			return err
 		}
@@ -174,10 +174,10 @@ func RequireFinalConfig(dir string, want Identity, uid int) func() error {
 			Generation     int64  `json:"generation"`
 		}
 		if err := finalHeadFormat.Decode(data, &head); err != nil {
-			return refuse(d.join(name), "format", ErrMalformed, "not a provider configuration with installation_id and generation: %v", err)
+			return refuse(d.Join(name), "format", ErrMalformed, "not a provider configuration with installation_id and generation: %v", err)
 		}
 		if head.InstallationID != want.InstallationID || head.Generation != want.Generation {
-			return refuse(d.join(name), "identity", ErrIdentityMismatch, "configuration names installation %s generation %d", truncate(head.InstallationID), head.Generation)
+			return refuse(d.Join(name), "identity", ErrIdentityMismatch, "configuration names installation %s generation %d", truncate(head.InstallationID), head.Generation)
 		}
 		return nil
 	}

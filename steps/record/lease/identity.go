@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
@@ -74,14 +75,14 @@ func marshalLeaseIdentity(r LeaseIdentity) ([]byte, error) {
 
 // readLeaseIdentity reads <g>.lease-identity safely. A missing record
 // returns ErrIdentityMissing.
-func (d *dirHandle) readLeaseIdentity(g int64) (LeaseIdentity, error) {
+func readLeaseIdentity(d *safefile.Root, uid int, g int64) (LeaseIdentity, error) {
 	name := identityName(g)
-	data, _, err := d.readRecord(name, maxRecord)
+	data, err := d.ReadFile(name, private(uid, maxRecord))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return LeaseIdentity{}, refuse(d.join(name), "identity", ErrIdentityMissing, "lease %s has no identity record", d.join(leaseName(g)))
+			return LeaseIdentity{}, refuse(d.Join(name), "identity", ErrIdentityMissing, "lease %s has no identity record", d.Join(leaseName(g)))
 		}
 		return LeaseIdentity{}, err
 	}
-	return parseLeaseIdentity(d.join(name), data)
+	return parseLeaseIdentity(d.Join(name), data)
 }

@@ -150,8 +150,8 @@ func inspect(dir string, uid int, installationID string, base int64, proc string
 	if err != nil {
 		return nil, err
 	}
-	defer d.close()
-	names, err := d.names()
+	defer d.Close()
+	names, err := d.ReadDir()
 	if err != nil {
 		return nil, err
 	}
@@ -178,8 +178,8 @@ func inspect(dir string, uid int, installationID string, base int64, proc string
 		r := &reports[i]
 		r.Generation = g
 		r.Records.Base = g == base
-		ids := d.inspectRecords(r, present[g])
-		d.inspectLease(r, present[g], ids, installationID)
+		ids := inspectRecords(d, uid, r, present[g])
+		inspectLease(d, uid, r, present[g], ids, installationID)
 		if r.Lease.LockKey != "" {
 			keys[r.Lease.LockKey] = true
 		}
@@ -211,28 +211,25 @@ func inspect(dir string, uid int, installationID string, base int64, proc string
 		if lines, ok := locks[r.Lease.LockKey]; ok && r.Lease.LockKey != "" {
 			r.Holders = holdersOf(proc, lines, byFD[r.Lease.LockKey])
 		}
-		r.Next = nextSteps(d.path, r, known)
+		r.Next = nextSteps(d.Path(), r, known)
 	}
 	return reports, nil
 }
 
-// names lists the directory once.
-func (d *dirHandle) names() ([]string, error) { return d.root.ReadDir() }
-
 // inspectRecords fills in the record state of r.Generation and returns the
 // identities its valid records carry.
-func (d *dirHandle) inspectRecords(r *GenerationReport, has int) []Identity {
+func inspectRecords(d *safefile.Root, uid int, r *GenerationReport, has int) []Identity {
 	var ids []Identity
 	g := r.Generation
 	problem := func(name string, err error) {
-		r.Records.Problems = append(r.Records.Problems, RecordProblem{Path: d.join(name), Reason: reason(err)})
+		r.Records.Problems = append(r.Records.Problems, RecordProblem{Path: d.Join(name), Reason: reason(err)})
 	}
 	if has&hasFinal != 0 {
-		var st unix.Stat_t
 		name := finalName(g)
-		if err := d.lstat(name, &st); err != nil {
+		st, err := d.Lstat(name)
+		if err != nil {
 			problem(name, err)
-		} else if err := d.checkPrivate(d.join(name), &st); err != nil {
+		} else if err := safefile.Check(d.Join(name), &st, private(uid, 0)); err != nil {
 			problem(name, err)
 		} else {
 			r.Records.Prepared = true
@@ -240,7 +237,7 @@ func (d *dirHandle) inspectRecords(r *GenerationReport, has int) []Identity {
 	}
 	if has&hasPreparing != 0 {
 		name := preparingName(g)
-		if p, err := readKind(d, name, g, maxPreparingRecord, parsePreparing, func(p Preparing) Identity { return p.Identity }); err != nil {
+		if p, err := readKind(d, uid, name, g, maxPreparingRecord, parsePreparing, func(p Preparing) Identity { return p.Identity }); err != nil {
 			problem(name, err)
 		} else {
 			r.Records.Preparing, r.Records.ImportStarted = true, p.ImportStarted
@@ -249,7 +246,7 @@ func (d *dirHandle) inspectRecords(r *GenerationReport, has int) []Identity {
 	}
 	if has&hasCollecting != 0 {
 		name := collectName(g)
-		if c, err := readKind(d, name, g, maxRecord, parseCollecting, func(c Collecting) Identity { return c.Identity }); err != nil {
+		if c, err := readKind(d, uid, name, g, maxRecord, parseCollecting, func(c Collecting) Identity { return c.Identity }); err != nil {
 			problem(name, err)
 		} else {
 			r.Records.Collecting, r.Records.NativeComplete = true, c.NativeComplete
@@ -258,7 +255,7 @@ func (d *dirHandle) inspectRecords(r *GenerationReport, has int) []Identity {
 	}
 	if has&hasDropped != 0 {
 		name := droppedName(g)
-		if id, err := readKind(d, name, g, maxRecord, parseDropped, func(id Identity) Identity { return id }); err != nil {
+		if id, err := readKind(d, uid, name, g, maxRecord, parseDropped, func(id Identity) Identity { return id }); err != nil {
 			problem(name, err)
 		} else {
 			r.Records.Dropped = true
@@ -270,10 +267,10 @@ func (d *dirHandle) inspectRecords(r *GenerationReport, has int) []Identity {
 
 // inspectLease classifies the lease of r.Generation.
 // ids are the identities of the generation's other records.
-func (d *dirHandle) inspectLease(r *GenerationReport, has int, ids []Identity, installationID string) {
+func inspectLease(d *safefile.Root, uid int, r *GenerationReport, has int, ids []Identity, installationID string) {
 	g := r.Generation
 	lr := &r.Lease
-	lr.Path = d.join(leaseName(g))
+	lr.Path = d.Join(leaseName(g))
 	if has&hasLease == 0 {
 		lr.State = StateAbsent
 		if has&hasIdentity != 0 {
@@ -281,19 +278,19 @@ func (d *dirHandle) inspectLease(r *GenerationReport, has int, ids []Identity, i
 		}
 		return
 	}
-	var st unix.Stat_t
-	if err := d.lstat(leaseName(g), &st); err != nil {
+	st, err := d.Lstat(leaseName(g))
+	if err != nil {
 		lr.State, lr.Reason, lr.refusal = StateAbsent, reason(err), err
 		return
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 		lr.Device, lr.Inode, lr.LockKey = st.Dev, st.Ino, lockKey(st.Dev, st.Ino)
 	}
-	if err := d.checkPrivate(lr.Path, &st); err != nil {
+	if err := safefile.Check(lr.Path, &st, private(uid, 0)); err != nil {
 		lr.State, lr.Reason, lr.refusal = StateUnsafe, reason(err), err
 		return
 	}
-	rec, err := d.readLeaseIdentity(g)
+	rec, err := readLeaseIdentity(d, uid, g)
 	if err != nil {
 		lr.refusal, lr.refusedIdentity = err, true
 	}

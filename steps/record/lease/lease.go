@@ -15,7 +15,8 @@ import (
 // releases whatever lock this descriptor holds; only an exclusive lock is
 // unlocked explicitly, never a shared one held for a helper.
 type Lease struct {
-	dir      *dirHandle
+	dir      *safefile.Root
+	uid      int // the node account, owner of the directory and its files
 	file     *os.File
 	identity LeaseIdentity
 	gen      int64
@@ -24,7 +25,7 @@ type Lease struct {
 }
 
 // Path is the lease file's path.
-func (l *Lease) Path() string { return l.dir.join(leaseName(l.gen)) }
+func (l *Lease) Path() string { return l.dir.Join(leaseName(l.gen)) }
 
 // Identity is the validated identity record.
 func (l *Lease) Identity() LeaseIdentity { return l.identity }
@@ -43,7 +44,7 @@ func (l *Lease) Close() error {
 		l.exclusive = false
 	}
 	err := l.file.Close()
-	if derr := l.dir.close(); err == nil {
+	if derr := l.dir.Close(); err == nil {
 		err = derr
 	}
 	return err
@@ -72,26 +73,26 @@ func Initialize(dir string, id Identity, uid int) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := initialize(d, id)
+	l, err := initialize(d, uid, id)
 	if err != nil {
-		d.close()
+		d.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
-func initialize(d *dirHandle, id Identity) (*Lease, error) {
+func initialize(d *safefile.Root, uid int, id Identity) (*Lease, error) {
 	name, idName := leaseName(id.Generation), identityName(id.Generation)
-	path := d.join(name)
-	if ok, err := d.exists(idName); err != nil {
+	path := d.Join(name)
+	if ok, err := d.Exists(idName); err != nil {
 		return nil, err
 	} else if ok {
-		if lok, _ := d.exists(name); lok {
+		if lok, _ := d.Exists(name); lok {
 			return nil, refuse(path, "create", ErrLeaseExists, "the lease and its identity exist; it is never re-created")
 		}
-		return nil, refuse(path, "create", ErrLeaseMissing, "identity record %s exists without its lease; the lease is never re-created", d.join(idName))
+		return nil, refuse(path, "create", ErrLeaseMissing, "identity record %s exists without its lease; the lease is never re-created", d.Join(idName))
 	}
-	f, err := d.root.CreateNew(name, 0o600)
+	f, err := d.CreateNew(name, 0o600)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, &CheckError{Path: path, Check: "create", Detail: "the existing file is kept untouched", Err: ErrLeaseExists}
@@ -108,14 +109,14 @@ func initialize(d *dirHandle, id Identity) (*Lease, error) {
 	rec := LeaseIdentity{Identity: id, Device: st.Dev, Inode: st.Ino}
 	data, err := marshalLeaseIdentity(rec)
 	if err == nil {
-		err = d.publish(idName, data, true)
+		err = d.Write(idName, data, 0o600, recordWrite(true))
 	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("publish identity of lease %s: %w", path, err)
 	}
 	safefile.Failpoint("lease-identity-published")
-	return &Lease{dir: d, file: f, identity: rec, gen: id.Generation}, nil
+	return &Lease{dir: d, uid: uid, file: f, identity: rec, gen: id.Generation}, nil
 }
 
 // Open opens the lease of want.Generation in dir and validates it fully:
@@ -133,25 +134,25 @@ func Open(dir string, want Identity, uid int) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := open(d, want)
+	l, err := open(d, uid, want)
 	if err != nil {
-		d.close()
+		d.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
-func open(d *dirHandle, want Identity) (*Lease, error) {
+func open(d *safefile.Root, uid int, want Identity) (*Lease, error) {
 	name := leaseName(want.Generation)
-	path := d.join(name)
-	f, err := d.root.OpenFile(name, d.private(0))
+	path := d.Join(name)
+	f, err := d.OpenFile(name, private(uid, 0))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, refuse(path, "lease", ErrLeaseMissing, "")
 		}
 		return nil, fmt.Errorf("open lease: %w", err)
 	}
-	l := &Lease{dir: d, file: f, gen: want.Generation}
+	l := &Lease{dir: d, uid: uid, file: f, gen: want.Generation}
 	if err := l.validate(want); err != nil {
 		f.Close()
 		return nil, err
@@ -171,10 +172,10 @@ func (l *Lease) validate(want Identity) error {
 	if st.Nlink == 0 {
 		return refuse(path, "inode", ErrInodeReplaced, "the opened lease was unlinked or replaced")
 	}
-	if err := l.dir.checkPrivate(path, &st); err != nil {
+	if err := safefile.Check(path, &st, private(l.uid, 0)); err != nil {
 		return err
 	}
-	rec, err := l.dir.readLeaseIdentity(l.gen)
+	rec, err := readLeaseIdentity(l.dir, l.uid, l.gen)
 	if err != nil {
 		return err
 	}
@@ -184,8 +185,15 @@ func (l *Lease) validate(want Identity) error {
 	if rec.Device != st.Dev || rec.Inode != st.Ino {
 		return refuse(path, "inode", ErrInodeReplaced, "identity names device %d inode %d, the lease is device %d inode %d", rec.Device, rec.Inode, st.Dev, st.Ino)
 	}
-	if err := l.dir.sameInode(leaseName(l.gen), &st); err != nil {
+	dev, ino, err := l.dir.FileID(leaseName(l.gen))
+	if errors.Is(err, os.ErrNotExist) {
+		return refuse(path, "inode", ErrInodeReplaced, "the path was removed after it was opened")
+	}
+	if err != nil {
 		return err
+	}
+	if dev != st.Dev || ino != st.Ino {
+		return refuse(path, "inode", ErrInodeReplaced, "the path names inode %d, opened %d", ino, st.Ino)
 	}
 	l.identity = rec
 	return nil

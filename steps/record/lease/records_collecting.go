@@ -1,5 +1,7 @@
 package lease
 
+import "github.com/openagentcore/oac-node-install/journal/safefile"
+
 // Collecting is the collection journal <g>.collecting (CONTRACT §3.2),
 // written before any deletion. NativeComplete is set (and persisted) once
 // native removal finished, before release files are removed.
@@ -26,8 +28,8 @@ func marshalCollecting(c Collecting) ([]byte, error) {
 // missing journal returns an error matching os.ErrNotExist.
 func ReadCollecting(dir string, g int64, uid int) (Collecting, error) {
 	var c Collecting
-	err := withDir(dir, uid, func(d *dirHandle) (err error) {
-		c, err = readKind(d, collectName(g), g, maxRecord, parseCollecting, func(c Collecting) Identity { return c.Identity })
+	err := withDir(dir, uid, func(d *safefile.Root) (err error) {
+		c, err = readKind(d, uid, collectName(g), g, maxRecord, parseCollecting, func(c Collecting) Identity { return c.Identity })
 		return err
 	})
 	return c, err
@@ -42,7 +44,7 @@ func WriteCollecting(dir string, c Collecting, uid int) error {
 	if err != nil {
 		return err
 	}
-	return withDir(dir, uid, func(d *dirHandle) error {
-		return d.publish(collectName(c.Generation), data, false)
+	return withDir(dir, uid, func(d *safefile.Root) error {
+		return d.Write(collectName(c.Generation), data, 0o600, recordWrite(false))
 	})
 }

@@ -23,8 +23,8 @@ func parseDropped(path string, data []byte) (Identity, error) {
 // returns an error matching os.ErrNotExist.
 func ReadDropped(dir string, g int64, uid int) (Identity, error) {
 	var id Identity
-	err := withDir(dir, uid, func(d *dirHandle) (err error) {
-		id, err = readKind(d, droppedName(g), g, maxRecord, parseDropped, func(id Identity) Identity { return id })
+	err := withDir(dir, uid, func(d *safefile.Root) (err error) {
+		id, err = readKind(d, uid, droppedName(g), g, maxRecord, parseDropped, func(id Identity) Identity { return id })
 		return err
 	})
 	return id, err
@@ -41,21 +41,21 @@ func WriteDropped(dir string, id Identity, uid int) error {
 	if err != nil {
 		return err
 	}
-	return withDir(dir, uid, func(d *dirHandle) error {
+	return withDir(dir, uid, func(d *safefile.Root) error {
 		name := droppedName(id.Generation)
-		err := d.publish(name, data, true)
+		err := d.Write(name, data, 0o600, recordWrite(true))
 		if !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		got, rerr := readKind(d, name, id.Generation, maxRecord, parseDropped, func(id Identity) Identity { return id })
+		got, rerr := readKind(d, uid, name, id.Generation, maxRecord, parseDropped, func(id Identity) Identity { return id })
 		if rerr != nil {
 			return rerr
 		}
 		if got != id {
-			return &safefile.ConflictError{Path: d.join(name)}
+			return &safefile.ConflictError{Path: d.Join(name)}
 		}
 		// Already there: an earlier run may have crashed before its
 		// directory fsync, so make the marker durable before success.
-		return d.durable(name)
+		return d.Durable(name, private(uid, 0))
 	})
 }

@@ -2,7 +2,11 @@ package lease
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 )
 
 // Preparing is the preparation plan <g>.preparing (CONTRACT §3.2). It is
@@ -48,8 +52,8 @@ func marshalPreparing(p Preparing) ([]byte, error) {
 // A missing plan returns an error matching os.ErrNotExist.
 func ReadPreparing(dir string, g int64, uid int) (Preparing, error) {
 	var p Preparing
-	err := withDir(dir, uid, func(d *dirHandle) (err error) {
-		p, err = readKind(d, preparingName(g), g, maxPreparingRecord, parsePreparing, func(p Preparing) Identity { return p.Identity })
+	err := withDir(dir, uid, func(d *safefile.Root) (err error) {
+		p, err = readKind(d, uid, preparingName(g), g, maxPreparingRecord, parsePreparing, func(p Preparing) Identity { return p.Identity })
 		return err
 	})
 	return p, err
@@ -65,18 +69,25 @@ func WritePreparing(dir string, p Preparing, uid int) error {
 	if err != nil {
 		return err
 	}
-	return withDir(dir, uid, func(d *dirHandle) error {
-		if ok, err := d.exists(droppedName(p.Generation)); err != nil {
+	return withDir(dir, uid, func(d *safefile.Root) error {
+		if ok, err := d.Exists(droppedName(p.Generation)); err != nil {
 			return err
 		} else if ok {
-			return refuse(d.join(droppedName(p.Generation)), "records", ErrDropped, "the generation can never be prepared again")
+			return refuse(d.Join(droppedName(p.Generation)), "records", ErrDropped, "the generation can never be prepared again")
 		}
-		return d.publish(preparingName(p.Generation), data, false)
+		return d.Write(preparingName(p.Generation), data, 0o600, recordWrite(false))
 	})
 }
 
 // RemovePreparing removes generation g's plan and fsyncs the directory. Call
-// it only after the final configuration is durably published.
+// it only after the final configuration is durably published. A missing
+// plan is success (the directory is fsynced all the same: an earlier
+// removal may not be durable yet).
 func RemovePreparing(dir string, g int64, uid int) error {
-	return withDir(dir, uid, func(d *dirHandle) error { return d.remove(preparingName(g)) })
+	return withDir(dir, uid, func(d *safefile.Root) error {
+		if err := d.Remove(preparingName(g)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
 }
