@@ -56,15 +56,33 @@ type StepFunc func(ctx context.Context, facts Facts) (Result, error)
 // Run calls f.
 func (f StepFunc) Run(ctx context.Context, facts Facts) (Result, error) { return f(ctx, facts) }
 
+// Phase is what the engine just did with a step, as Progress tells it. The
+// values are the words logs show.
+type Phase string
+
+const (
+	// PhaseBegin: the begin record is durable and the step runs.
+	PhaseBegin Phase = "begin"
+	// PhaseDone: the step succeeded and its done record is durable.
+	PhaseDone Phase = "done"
+	// PhaseVerified: an interrupted step's Verify found its effect
+	// complete, and its done record is durable.
+	PhaseVerified Phase = "verified"
+	// PhaseResumed: an interrupted step runs again (its policy is Rerun,
+	// or its Verify found the effect absent); PhaseBegin follows.
+	PhaseResumed Phase = "resumed"
+	// PhaseFail: the step failed and its fail record is written.
+	PhaseFail Phase = "fail"
+)
+
 // Progress tells an observer what the engine is doing.
 type Progress struct {
 	Workflow string
 	State    State
 	Step     string
 	Doc      string
-	// Phase is "begin", "done", "verified", "resumed" or "fail".
-	Phase string
-	Err   error
+	Phase    Phase
+	Err      error
 }
 
 // Runner runs one workflow instance against its journal.
@@ -304,7 +322,7 @@ func (e *execution) loop(ctx context.Context) error {
 		if err := e.append(Record{Type: RecordBegin, State: sd.Name, Step: sd.step(), Attempt: e.rp.attempts[sd.step()] + 1}); err != nil {
 			return err
 		}
-		e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: "begin"})
+		e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: PhaseBegin})
 		e.w.failed, e.w.failedUnchanged = sd.step(), false
 		res, err := step.Run(ctx, maps.Clone(e.rp.facts))
 		if err != nil {
@@ -333,7 +351,7 @@ func (e *execution) resolve(ctx context.Context, sd StateDef, step Step, p *Pend
 	}
 	switch sd.Policy {
 	case Rerun:
-		e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: "resumed"})
+		e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: PhaseResumed})
 		return Result{}, true, nil
 	case Verify:
 		out, res, err := step.(Verifier).Verify(ctx, maps.Clone(e.rp.facts))
@@ -344,7 +362,7 @@ func (e *execution) resolve(ctx context.Context, sd StateDef, step Step, p *Pend
 		case Done:
 			return res, false, nil
 		case NotDone:
-			e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: "resumed"})
+			e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: PhaseResumed})
 			return Result{}, true, nil
 		default:
 			return refuse(how+" and the host does not show whether it completed", "Inspect what this step changes (see `oac-node-install status`) before rerunning")
@@ -369,9 +387,9 @@ func (e *execution) finish(sd StateDef, res Result, verified bool) error {
 	}
 	e.w.completed = append(e.w.completed, sd.step())
 	e.w.failed = ""
-	phase := "done"
+	phase := PhaseDone
 	if verified {
-		phase = "verified"
+		phase = PhaseVerified
 	}
 	e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: phase})
 	return nil
@@ -385,7 +403,7 @@ func (e *execution) fail(sd StateDef, err error) error {
 	if aerr := e.append(rec); aerr != nil {
 		return errors.Join(&StepError{Workflow: e.r.Def.Name, Step: sd.step(), Class: class, Err: err}, aerr)
 	}
-	e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: "fail", Err: err})
+	e.observe(Progress{State: sd.Name, Step: sd.step(), Doc: sd.Doc, Phase: PhaseFail, Err: err})
 	return &StepError{Workflow: e.r.Def.Name, Step: sd.step(), Class: class, Err: err}
 }
 

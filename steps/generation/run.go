@@ -97,9 +97,9 @@ func Run(ctx context.Context, e *Env) (*workflow.Report, error) {
 		Journal: path,
 		Observe: func(p workflow.Progress) {
 			switch p.Phase {
-			case "begin", "resumed":
+			case workflow.PhaseBegin, workflow.PhaseResumed:
 				e.Logf("%s generation %d: %s (%s)", def.Name, id.Generation, p.Step, p.Doc)
-			case "fail":
+			case workflow.PhaseFail:
 				e.Logf("%s generation %d: %s failed", def.Name, id.Generation, p.Step)
 			}
 		},

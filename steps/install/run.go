@@ -271,7 +271,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		Binding: workflow.Binding{Version: c.Version, InstallationID: o.InstallationID, Generation: conf.Generation,
 			SpecificationDigest: conf.SpecificationDigest},
 		Observe: func(p workflow.Progress) {
-			if label, ok := phaseOf[p.State]; ok && (p.Phase == "begin" || p.Phase == "resumed" || p.Phase == "verified") {
+			if label, ok := phaseOf[p.State]; ok && (p.Phase == workflow.PhaseBegin || p.Phase == workflow.PhaseResumed || p.Phase == workflow.PhaseVerified) {
 				phase(label)
 			}
 		},
