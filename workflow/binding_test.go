@@ -32,7 +32,7 @@ func TestOtherDefinitionIsABindingError(t *testing.T) {
 	r.Steps["second_b"] = r.Steps["second"]
 	_, err := r.Run(context.Background())
 	var be *BindingError
-	if !errors.As(err, &be) || !errors.Is(err, ErrBindingMismatch) || errors.Is(err, ErrRefused) {
+	if !errors.As(err, &be) || !errors.Is(err, errBindingMismatch) || errors.Is(err, errRefused) {
 		t.Fatalf("want a BindingError, got %v", err)
 	}
 	if len(be.Differences) != 1 || !strings.HasPrefix(be.Differences[0], "definition hash:") {

@@ -90,8 +90,8 @@ func (d *Definition) State(s State) (StateDef, bool) {
 	return StateDef{}, false
 }
 
-// HasState reports whether s is a state of the definition, final included.
-func (d *Definition) HasState(s State) bool {
+// hasState reports whether s is a state of the definition, final included.
+func (d *Definition) hasState(s State) bool {
 	if s == d.Final {
 		return true
 	}
@@ -99,8 +99,8 @@ func (d *Definition) HasState(s State) bool {
 	return ok
 }
 
-// Events returns the fsm event table of the definition.
-func (d *Definition) Events() fsm.Events {
+// events returns the fsm event table of the definition.
+func (d *Definition) events() fsm.Events {
 	var evs fsm.Events
 	for _, sd := range d.States {
 		for _, t := range sd.On {
@@ -113,7 +113,7 @@ func (d *Definition) Events() fsm.Events {
 // NewFSM returns a fresh state machine for the definition, in state s. It
 // has no callbacks: the engine does all fallible work outside fsm.
 func (d *Definition) NewFSM(s State) *fsm.FSM {
-	return fsm.NewFSM(string(s), d.Events(), nil)
+	return fsm.NewFSM(string(s), d.events(), nil)
 }
 
 // Next returns the state event ev leads to from state from. A fresh fsm in

@@ -397,7 +397,7 @@ func (e *execution) finish(sd StateDef, res Result, verified bool) error {
 
 // fail records a step's failure and returns it wrapped with the step name.
 func (e *execution) fail(sd StateDef, err error) error {
-	class := ClassOf(err)
+	class := classOf(err)
 	e.w.failed, e.w.failedUnchanged = sd.step(), IsUnchanged(err)
 	rec := Record{Type: RecordFail, State: sd.Name, Step: sd.step(), Class: class, Error: err.Error(), Unchanged: IsUnchanged(err)}
 	if aerr := e.append(rec); aerr != nil {

@@ -174,7 +174,7 @@ func TestResumePolicies(t *testing.T) {
 			}
 			if tc.refused {
 				var re *RefusedError
-				if !errors.As(err, &re) || !errors.Is(err, ErrRefused) || re.Step != tc.step {
+				if !errors.As(err, &re) || !errors.Is(err, errRefused) || re.Step != tc.step {
 					t.Fatalf("want refusal naming %s, got %v", tc.step, err)
 				}
 				after, _ := os.ReadFile(f.path)
@@ -255,7 +255,7 @@ func TestFailedInspectStepRefuses(t *testing.T) {
 		t.Fatal("want failure")
 	}
 	f.steps["third"].err = nil
-	if _, err := f.runner().Run(context.Background()); !errors.Is(err, ErrRefused) {
+	if _, err := f.runner().Run(context.Background()); !errors.Is(err, errRefused) {
 		t.Fatalf("want refusal, got %v", err)
 	}
 }
@@ -268,7 +268,7 @@ func TestBindingMismatch(t *testing.T) {
 	r.Binding.Generation = 3
 	_, err := r.Run(context.Background())
 	var be *BindingError
-	if !errors.As(err, &be) || !errors.Is(err, ErrBindingMismatch) || len(be.Differences) != 2 {
+	if !errors.As(err, &be) || !errors.Is(err, errBindingMismatch) || len(be.Differences) != 2 {
 		t.Fatalf("got %v", err)
 	}
 	if f.steps["first"].runs != 0 {

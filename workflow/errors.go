@@ -6,14 +6,14 @@ import (
 	"strings"
 )
 
-// ErrRefused is returned (wrapped in *RefusedError) when the engine will not
+// errRefused is returned (wrapped in *RefusedError) when the engine will not
 // resume a journal: an interrupted Inspect step, a Verify that cannot tell,
 // or a journal it cannot make sense of. Nothing was changed by the refusal.
-var ErrRefused = errors.New("workflow refused to resume")
+var errRefused = errors.New("workflow refused to resume")
 
-// ErrBindingMismatch is returned (wrapped in *BindingError) when a journal
+// errBindingMismatch is returned (wrapped in *BindingError) when a journal
 // was written for another workflow, definition, version or instance.
-var ErrBindingMismatch = errors.New("journal binding does not match this run")
+var errBindingMismatch = errors.New("journal binding does not match this run")
 
 // ErrLocked is returned when another process runs the same workflow instance.
 var ErrLocked = errors.New("another run of this workflow instance holds its lock")
@@ -37,8 +37,9 @@ func (e *RefusedError) Error() string {
 	return msg
 }
 
-// Unwrap lets callers test with errors.Is(err, ErrRefused).
-func (e *RefusedError) Unwrap() error { return ErrRefused }
+// Unwrap returns errRefused, which every refusal to resume wraps; callers
+// find the refusal with errors.As and *RefusedError.
+func (e *RefusedError) Unwrap() error { return errRefused }
 
 // BindingError names every field in which a journal's header differs from
 // the current run.
@@ -51,8 +52,9 @@ func (e *BindingError) Error() string {
 	return fmt.Sprintf("journal %s belongs to another run (%s); it was left as it is", e.Journal, strings.Join(e.Differences, "; "))
 }
 
-// Unwrap lets callers test with errors.Is(err, ErrBindingMismatch).
-func (e *BindingError) Unwrap() error { return ErrBindingMismatch }
+// Unwrap returns errBindingMismatch, which every binding mismatch wraps;
+// callers find it with errors.As and *BindingError.
+func (e *BindingError) Unwrap() error { return errBindingMismatch }
 
 // StepError is a step's failure as the engine reports it: the workflow, the
 // step, the error class written to the journal, and the step's error.
@@ -72,9 +74,9 @@ func (e *StepError) Unwrap() error { return e.Err }
 // journal and for callers (for example "transfer" for download failures).
 type Classifier interface{ Class() string }
 
-// ClassOf returns the class of err: the first Classifier in its chain, else
+// classOf returns the class of err: the first Classifier in its chain, else
 // "interrupted" for a cancelled context, else "error".
-func ClassOf(err error) string {
+func classOf(err error) string {
 	var c Classifier
 	if errors.As(err, &c) {
 		return c.Class()

@@ -71,7 +71,7 @@ func InspectJournal(path string, lookup func(name string) (*Definition, bool)) (
 		}
 		return nil, err
 	}
-	rep := InspectRecords(path, recs, tail, lookup)
+	rep := inspectRecords(path, recs, tail, lookup)
 	if cut, err := journal.LastCut(path); err != nil {
 		rep.Note = joinNote(rep.Note, "the copy kept of the last torn tail cannot be read: "+err.Error())
 	} else {
@@ -80,9 +80,9 @@ func InspectJournal(path string, lookup func(name string) (*Definition, bool)) (
 	return rep, nil
 }
 
-// InspectRecords is InspectJournal over records already read (for example by a
+// inspectRecords is InspectJournal over records already read (for example by a
 // child running as the service account).
-func InspectRecords(path string, recs [][]byte, tail *journal.Tail, lookup func(string) (*Definition, bool)) *Report {
+func inspectRecords(path string, recs [][]byte, tail *journal.Tail, lookup func(string) (*Definition, bool)) *Report {
 	rep := &Report{Journal: path, Attempts: map[string]int{}}
 	if len(recs) == 0 {
 		rep.Condition = Resumable

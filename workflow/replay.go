@@ -149,7 +149,7 @@ func (rp *replay) apply(r Record) error {
 		} else if p.Failed {
 			return bad("step %q is done after it failed, without a new begin or a verification", r.Step)
 		}
-		if !def.HasState(r.To) {
+		if !def.hasState(r.To) {
 			return bad("unknown state %q", r.To)
 		}
 		to, err := def.Next(rp.state, r.Event)

@@ -36,18 +36,18 @@ func TestRefusalLeavesTornTail(t *testing.T) {
 		{"inspect step", func(f *fixture) *Runner {
 			interruptedAt(t, f, "third")
 			return f.runner()
-		}, ErrRefused},
+		}, errRefused},
 		{"verify unknown", func(f *fixture) *Runner {
 			interruptedAt(t, f, "second")
 			f.steps["second"].outcome = Unknown
 			return f.runner()
-		}, ErrRefused},
+		}, errRefused},
 		{"binding", func(f *fixture) *Runner {
 			interruptedAt(t, f, "second")
 			r := f.runner()
 			r.Binding.InstallationID = "id-2"
 			return r
-		}, ErrBindingMismatch},
+		}, errBindingMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
