@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 )
 
@@ -23,8 +24,9 @@ func init() {
 		// generations: the command reads it as that account (through the
 		// service-account child when the bench runs as root).
 		host := filepath.Join(dir, "host")
-		home := filepath.Join(host, "var/lib/oac-node")
-		gens := filepath.Join(home, ".oac/nodes", benchInstallation, "state/node/generations")
+		h := layout.Host{Root: host}
+		home := h.Home()
+		gens := layout.Node{Root: h.NodeRoot(benchInstallation)}.Generations()
 		if err := os.MkdirAll(gens, 0o700); err != nil {
 			return nil, err
 		}

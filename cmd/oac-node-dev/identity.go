@@ -12,13 +12,12 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
-// File names in the state directory (CONTRACT §3).
-const (
-	identityName = "identity.json"
-	lockName     = "identity.lock"
-)
+// lockName is the node program's lock in the state directory, beside
+// its identity record (layout.IdentityFileName, CONTRACT §3).
+const lockName = "identity.lock"
 
 // lockState takes identity.lock (LOCK_EX|LOCK_NB): one node process per
 // state directory. The lock lives until Unlock.
@@ -39,7 +38,7 @@ func lockState(stateDir string) (*safefile.FileLock, error) {
 // readIdentity reads identity.json strictly (the installer's parser); it
 // must be a private regular file. A missing file is os.ErrNotExist.
 func readIdentity(stateDir string) (*generation.NodeIdentity, error) {
-	path := filepath.Join(stateDir, identityName)
+	path := filepath.Join(stateDir, layout.IdentityFileName)
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -76,8 +75,8 @@ func writeIdentity(stateDir string, id *generation.NodeIdentity) error {
 	}
 	r, err := safefile.OpenRoot(stateDir)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", identityName, err)
+		return fmt.Errorf("write %s: %w", layout.IdentityFileName, err)
 	}
 	defer r.Close()
-	return r.AtomicWriteTemp(identityName, identityTemp, append(data, '\n'), 0o600)
+	return r.AtomicWriteTemp(layout.IdentityFileName, identityTemp, append(data, '\n'), 0o600)
 }

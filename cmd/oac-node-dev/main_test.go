@@ -15,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
@@ -199,7 +200,7 @@ func TestRegisterEnrollsAndPrintsOneLine(t *testing.T) {
 	if id.CoreURL != e.s.URL || id.CoreCA != e.s.CA.CertPath || id.CoreCASHA256 == "" {
 		t.Fatalf("identity %+v", id)
 	}
-	if st, err := os.Stat(filepath.Join(e.state, identityName)); err != nil || st.Mode().Perm() != 0o600 {
+	if st, err := os.Stat(filepath.Join(e.state, layout.IdentityFileName)); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("identity.json: %v %v", st, err)
 	}
 	if n := e.s.Core.Enrollments(); n != 1 {
@@ -207,7 +208,7 @@ func TestRegisterEnrollsAndPrintsOneLine(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(e.state)
 	for _, en := range entries {
-		if en.Name() != identityName && en.Name() != lockName {
+		if en.Name() != layout.IdentityFileName && en.Name() != lockName {
 			t.Errorf("left in the state directory: %s", en.Name())
 		}
 	}

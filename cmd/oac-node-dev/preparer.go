@@ -15,11 +15,9 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 )
-
-// PreparerName is the retained generation helper next to provider.json.
-const PreparerName = "generation-preparer"
 
 // helperExitTransfer is the helper's exit status for artifact transfer,
 // checksum or provenance failures.
@@ -70,7 +68,7 @@ type generations struct {
 // findPreparer returns the retained helper next to the configuration when
 // it is a 0700 regular file (not a link), or "".
 func findPreparer(configPath string) string {
-	p := filepath.Join(filepath.Dir(configPath), PreparerName)
+	p := filepath.Join(filepath.Dir(configPath), layout.HelperFile)
 	st, err := os.Lstat(p)
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o700 {
 		return ""
@@ -212,7 +210,7 @@ func (g *generations) runHelper(ctx context.Context, action string, gen int64, d
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s generation %d: %w", PreparerName, action, gen, err)
+		return fmt.Errorf("%s %s generation %d: %w", layout.HelperFile, action, gen, err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 )
 
@@ -35,7 +36,7 @@ func TestRunPreparesAndCollectsGenerations(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	id := e.identity(t)
-	if err := os.WriteFile(filepath.Join(e.root, PreparerName), []byte(fakePreparer), 0o700); err != nil {
+	if err := os.WriteFile(filepath.Join(e.root, layout.HelperFile), []byte(fakePreparer), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(e.root, "fail65"), nil, 0o600); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
@@ -137,7 +138,7 @@ func registerNode(ctx context.Context, f registerFlags, stdout, stderr io.Writer
 		// A previous run wrote the identity; its enrollment may have
 		// succeeded with the answer lost.
 		if id.Identity.InstallationID != cfg.InstallationID || id.Identity.Provider != cfg.Provider || id.CoreURL != f.coreURL {
-			return exitError, fmt.Errorf("%s belongs to another installation, provider or Core", filepath.Join(f.stateDir, identityName))
+			return exitError, fmt.Errorf("%s belongs to another installation, provider or Core", filepath.Join(f.stateDir, layout.IdentityFileName))
 		}
 		if done, err := confirmed(ctx, client, id); err != nil {
 			return exitError, err

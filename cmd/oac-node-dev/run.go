@@ -15,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
@@ -109,8 +110,8 @@ func openNode(ctx context.Context, config, stateDir, coreURL string, log io.Writ
 		n.tls.RootCAs = pool
 	}
 	if helper := findPreparer(config); helper != "" {
-		if want := filepath.Join(filepath.Dir(config), "state", "node"); filepath.Clean(stateDir) != want {
-			return nil, nil, fmt.Errorf("with %s the state directory must be %s", PreparerName, want)
+		if want := filepath.Join(filepath.Dir(config), layout.NodeStateDir); filepath.Clean(stateDir) != want {
+			return nil, nil, fmt.Errorf("with %s the state directory must be %s", layout.HelperFile, want)
 		}
 		n.gens = newGenerations(ctx, helper, config, cfg.InstallationID, id.Identity.DeploymentGeneration, id.Identity.SpecificationDigest, log)
 	}

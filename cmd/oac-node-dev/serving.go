@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 )
 
@@ -28,7 +28,7 @@ const acquireTimeout = 30 * time.Second
 // helper inherits none of the node's references.
 
 // leaseDir is the node's generation record directory.
-func (g *generations) leaseDir() string { return filepath.Join(g.root, "state", "node", "generations") }
+func (g *generations) leaseDir() string { return layout.Node{Root: g.root}.Generations() }
 
 // hold takes the serving reference of a ready generation. A generation
 // whose lease cannot be taken is still reported ready (the stand-in serves

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
@@ -28,7 +29,7 @@ type generationConfig struct {
 }
 
 // finalRel is <g>.json relative to the node root.
-func finalRel(g int64) string { return path.Join(generationsRel, recordName(g, ".json")) }
+func finalRel(g int64) string { return path.Join(layout.GenerationsDir, recordName(g, ".json")) }
 
 // readFinal reads the published <g>.json; found is false when absent.
 func readFinal(d Data, g int64) (*provider.Config, bool, error) {
@@ -117,7 +118,7 @@ func releaseRel(d Data, c *provider.Config) (string, error) {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
 		return "", fmt.Errorf("%w: Runtime files in %s, outside the node root", provider.ErrPlanMismatch, dir)
 	}
-	if rel != "." && rel != path.Join(provider.ReleasesDir, c.Specification.Runtime.SourceCommit) {
+	if rel != "." && rel != path.Join(layout.ReleasesDir, c.Specification.Runtime.SourceCommit) {
 		return "", fmt.Errorf("%w: Runtime files in %s, not the node root or releases/%s", provider.ErrPlanMismatch, dir, c.Specification.Runtime.SourceCommit)
 	}
 	return rel, nil

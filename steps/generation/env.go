@@ -159,9 +159,6 @@ func (e *Env) Logf(format string, args ...any) { fmt.Fprintf(e.opts.Log, format+
 // Locked implements Data.
 func (e *Env) Locked() (bool, bool) { return e.installLock != nil, e.lease != nil }
 
-// generationsRel is state/node/generations relative to the node root.
-const generationsRel = "state/node/generations"
-
 func recordName(g int64, suffix string) string { return strconv.FormatInt(g, 10) + suffix }
 
 // present reports whether a generations-directory entry exists (in any
@@ -186,7 +183,7 @@ func (e *Env) LeaseExists() (bool, error) {
 // repair. A refusal changed nothing. Run calls it before the engine runs.
 func (e *Env) Acquire() error {
 	id := e.opts.Identity
-	l, err := e.root.TryLock("install.lock", safefile.LockOptions{
+	l, err := e.root.TryLock(layout.InstallLockFile, safefile.LockOptions{
 		Create: safefile.CreateIfMissing, Perm: 0o600, Expect: safefile.Expect{UID: e.opts.UID, Mode: 0o600}})
 	if err != nil {
 		if errors.Is(err, safefile.ErrLocked) {
@@ -273,7 +270,7 @@ func (e *Env) Base() (*provider.Config, error) {
 	if e.base != nil {
 		return e.base, nil
 	}
-	data, err := e.readPrivate("provider.json", provider.MaxSize)
+	data, err := e.readPrivate(layout.ProviderConfigFile, provider.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("base configuration: %w", err)
 	}
@@ -293,7 +290,7 @@ func (e *Env) nodeIdentity() (*NodeIdentity, error) {
 	if e.identity != nil {
 		return e.identity, nil
 	}
-	data, err := e.readPrivate("state/node/identity.json", MaxIdentitySize)
+	data, err := e.readPrivate(layout.NodeIdentityFile, MaxIdentitySize)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIdentity, err)
 	}
@@ -418,7 +415,7 @@ func (e *Env) console() (*download.Client, string, error) {
 		e.client, e.source = c, source
 		return c, source, nil
 	}
-	data, err := e.readPrivate("preparation.json", MaxPreparationSize)
+	data, err := e.readPrivate(layout.PreparationFile, MaxPreparationSize)
 	if err != nil {
 		return nil, "", fmt.Errorf("preparation record: %w", err)
 	}

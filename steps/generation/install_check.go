@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -118,7 +119,7 @@ func (s nodeRootStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	old, err := e.readPrivate(CoreCAName, 1<<20)
+	old, err := e.readPrivate(layout.CoreCAFile, 1<<20)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return notDone, workflow.Result{}, nil
@@ -181,9 +182,9 @@ func (s metadataStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 		rel string
 		v   map[string]any
 	}{
-		{"installation.json", e.installationRecord()},
-		{"preparation.json", map[string]any{"source_url": e.source}},
-		{"runtime-artifacts.json", map[string]any{"installation_id": e.in.InstallationID, "source_commit": spec.Runtime.SourceCommit, "sha256": sums}},
+		{layout.InstallationFile, e.installationRecord()},
+		{layout.PreparationFile, map[string]any{"source_url": e.source}},
+		{layout.RuntimeArtifactsFile, map[string]any{"installation_id": e.in.InstallationID, "source_commit": spec.Runtime.SourceCommit, "sha256": sums}},
 	} {
 		st, err := e.recordState(r.rel, r.v)
 		switch {
@@ -282,7 +283,7 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	f, err := e.root.OpenFile(HelperName, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+	f, err := e.root.OpenFile(layout.HelperFile, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
 	same := false
 	if err == nil {
 		same, err = sameBytes(bytes.NewReader(data), io.LimitReader(f, MaxHelperSize+1))
@@ -297,7 +298,7 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	case err == nil && same:
 		return done, workflow.Result{}, nil
 	case registered && (err == nil || errors.Is(err, safefile.ErrUnsafe)):
-		return 0, workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", HelperName, safefile.ErrConflict))
+		return 0, workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", layout.HelperFile, safefile.ErrConflict))
 	case registered:
 		return 0, workflow.Result{}, err
 	}
@@ -325,7 +326,7 @@ func sameBytes(installer, file io.Reader) (bool, error) {
 		}
 		nb, errB := io.ReadFull(file, b)
 		if errB != nil && errB != io.EOF && errB != io.ErrUnexpectedEOF {
-			return false, fmt.Errorf("read the retained %s: %w", HelperName, errB)
+			return false, fmt.Errorf("read the retained %s: %w", layout.HelperFile, errB)
 		}
 		if na != nb || !bytes.Equal(a[:na], b[:nb]) {
 			return false, nil
@@ -395,7 +396,7 @@ func (s providerConfigStep) Check(ctx context.Context, facts workflow.Facts) (wo
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	old, err := e.readPrivate("provider.json", provider.MaxSize)
+	old, err := e.readPrivate(layout.ProviderConfigFile, provider.MaxSize)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return notDone, workflow.Result{}, nil
@@ -415,14 +416,14 @@ func (s registerStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 	// account's (a link, a device, too large) is refused here, before the
 	// workflow writes anything, not when the register step meets it.
 	const hostile = "The node's registration record is not as the installer left it; inspect it"
-	reg, err := e.readPrivate("registered.json", 4096)
+	reg, err := e.readPrivate(layout.RegisteredFile, 4096)
 	if errors.Is(err, os.ErrNotExist) {
 		return notDone, workflow.Result{}, nil
 	}
 	if err != nil {
 		return 0, workflow.Result{}, refusal(hostile, err)
 	}
-	inst, err := e.readPrivate("installation.json", 4096)
+	inst, err := e.readPrivate(layout.InstallationFile, 4096)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, workflow.Result{}, refusal(hostile, err)
 	}

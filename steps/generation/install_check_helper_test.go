@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -80,7 +81,7 @@ func TestHelperCheckComparesEveryByte(t *testing.T) {
 	last := bytes.Clone(f.helper)
 	last[len(last)-1] ^= 1
 	for _, data := range [][]byte{last, append(bytes.Clone(f.helper), 0)} {
-		if err := os.WriteFile(f.root(HelperName), data, 0o700); err != nil {
+		if err := os.WriteFile(f.root(layout.HelperFile), data, 0o700); err != nil {
 			t.Fatal(err)
 		}
 		_, err := f.helperCheck()

@@ -56,8 +56,8 @@ func NodeConfiguration(ctx context.Context, home, installationID string, uid int
 	}
 	defer root.Close()
 	e := &Env{opts: Options{Home: home, UID: uid, Identity: lease.Identity{InstallationID: installationID}}, node: node, root: root}
-	if ok, err := root.Exists("state/node/identity.json"); err == nil && !ok {
-		if reg, err := root.Exists("registered.json"); err == nil && reg {
+	if ok, err := root.Exists(layout.NodeIdentityFile); err == nil && !ok {
+		if reg, err := root.Exists(layout.RegisteredFile); err == nil && reg {
 			// A registered node without its identity has lost its
 			// credential: it can neither reach Core nor be confirmed
 			// removed.

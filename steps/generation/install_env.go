@@ -75,9 +75,6 @@ type InstallOptions struct {
 	Progress func(name string, done, total int64)
 }
 
-// CoreCAName is the node's private copy of the operator's Core CA.
-const CoreCAName = "core-ca.pem"
-
 // InstallEnv is the Data of an installation's service-account steps: a
 // generation Env bound to the enrolled generation, whose base
 // configuration is the one the installation writes (provider.json), plus
@@ -96,12 +93,12 @@ func (e *InstallEnv) SetToken(token string) { e.token = token }
 // NodeRootDirs are the directories of a new node root, in creation order,
 // relative to the account's home.
 func nodeRootDirs(id string) []string {
-	root := filepath.Join(".oac", "nodes", id)
+	root := layout.NodeRel(id)
 	return []string{
-		".oac", filepath.Join(".oac", "nodes"), root,
-		filepath.Join(root, "state"), filepath.Join(root, "state", "node"), filepath.Join(root, "state", "node", "generations"),
-		filepath.Join(root, "native"), filepath.Join(root, "native", "bin"),
-		filepath.Join(root, "runtime"), filepath.Join(root, "images"), filepath.Join(root, "journals"),
+		layout.OacDir, layout.NodesRel, root,
+		filepath.Join(root, layout.StateParentDir), filepath.Join(root, layout.NodeStateDir), filepath.Join(root, layout.GenerationsDir),
+		filepath.Join(root, layout.NativeDir), filepath.Join(root, layout.NativeBinDir),
+		filepath.Join(root, layout.RuntimeDir), filepath.Join(root, layout.ImagesDir), filepath.Join(root, layout.JournalsDir),
 	}
 }
 

@@ -7,15 +7,13 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// HelperName is the retained generation helper in the node root: the
-// installer binary itself, written by the service account (CONTRACT §9).
-const HelperName = "generation-preparer"
-
-// MaxHelperSize bounds the retained helper (the console allows the
-// installer up to 64 MiB).
+// MaxHelperSize bounds the retained generation helper in the node root
+// (layout.HelperFile), the installer binary itself, written by the service
+// account (CONTRACT §9); the console allows the installer up to 64 MiB.
 const MaxHelperSize = 64 << 20
 
 // helperStep writes the retained generation helper from the bytes root
@@ -43,15 +41,15 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 		return workflow.Result{}, err
 	}
 	if !registered {
-		old, err := e.root.ReadFile(HelperName, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+		old, err := e.root.ReadFile(layout.HelperFile, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
 		if err == nil && bytes.Equal(old, data) {
-			return workflow.Result{}, e.root.PublishOnce(HelperName, data, 0o700)
+			return workflow.Result{}, e.root.PublishOnce(layout.HelperFile, data, 0o700)
 		}
-		return workflow.Result{}, e.root.AtomicWrite(HelperName, data, 0o700)
+		return workflow.Result{}, e.root.AtomicWrite(layout.HelperFile, data, 0o700)
 	}
-	if err := e.root.PublishOnce(HelperName, data, 0o700); err != nil {
+	if err := e.root.PublishOnce(layout.HelperFile, data, 0o700); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
-			return workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", HelperName, err))
+			return workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", layout.HelperFile, err))
 		}
 		return workflow.Result{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -35,10 +36,10 @@ func (s metadataStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		return workflow.Result{}, err
 	}
 	replace := !registered
-	if err := e.writeRecord("installation.json", e.installationRecord(), replace); err != nil {
+	if err := e.writeRecord(layout.InstallationFile, e.installationRecord(), replace); err != nil {
 		return workflow.Result{}, refusalIfConflict(err)
 	}
-	if err := e.writeRecord("preparation.json", map[string]any{"source_url": e.source}, replace); err != nil {
+	if err := e.writeRecord(layout.PreparationFile, map[string]any{"source_url": e.source}, replace); err != nil {
 		return workflow.Result{}, refusalIfConflict(err)
 	}
 	sums := map[string]any{}
@@ -46,7 +47,7 @@ func (s metadataStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		sums[f.Rel] = f.SHA256
 	}
 	ra := map[string]any{"installation_id": e.in.InstallationID, "source_commit": spec.Runtime.SourceCommit, "sha256": sums}
-	if err := e.writeRecord("runtime-artifacts.json", ra, replace); err != nil {
+	if err := e.writeRecord(layout.RuntimeArtifactsFile, ra, replace); err != nil {
 		return workflow.Result{}, refusalIfConflict(err)
 	}
 	e.Logf("node program from release %s, Runtime from release %s", cur.Release.Manifest.SourceCommit, spec.Runtime.SourceCommit)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -33,7 +34,7 @@ func (s nodeRootStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		return workflow.Result{}, err
 	}
 	if registered {
-		if err := e.root.PublishOnce(CoreCAName, ca, 0o600); err != nil {
+		if err := e.root.PublishOnce(layout.CoreCAFile, ca, 0o600); err != nil {
 			if errors.Is(err, safefile.ErrConflict) {
 				return workflow.Result{}, refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", err))
 			}
@@ -41,7 +42,7 @@ func (s nodeRootStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		}
 		return workflow.Result{}, nil
 	}
-	return workflow.Result{Facts: map[string]string{"core_ca_sha256": release.SHA256Hex(ca)}}, e.root.AtomicWrite(CoreCAName, ca, 0o600)
+	return workflow.Result{Facts: map[string]string{"core_ca_sha256": release.SHA256Hex(ca)}}, e.root.AtomicWrite(layout.CoreCAFile, ca, 0o600)
 }
 
 // tokenFilePrefix names the private temporary files that hold the

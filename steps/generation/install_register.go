@@ -16,6 +16,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -124,11 +125,11 @@ func (e *InstallEnv) Token() string { return e.token }
 
 func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
-	inst, err := e.readPrivate("installation.json", 4096)
+	inst, err := e.readPrivate(layout.InstallationFile, 4096)
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if reg, err := e.readPrivate("registered.json", 4096); err == nil {
+	if reg, err := e.readPrivate(layout.RegisteredFile, 4096); err == nil {
 		if !bytes.Equal(reg, inst) {
 			return workflow.Result{}, refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
 		}
@@ -159,7 +160,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		CoreURL: trimOrigin(e.in.CoreOrigin), Name: host, TokenFile: tokenFile, AllowInsecureOrigin: e.in.AllowInsecureOrigin,
 	}
 	if len(e.in.CoreCA) > 0 {
-		req.CoreCA = filepath.Join(e.node.Root, CoreCAName)
+		req.CoreCA = filepath.Join(e.node.Root, layout.CoreCAFile)
 	}
 	reg := e.in.Register
 	if reg == nil {
@@ -180,7 +181,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := e.root.PublishOnce("registered.json", inst, 0o600); err != nil {
+	if err := e.root.PublishOnce(layout.RegisteredFile, inst, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, fmt.Errorf("registered.json: %w", err)
 		}
@@ -231,7 +232,7 @@ func writeTokenFile(e *InstallEnv, token string) (string, error) {
 // address that refused it, keeping the downloads.
 func discardUnregistered(ctx context.Context, e *InstallEnv) error {
 	var errs []error
-	for _, rel := range []string{"installation.json", "provider.json", "state/node/identity.json"} {
+	for _, rel := range []string{layout.InstallationFile, layout.ProviderConfigFile, layout.NodeIdentityFile} {
 		if err := e.root.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

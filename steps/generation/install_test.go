@@ -15,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -131,7 +132,7 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 			t.Errorf("%s: %v %v", rel, fi, err)
 		}
 	}
-	for _, rel := range []string{release.PathNode, HelperName} {
+	for _, rel := range []string{release.PathNode, layout.HelperFile} {
 		if fi, err := os.Lstat(f.root(rel)); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v %v", rel, fi, err)
 		}
@@ -212,12 +213,12 @@ func TestInstallStepsReplaceUnregisteredLeftovers(t *testing.T) {
 	// An earlier attempt's different node program and helper are
 	// disposable: the next run replaces them and registers.
 	os.WriteFile(f.root(release.PathNode), []byte("stale"), 0o700)
-	os.WriteFile(f.root(HelperName), []byte("stale"), 0o700)
+	os.WriteFile(f.root(layout.HelperFile), []byte("stale"), 0o700)
 	f.reg.reject = nil
 	if err := f.run("tok-123"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := os.ReadFile(f.root(HelperName)); !bytes.Equal(got, f.helper) {
+	if got, _ := os.ReadFile(f.root(layout.HelperFile)); !bytes.Equal(got, f.helper) {
 		t.Errorf("helper %q", got)
 	}
 	if got, _ := os.ReadFile(f.root(release.PathNode)); !bytes.Equal(got, f.rel.Bytes[release.PathNode]) {

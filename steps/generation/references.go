@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
@@ -23,7 +24,7 @@ type retained struct {
 // generation g's. A configuration that cannot be read proves nothing about
 // what it references, so it refuses (ErrReferenced).
 func retainedConfigs(d Data, g int64) ([]retained, error) {
-	dir, err := d.Root().OpenDir(generationsRel, safefile.Expect{UID: d.UID()})
+	dir, err := d.Root().OpenDir(layout.GenerationsDir, safefile.Expect{UID: d.UID()})
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func retainedConfigs(d Data, g int64) ([]retained, error) {
 			if c == nil {
 				return nil, unreadable(h, fmt.Errorf("its preparation plan has no configuration"))
 			}
-			out = append(out, retained{h, generationsRel + "/" + recordName(h, ".preparing"), c})
+			out = append(out, retained{h, layout.GenerationsDir + "/" + recordName(h, ".preparing"), c})
 		}
 	}
 	base, err := d.Base()
@@ -76,7 +77,7 @@ func retainedConfigs(d Data, g int64) ([]retained, error) {
 		return nil, err
 	}
 	if base.Generation != g && !kinds[base.Generation][".dropped"] && !kinds[base.Generation][".json"] {
-		out = append(out, retained{base.Generation, "provider.json", base})
+		out = append(out, retained{base.Generation, layout.ProviderConfigFile, base})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Generation < out[j].Generation })
 	return out, nil

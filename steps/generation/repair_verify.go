@@ -9,6 +9,7 @@ import (
 	"path"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -132,7 +133,7 @@ func checkKeptMetadata(d Data, t *repairTarget, md *Metadata) error {
 
 // readRuntimeArtifacts reads runtime-artifacts.json; nil when absent.
 func readRuntimeArtifacts(d Data) (*RuntimeArtifacts, error) {
-	data, err := d.Root().ReadFile("runtime-artifacts.json", safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: MaxRuntimeArtifactsSize})
+	data, err := d.Root().ReadFile(layout.RuntimeArtifactsFile, safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: MaxRuntimeArtifactsSize})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

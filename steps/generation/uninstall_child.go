@@ -82,14 +82,11 @@ func (o UninstallOptions) logf(format string, args ...any) {
 
 func (o UninstallOptions) nodeRoot(id string) string { return layout.NodeRootIn(o.Home, id) }
 
-// nodeRel is the node root of id relative to the home.
-func nodeRel(id string) string { return filepath.Join(".oac", "nodes", id) }
-
 // openNodeRoot opens the node root of id beneath the home, through no
 // symbolic link (the home's subdirectories are the service account's to
 // replace).
 func (o UninstallOptions) openNodeRoot(id string) (*safefile.Root, error) {
-	return safefile.OpenRootIn(o.Home, nodeRel(id), safefile.Expect{UID: safefile.AnyUID})
+	return safefile.OpenRootIn(o.Home, layout.NodeRel(id), safefile.Expect{UID: safefile.AnyUID})
 }
 
 // ServeUninstallStep returns the UninstallRole handler.

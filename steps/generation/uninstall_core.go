@@ -11,6 +11,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -63,7 +64,7 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 	}
 	defer root.Close()
 	registered := req.Registered
-	for _, rel := range []string{"registered.json", "state/node/identity.json"} {
+	for _, rel := range []string{layout.RegisteredFile, layout.NodeIdentityFile} {
 		if _, err := root.Lstat(rel); err == nil {
 			registered = true
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -74,7 +75,7 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 		in.logf("the node never registered with Core; skip the Core check")
 		return coreResult(CoreNeverRegistered), nil
 	}
-	data, err := root.ReadFile("state/node/identity.json", safefile.Expect{UID: in.UID, MaxSize: MaxIdentitySize})
+	data, err := root.ReadFile(layout.NodeIdentityFile, safefile.Expect{UID: in.UID, MaxSize: MaxIdentitySize})
 	if errors.Is(err, os.ErrNotExist) {
 		return noCredential()
 	}
@@ -129,16 +130,16 @@ func uninstallPool(root *safefile.Root, uid int, sha string) (*trust.Roots, erro
 	if sha == "" {
 		return trust.New(nil)
 	}
-	pem, err := root.ReadFile(CoreCAName, safefile.Expect{UID: uid, MaxSize: 1 << 20})
+	pem, err := root.ReadFile(layout.CoreCAFile, safefile.Expect{UID: uid, MaxSize: 1 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("Core CA: %w", err)
 	}
 	if release.SHA256Hex(pem) != sha {
-		return nil, fmt.Errorf("%w: %s does not have the recorded core_ca_sha256", ErrIdentity, root.Join(CoreCAName))
+		return nil, fmt.Errorf("%w: %s does not have the recorded core_ca_sha256", ErrIdentity, root.Join(layout.CoreCAFile))
 	}
 	roots, err := trust.New(pem)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s holds no certificate", ErrIdentity, root.Join(CoreCAName))
+		return nil, fmt.Errorf("%w: %s holds no certificate", ErrIdentity, root.Join(layout.CoreCAFile))
 	}
 	return roots, nil
 }

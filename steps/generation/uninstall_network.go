@@ -8,6 +8,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -98,7 +99,7 @@ func readProviderConfig(in UninstallOptions, id string) (*provider.Config, error
 		return nil, err
 	}
 	defer root.Close()
-	data, err := root.ReadFile("provider.json", safefile.Expect{UID: in.UID, MaxSize: MaxConfigurationSize})
+	data, err := root.ReadFile(layout.ProviderConfigFile, safefile.Expect{UID: in.UID, MaxSize: MaxConfigurationSize})
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
@@ -109,7 +110,7 @@ func readProviderConfig(in UninstallOptions, id string) (*provider.Config, error
 	}
 	c, err := provider.Parse(data)
 	if err != nil {
-		return ignore(fmt.Errorf("%s: %w", root.Join("provider.json"), err))
+		return ignore(fmt.Errorf("%s: %w", root.Join(layout.ProviderConfigFile), err))
 	}
 	return c, nil
 }

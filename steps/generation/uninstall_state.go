@@ -28,7 +28,7 @@ func removeNodeState(in UninstallOptions, req UninstallStepRequest) (UninstallSt
 		return UninstallStepResult{Event: workflow.EventStateRemoved}, nil
 	}
 	if err == nil {
-		err = h.RemoveAll(nodeRel(req.InstallationID))
+		err = h.RemoveAll(layout.NodeRel(req.InstallationID))
 		h.Close()
 	}
 	if err != nil {
@@ -75,7 +75,7 @@ func removeStores(in UninstallOptions, req UninstallStepRequest) (UninstallStepR
 	if len(kept) > 0 {
 		res.Facts = map[string]string{FactStoresKept: strings.Join(kept, " ")}
 	}
-	for _, dir := range []string{filepath.Join(".oac", "nodes"), filepath.Join(".oac", "m"), ".oac"} {
+	for _, dir := range []string{layout.NodesRel, layout.MicrosandboxStoresRel, layout.OacDir} {
 		if err := h.RemoveEmptyDir(dir); err != nil {
 			return UninstallStepResult{}, err
 		}
@@ -86,8 +86,8 @@ func removeStores(in UninstallOptions, req UninstallStepRequest) (UninstallStepR
 // installationStores lists the stores under <home>/.oac/m whose marker
 // names id (a link, or a store without a readable marker, is not one).
 func installationStores(in UninstallOptions, id string) ([]string, error) {
-	m := filepath.Join(in.Home, ".oac", "m")
-	root, err := safefile.OpenRootIn(in.Home, filepath.Join(".oac", "m"), safefile.Expect{UID: safefile.AnyUID})
+	m := filepath.Join(in.Home, layout.MicrosandboxStoresRel)
+	root, err := safefile.OpenRootIn(in.Home, layout.MicrosandboxStoresRel, safefile.Expect{UID: safefile.AnyUID})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

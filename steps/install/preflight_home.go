@@ -8,6 +8,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 // sudoUserNode refuses a new node whose installation already has a node
@@ -34,7 +35,7 @@ func (p *Preflight) sudoUserNode() Check {
 	}
 	// The user's home is the user's to change: looked into through no
 	// symbolic link.
-	rel := filepath.Join(".oac", "nodes", p.InstallationID)
+	rel := layout.NodeRel(p.InstallationID)
 	home, err := safefile.OpenRoot(filepath.Join(p.Host.Root, u.Home))
 	if err != nil {
 		return c
@@ -46,7 +47,7 @@ func (p *Preflight) sudoUserNode() Check {
 		return c
 	}
 	if ok {
-		c.Err = fmt.Errorf("%s exists: a node of this installation runs from %s's home", filepath.Join(u.Home, ".oac", "nodes", p.InstallationID), user)
+		c.Err = fmt.Errorf("%s exists: a node of this installation runs from %s's home", filepath.Join(u.Home, rel), user)
 		c.Hint = "Stop and remove that node first; the installer runs nodes only as the oac-node account"
 	}
 	return c

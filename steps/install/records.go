@@ -123,7 +123,7 @@ func HostRecord(d Data) map[string]any {
 		rec["allow_insecure_origin"] = true
 	}
 	if len(o.CoreCA) > 0 {
-		rec["core_ca"] = filepath.Join(d.Host().NodeRoot(o.InstallationID), "core-ca.pem")
+		rec["core_ca"] = layout.Node{Root: d.Host().NodeRoot(o.InstallationID)}.CoreCA()
 		rec["core_ca_sha256"] = sha256Hex(o.CoreCA)
 	}
 	return rec

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -280,7 +280,7 @@ func refusalCases() []refusalCase {
 			nodeFile(t, f, "native/bin/oac-node", "#!/bin/sh\nexit 0\n", 0o700)
 		}, edit: func(f *runFixture, c *Command) { c.Version = "test-2" }, want: "remove the node in Web, run this command with --uninstall, then add the node again"},
 		{name: "registered: different helper", registered: true, setup: func(t *testing.T, f *runFixture) {
-			nodeFile(t, f, generation.HelperName, "another installer", 0o700)
+			nodeFile(t, f, layout.HelperFile, "another installer", 0o700)
 		}, want: "keeps the installer it was installed with"},
 		{name: "registered: registered.json differs", registered: true, setup: func(t *testing.T, f *runFixture) {
 			nodeFile(t, f, "registered.json", "{}\n", 0o600)

@@ -147,7 +147,7 @@ func (f *hostFixture) install(t *testing.T) {
 	srv := generationtest.NewServer(t, rel)
 	generationtest.SetupNode(t, f.host.Home(), srv, "docker", rel, docker.DefaultHost)
 	writeFile(t, filepath.Join(f.host.NodeRoot(id), "registered.json"), "{}\n", 0o600)
-	writeFile(t, filepath.Join(f.host.NodeRoot(id), generation.CoreCAName), string(coreCA), 0o600)
+	writeFile(t, filepath.Join(f.host.NodeRoot(id), layout.CoreCAFile), string(coreCA), 0o600)
 	f.store = filepath.Join(f.host.Home(), ".oac", "m", "0123456789ab")
 	must(t, os.MkdirAll(f.store, 0o700))
 	writeFile(t, filepath.Join(f.store, "oac-installation.json"), `{"installation_id": "`+id+`"}`+"\n", 0o600)

@@ -366,9 +366,9 @@ func SetupNode(t testing.TB, home string, srv *Server, providerName string, base
 	t.Helper()
 	n := &Node{Home: home, Layout: layout.Node{Root: layout.NodeRootIn(home, InstallationID)}, Provider: providerName}
 	root := n.Layout.Root
-	for _, d := range []string{home, filepath.Join(home, ".oac"), filepath.Join(home, ".oac", "nodes"), root,
-		filepath.Join(root, "state"), n.Layout.StateDir(), n.Layout.Generations(),
-		filepath.Join(root, "runtime"), filepath.Join(root, "images"), filepath.Join(root, "native"), filepath.Join(root, "native", "bin")} {
+	for _, d := range []string{home, filepath.Join(home, layout.OacDir), filepath.Join(home, layout.NodesRel), root,
+		filepath.Join(root, layout.StateParentDir), n.Layout.StateDir(), n.Layout.Generations(),
+		filepath.Join(root, layout.RuntimeDir), filepath.Join(root, layout.ImagesDir), filepath.Join(root, layout.NativeDir), filepath.Join(root, layout.NativeBinDir)} {
 		Mkdir(t, d)
 	}
 	write := func(rel string, data []byte, mode os.FileMode) {
@@ -429,19 +429,19 @@ func SetupNode(t testing.TB, home string, srv *Server, providerName string, base
 		t.Fatal(err)
 	}
 	n.Base = cfg
-	write("provider.json", data, 0o600)
+	write(layout.ProviderConfigFile, data, 0o600)
 	ra, _ := json.MarshalIndent(map[string]any{"installation_id": InstallationID, "source_commit": base.Commit, "sha256": sums}, "", "  ")
-	write("runtime-artifacts.json", append(ra, '\n'), 0o600)
-	write("preparation.json", []byte(`{"source_url": "`+srv.URL+`"}`+"\n"), 0o600)
-	write("core-ca.pem", srv.CA, 0o600)
+	write(layout.RuntimeArtifactsFile, append(ra, '\n'), 0o600)
+	write(layout.PreparationFile, []byte(`{"source_url": "`+srv.URL+`"}`+"\n"), 0o600)
+	write(layout.CoreCAFile, srv.CA, 0o600)
 	nid := map[string]any{
 		"identity": map[string]any{"specification_digest": spec.Digest(), "deployment_generation": 1, "node_id": NodeID,
 			"installation_id": InstallationID, "provider": providerName, "backend_fingerprint": strings.Repeat("f", 64), "max_active": 2, "max_retained": 4},
 		"credential": Credential, "core_url": srv.URL, "owner_epoch": 1,
-		"core_ca": filepath.Join(root, "core-ca.pem"), "core_ca_sha256": release.SHA256Hex(srv.CA),
+		"core_ca": filepath.Join(root, layout.CoreCAFile), "core_ca_sha256": release.SHA256Hex(srv.CA),
 	}
 	idb, _ := json.MarshalIndent(nid, "", "  ")
-	write("state/node/identity.json", append(idb, '\n'), 0o600)
+	write(layout.NodeIdentityFile, append(idb, '\n'), 0o600)
 	l, err := lease.Initialize(n.Layout.Generations(), lease.Identity{InstallationID: InstallationID, Generation: 1, SpecificationDigest: spec.Digest()}, os.Getuid())
 	if err != nil {
 		t.Fatal(err)

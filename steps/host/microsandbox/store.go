@@ -11,6 +11,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 // MaxStorePath is the longest store path, in bytes: microsandbox places
@@ -49,7 +50,7 @@ func storeIn(home, key string) (string, error) {
 		return "", fmt.Errorf("microsandbox store: home %q is not absolute", home)
 	}
 	sum := sha256.Sum256([]byte(key))
-	p := filepath.Join(home, ".oac", "m", hex.EncodeToString(sum[:])[:12])
+	p := filepath.Join(home, layout.MicrosandboxStoresRel, hex.EncodeToString(sum[:])[:12])
 	if len(p) > MaxStorePath {
 		return "", fmt.Errorf("%w: the microsandbox store %s is %d bytes, at most %d", ErrHomeTooLong, p, len(p), MaxStorePath)
 	}
@@ -82,7 +83,7 @@ func ClaimStore(store, installationID string, uid int) error {
 	}
 	defer home.Close()
 	dirExp := safefile.Expect{UID: uid}
-	rels := []string{".oac", ".oac/m", ".oac/m/" + filepath.Base(store)}
+	rels := []string{layout.OacDir, layout.MicrosandboxStoresRel, filepath.Join(layout.MicrosandboxStoresRel, filepath.Base(store))}
 	for _, rel := range rels {
 		if err := home.Mkdir(rel, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("claim microsandbox store %s: %w", store, err)

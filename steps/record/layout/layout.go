@@ -62,11 +62,56 @@ func (h Host) Home() string { return h.p(HomeRel) }
 // NodeRoot is the node's root in the service account's home.
 func (h Host) NodeRoot(id string) string { return NodeRootIn(h.Home(), id) }
 
+// Names in the service account's home, relative to it.
+const (
+	// OacDir holds the node roots and the microsandbox stores.
+	OacDir = ".oac"
+	// NodesRel holds every node root: .oac/nodes/<id>.
+	NodesRel = OacDir + "/nodes"
+	// MicrosandboxStoresRel holds the microsandbox stores: .oac/m/<hash>.
+	MicrosandboxStoresRel = OacDir + "/m"
+)
+
+// NodeRel is the node root of installation id relative to the home.
+func NodeRel(id string) string { return filepath.Join(NodesRel, id) }
+
 // NodesDir holds every node root of the service account.
-func (h Host) NodesDir() string { return filepath.Join(h.Home(), ".oac", "nodes") }
+func (h Host) NodesDir() string { return filepath.Join(h.Home(), NodesRel) }
 
 // NodeRootIn is the node root for installation id under home.
-func NodeRootIn(home, id string) string { return filepath.Join(home, ".oac", "nodes", id) }
+func NodeRootIn(home, id string) string { return filepath.Join(home, NodeRel(id)) }
+
+// Names in a node root, relative to it (CONTRACT §3). Node joins them to
+// the root; code that opened the root (a safefile.Root) uses them as they
+// are.
+const (
+	InstallLockFile      = "install.lock"
+	InstallationFile     = "installation.json"
+	RegisteredFile       = "registered.json"
+	ProviderConfigFile   = "provider.json"
+	RuntimeArtifactsFile = "runtime-artifacts.json"
+	PreparationFile      = "preparation.json"
+	// HelperFile is the retained generation helper, beside provider.json.
+	HelperFile = "generation-preparer"
+	// CoreCAFile is the node's private copy of the operator's Core CA.
+	CoreCAFile = "core-ca.pem"
+	// StateParentDir holds NodeStateDir, the node program's state
+	// directory, whose identity record is IdentityFileName.
+	StateParentDir   = "state"
+	NodeStateDir     = StateParentDir + "/node"
+	IdentityFileName = "identity.json"
+	NodeIdentityFile = NodeStateDir + "/" + IdentityFileName
+	// GenerationsDir holds the generation leases and their records.
+	GenerationsDir = NodeStateDir + "/generations"
+	NativeDir      = "native"
+	NativeBinDir   = NativeDir + "/bin"
+	RuntimeDir     = "runtime"
+	ImagesDir      = "images"
+	JournalsDir    = "journals"
+	// ReleasesDir holds the per-release Runtime files of later
+	// generations: releases/<source_commit>.
+	ReleasesDir = "releases"
+)
 
 // Node is the layout inside one node root (CONTRACT §3).
 type Node struct{ Root string }
@@ -75,22 +120,22 @@ func (n Node) p(rel ...string) string {
 	return filepath.Join(append([]string{n.Root}, rel...)...)
 }
 
-func (n Node) InstallLock() string       { return n.p("install.lock") }
-func (n Node) Installation() string      { return n.p("installation.json") }
-func (n Node) Registered() string        { return n.p("registered.json") }
-func (n Node) ProviderConfig() string    { return n.p("provider.json") }
-func (n Node) RuntimeArtifacts() string  { return n.p("runtime-artifacts.json") }
-func (n Node) Preparation() string       { return n.p("preparation.json") }
-func (n Node) Helper() string            { return n.p("generation-preparer") }
-func (n Node) StateDir() string          { return n.p("state", "node") }
-func (n Node) Identity() string          { return n.p("state", "node", "identity.json") }
-func (n Node) Generations() string       { return n.p("state", "node", "generations") }
-func (n Node) Journals() string          { return n.p("journals") }
-func (n Node) Release(src string) string { return n.p("releases", src) }
-func (n Node) CoreCA() string            { return n.p("core-ca.pem") }
+func (n Node) InstallLock() string       { return n.p(InstallLockFile) }
+func (n Node) Installation() string      { return n.p(InstallationFile) }
+func (n Node) Registered() string        { return n.p(RegisteredFile) }
+func (n Node) ProviderConfig() string    { return n.p(ProviderConfigFile) }
+func (n Node) RuntimeArtifacts() string  { return n.p(RuntimeArtifactsFile) }
+func (n Node) Preparation() string       { return n.p(PreparationFile) }
+func (n Node) Helper() string            { return n.p(HelperFile) }
+func (n Node) StateDir() string          { return n.p(NodeStateDir) }
+func (n Node) Identity() string          { return n.p(NodeIdentityFile) }
+func (n Node) Generations() string       { return n.p(GenerationsDir) }
+func (n Node) Journals() string          { return n.p(JournalsDir) }
+func (n Node) Release(src string) string { return n.p(ReleasesDir, src) }
+func (n Node) CoreCA() string            { return n.p(CoreCAFile) }
 
 // GenerationJournal is the journal of a generation workflow (prepare,
 // repair, collect) for generation g: <root>/journals/<workflow>-<g>.journal.
 func (n Node) GenerationJournal(workflow string, g int64) string {
-	return n.p("journals", fmt.Sprintf("%s-%d.journal", workflow, g))
+	return n.p(JournalsDir, fmt.Sprintf("%s-%d.journal", workflow, g))
 }

@@ -6,12 +6,9 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
-
-// ReleasesDir is the directory, under the node root, of the per-release
-// Runtime files of later generations: releases/<source_commit>.
-const ReleasesDir = "releases"
 
 // ReleaseDir returns the directory holding the Runtime files c uses: the
 // node root for the files the installation downloaded, or
@@ -58,7 +55,7 @@ func PlanDir(base *Config, spec *release.Specification, root string) string {
 	if dir, err := base.ReleaseDir(); err == nil && dir == root && spec.Runtime.SourceCommit == base.Specification.Runtime.SourceCommit {
 		return root
 	}
-	return filepath.Join(root, ReleasesDir, spec.Runtime.SourceCommit)
+	return filepath.Join(root, layout.ReleasesDir, spec.Runtime.SourceCommit)
 }
 
 // Plan builds the planned configuration of generation g with specification
@@ -151,7 +148,7 @@ func CheckPlan(p, base *Config, root, home string) error {
 	if err != nil {
 		return err
 	}
-	own := filepath.Join(root, ReleasesDir, p.Specification.Runtime.SourceCommit)
+	own := filepath.Join(root, layout.ReleasesDir, p.Specification.Runtime.SourceCommit)
 	if dir != root && dir != own {
 		return mismatch("Runtime files in %s, outside the node root and %s", dir, own)
 	}
