@@ -86,14 +86,14 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	host := c.host()
 	out := newOutput(c.stdout)
 	defer out.finish()
-	child := install.PrivsepChild(privsep.Options{
+	child := install.NewChildren(privsep.Options{
 		Binary: bin, Home: host.Home(), Proxy: privsep.ProxyFromEnviron(os.Environ()),
 		Output: out.beside(c.stderr), Progress: out.event, NoColor: noColor(),
 	}, accounts.Under(host.Root))
 	rep, err := install.Run(ctx, install.Command{
 		Options: opts, Host: host, ReadToken: readTok, Environ: os.Environ(), Machine: unix.ByteSliceToString(uts.Machine[:]),
 		Core: install.CoreReader{Roots: roots, Proxy: proxyFunc}, Engine: engine, Accounts: accounts.Commands{},
-		Systemd: sd, Child: child, Proxy: privsep.ProxyFromEnviron(os.Environ()), Version: workflow.Version,
+		Systemd: sd, Child: child.Run, EndChild: child.Close, Proxy: privsep.ProxyFromEnviron(os.Environ()), Version: workflow.Version,
 		Out: out, Phase: out.phase, Style: out.summaryStyle(),
 	})
 	if err == nil && rep != nil && rep.Condition != workflow.Complete {

@@ -171,7 +171,7 @@ func newMSBRun(t *testing.T, storeLen int) *msbRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bin.Close() })
-	real := PrivsepChild(privsep.Options{Binary: bin, Home: r.host.Home()}, accounts.Under(r.host.Root))
+	real := children(t, privsep.Options{Binary: bin, Home: r.host.Home()}, accounts.Under(r.host.Root))
 	// Core's fakes: the node program of the fixture does not connect, so
 	// readiness is answered here, and so is a registered node's read of
 	// its configuration with its credential. Every other step runs in the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
@@ -14,7 +15,7 @@ import (
 )
 
 // ChildRunner runs one service-account step in a child and returns its
-// answer. The real one calls privsep.Run with generation.InstallRole;
+// answer. The real one is Children.Run;
 // tests run generation.RunInstallStep in process.
 type ChildRunner func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error)
 
@@ -99,32 +100,71 @@ func NodeSteps(d NodeData) map[workflow.State]workflow.Step {
 	return out
 }
 
-// PrivsepChild is the real ChildRunner: each request runs in a new child as
-// the service account, from the binary root captured at start. The
-// account's uid, gid and groups are looked up in dbs at every call (the
-// account step creates the account during the run).
-func PrivsepChild(base privsep.Options, dbs accounts.Databases) ChildRunner {
-	return func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
-		o := base
-		u, err := dbs.LookupUser(layout.Account)
-		if err != nil {
-			return generation.InstallStepResult{}, fmt.Errorf("the service account: %w", err)
-		}
-		groups, err := dbs.SupplementaryGroups(layout.Account)
-		if err != nil {
-			return generation.InstallStepResult{}, fmt.Errorf("the service account's groups: %w", err)
-		}
-		o.UID, o.GID, o.Groups = u.UID, u.GID, groups
-		o.Role = generation.InstallRole
-		o.Request = req
-		r, err := privsep.Run(ctx, o)
-		if err != nil {
-			return generation.InstallStepResult{}, err
-		}
-		var res generation.InstallStepResult
-		if err := r.Decode(&res); err != nil {
-			return generation.InstallStepResult{}, err
-		}
-		return res, nil
+// Children is the real ChildRunner (Run): the service-account steps run in
+// one child, a privsep.Session of generation.InstallRole started from the
+// binary root captured at start, while the account's uid, gid and groups
+// are those it started with. They are looked up in dbs at every call (the
+// account step creates the account during the run, the group step adds it
+// to a group); when they differ, the session ends and a new one starts.
+// Close ends the last one; Run calls it (Command.EndChild) before it
+// releases the host lock, so no process of the account's is left behind
+// by the run.
+type Children struct {
+	base privsep.Options
+	dbs  accounts.Databases
+
+	session *privsep.Session
+	creds   string // the session's uid, gid and groups
+}
+
+// NewChildren returns the Children of base (its Role and Request unused).
+func NewChildren(base privsep.Options, dbs accounts.Databases) *Children {
+	return &Children{base: base, dbs: dbs}
+}
+
+// Run runs one request in the session's child.
+func (c *Children) Run(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+	u, err := c.dbs.LookupUser(layout.Account)
+	if err != nil {
+		return generation.InstallStepResult{}, fmt.Errorf("the service account: %w", err)
 	}
+	groups, err := c.dbs.SupplementaryGroups(layout.Account)
+	if err != nil {
+		return generation.InstallStepResult{}, fmt.Errorf("the service account's groups: %w", err)
+	}
+	groups = slices.Sorted(slices.Values(groups))
+	creds := fmt.Sprint(u.UID, u.GID, groups)
+	if c.session != nil && c.creds != creds {
+		if err := c.Close(); err != nil {
+			return generation.InstallStepResult{}, err
+		}
+	}
+	if c.session == nil {
+		o := c.base
+		o.UID, o.GID, o.Groups = u.UID, u.GID, groups
+		o.Role, o.Request = generation.InstallRole, nil
+		if c.session, err = privsep.Start(ctx, o); err != nil {
+			return generation.InstallStepResult{}, err
+		}
+		c.creds = creds
+	}
+	r, err := c.session.Call(ctx, req)
+	if err != nil {
+		return generation.InstallStepResult{}, err
+	}
+	var res generation.InstallStepResult
+	if err := r.Decode(&res); err != nil {
+		return generation.InstallStepResult{}, err
+	}
+	return res, nil
+}
+
+// Close ends the session's child, if one runs.
+func (c *Children) Close() error {
+	if c.session == nil {
+		return nil
+	}
+	err := c.session.Close()
+	c.session = nil
+	return err
 }

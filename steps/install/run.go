@@ -44,9 +44,12 @@ type Command struct {
 	Engine    Engine
 	Accounts  accounts.Adapter
 	Systemd   systemd.Manager
-	// Child runs a service-account step (PrivsepChild in production).
+	// Child runs a service-account step (Children.Run in production).
 	Child ChildRunner
-	Proxy privsep.ProxyEnv
+	// EndChild, when set, ends the service-account child before the host
+	// lock is released (Children.Close).
+	EndChild func() error
+	Proxy    privsep.ProxyEnv
 	// Version is the binary's version, bound into the journal.
 	Version string
 	// Out receives the operator's output; Phase is told each phase.
@@ -116,6 +119,10 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	if c.EndChild != nil {
+		// Before the lock goes: no process of the account's outlives the run.
+		defer c.EndChild()
+	}
 	safefile.Pausepoint("install-host-locked")
 	if err := CheckBookkeeping(c.Host, o.InstallationID); err != nil {
 		return nil, err

@@ -50,9 +50,11 @@ type runFixture struct {
 	systemd *systemdtest.Fake
 	engine  *dockertest.FileEngine
 	child   ChildRunner
-	version string
-	environ []string
-	machine string
+	// children is the real child runner f.child starts with.
+	children *Children
+	version  string
+	environ  []string
+	machine  string
 	// coreReply, when set, answers Core's configuration route first.
 	mu        sync.Mutex
 	coreReply func(w http.ResponseWriter, r *http.Request) bool
@@ -100,7 +102,8 @@ func newRunFixture(t *testing.T) *runFixture {
 	f.srv.Config.Handler = mux
 
 	f.engine = &dockertest.FileEngine{Path: filepath.Join(h.EngineDir(), "state.json")}
-	f.child = PrivsepChild(privsep.Options{Binary: h.Binary, Home: f.host.Home()}, h.DBs)
+	f.children = NewChildren(privsep.Options{Binary: h.Binary, Home: f.host.Home()}, h.DBs)
+	f.child = f.children.Run
 	return f
 }
 
@@ -150,7 +153,7 @@ func (f *runFixture) command() Command {
 	return Command{
 		Options: f.options(), Host: f.host, Token: f.token, Environ: f.environ, Machine: f.machine,
 		Core:   CoreReader{Roots: trust.Only(mustPool(f.ca))},
-		Engine: f.engine, Accounts: f.accts, Systemd: f.systemd, Child: f.child, Version: f.version, Out: &f.out,
+		Engine: f.engine, Accounts: f.accts, Systemd: f.systemd, Child: f.child, EndChild: f.children.Close, Version: f.version, Out: &f.out,
 	}
 }
 

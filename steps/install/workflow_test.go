@@ -16,6 +16,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
@@ -148,7 +149,7 @@ func newHostFixture(t *testing.T) *hostFixture {
 		Opts:      Options{InstallationID: generationtest.InstallationID, SourceURL: srv.URL, CoreURL: srv.URL, CoreCA: srv.CA},
 		HostPaths: host, Conf: conf, ConfRaw: confRaw, Tok: "enroll-3c9e1f7a22",
 		Adapter: accts, DBs: dbs, Manager: sd, Locked: true,
-		Runner: PrivsepChild(privsep.Options{Binary: h.Binary, Home: host.Home()}, dbs),
+		Runner: children(t, privsep.Options{Binary: h.Binary, Home: host.Home()}, dbs),
 	}
 	return &hostFixture{base: base, host: host, env: env, systemd: sd, accts: accts,
 		journal: filepath.Join(host.JournalDir(generationtest.InstallationID), "install.journal")}
@@ -214,4 +215,11 @@ func TestInstallWorkflowWithAServiceAccountChild(t *testing.T) {
 	if regs, _ := os.ReadFile(filepath.Join(f.base, "engine", "registrations")); strings.Count(string(regs), "\n") != 1 {
 		t.Errorf("registrations: %q", regs)
 	}
+}
+
+// children is the real child runner, its session ended when the test ends.
+func children(t *testing.T, base privsep.Options, dbs accounts.Databases) ChildRunner {
+	c := NewChildren(base, dbs)
+	t.Cleanup(func() { c.Close() })
+	return c.Run
 }

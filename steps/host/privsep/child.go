@@ -1,9 +1,11 @@
 package privsep
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -161,10 +163,20 @@ func serveChild(args []string, roles map[string]Handler) int {
 		return out.fail(err)
 	}
 	// Processes the handler starts must not hold the result pipe (the
-	// parent reads it to end of file), nor the executable.
+	// parent reads it to end of file), nor the executable, nor the
+	// request pipe a session reads on.
 	unix.CloseOnExec(resultFD)
 	unix.CloseOnExec(binaryFD)
-	env, err := readEnvelope()
+	unix.CloseOnExec(requestFD)
+	// Non-blocking, so that the runtime's poller reads it and closing it
+	// ends a read: a session's child waiting for its next request leaves
+	// when the parent stops it.
+	if err := unix.SetNonblock(requestFD, true); err != nil {
+		return out.fail(fmt.Errorf("the request pipe: %w", err))
+	}
+	reqFile := os.NewFile(requestFD, "request pipe")
+	requests := bufio.NewReaderSize(reqFile, 64<<10)
+	env, err := readEnvelope(requests)
 	if err != nil {
 		return out.fail(err)
 	}
@@ -183,16 +195,38 @@ func serveChild(args []string, roles map[string]Handler) int {
 		ctx, stop = signal.NotifyContext(ctx, s...)
 	}
 	defer stop()
-	c := &Child{Role: role, Request: env.Request, out: out}
+	if !env.Session {
+		return serveRequest(ctx, h, &Child{Role: role, Request: env.Request, out: out})
+	}
+	context.AfterFunc(ctx, func() { reqFile.Close() })
+	for {
+		req, err := readLine(requests, "a request")
+		switch {
+		case errors.Is(err, io.EOF):
+			return 0
+		case ctx.Err() != nil:
+			return 1 // stopped by the parent between requests
+		case err != nil:
+			return out.fail(err)
+		}
+		if status := serveRequest(ctx, h, &Child{Role: role, Request: req, out: out}); status != 0 && ctx.Err() != nil {
+			return status
+		}
+	}
+}
+
+// serveRequest runs the handler for one request and sends its result or
+// error; it returns the exit status a child of one request ends with.
+func serveRequest(ctx context.Context, h Handler, c *Child) int {
 	result, err := callHandler(ctx, h, c)
 	if err != nil {
-		return out.fail(err)
+		return c.out.fail(err)
 	}
 	data, err := json.Marshal(result)
 	if err != nil {
-		return out.fail(fmt.Errorf("encode the %s result: %w", role, err))
+		return c.out.fail(fmt.Errorf("encode the %s result: %w", c.Role, err))
 	}
-	if err := out.sendResult(data); err != nil {
+	if err := c.out.sendResult(data); err != nil {
 		return 1
 	}
 	return 0
@@ -227,16 +261,14 @@ func refuseRoot() error {
 	return nil
 }
 
-// readEnvelope reads and closes the request pipe.
-func readEnvelope() (envelope, error) {
-	f := os.NewFile(requestFD, "request pipe")
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRequest+1))
-	if err != nil {
-		return envelope{}, fmt.Errorf("read the request from the installer: %w", err)
+// readEnvelope reads the envelope, the request pipe's first line.
+func readEnvelope(r *bufio.Reader) (envelope, error) {
+	data, err := readLine(r, "the request")
+	if errors.Is(err, io.EOF) {
+		err = fmt.Errorf("read the request from the installer: %w", io.ErrUnexpectedEOF)
 	}
-	if len(data) > maxRequest {
-		return envelope{}, fmt.Errorf("request from the installer exceeds %d bytes", maxRequest)
+	if err != nil {
+		return envelope{}, err
 	}
 	var env envelope
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -245,6 +277,30 @@ func readEnvelope() (envelope, error) {
 		return envelope{}, fmt.Errorf("decode the request from the installer: %w", err)
 	}
 	return env, nil
+}
+
+// readLine reads one line of at most maxRequest bytes from the request
+// pipe, without its newline; io.EOF when the pipe ended before it began.
+func readLine(r *bufio.Reader, what string) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxRequest+1 {
+			return nil, fmt.Errorf("%s from the installer exceeds %d bytes", what, maxRequest)
+		}
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) == 0:
+			return nil, io.EOF
+		case errors.Is(err, io.EOF):
+			return line, nil // the last line of a parent that sent no newline
+		}
+		return nil, fmt.Errorf("read %s from the installer: %w", what, err)
+	}
 }
 
 // checkCredentials verifies that the child runs as exactly the account the

@@ -5,11 +5,15 @@ import "encoding/json"
 // The parent and the child talk over two pipes besides stdout and stderr:
 //
 //	fd 3  child → parent  newline-delimited JSON messages (message)
-//	fd 4  parent → child  one JSON envelope, then end of file (envelope)
+//	fd 4  parent → child  one JSON envelope line (envelope); then end of
+//	                      file, or, for a session, one request per line
+//	                      until end of file
 //	fd 5  parent → child  the sealed executable, read-only (Child.Executable)
 //
-// The child sends any number of "phase", "line" and "progress" messages,
-// then exactly one "result" or "error" message, and exits.
+// For each request the child sends any number of "phase", "line" and
+// "progress" messages, then exactly one "result" or "error" message. A
+// child of one request then exits; a session's child reads the next
+// request, and exits at the request pipe's end of file.
 const (
 	resultFD  = 3
 	requestFD = 4
@@ -45,13 +49,14 @@ const (
 // rest of the line but its closing brace.
 const resultPrefix = `{"type":"result","result":`
 
-// envelope is what the parent sends the child: who it must be, and the
-// handler's request.
+// envelope is what the parent sends the child first: who it must be, and
+// the handler's request, or Session: the requests follow, one per line.
 type envelope struct {
 	UID     int             `json:"uid"`
 	GID     int             `json:"gid"`
 	Groups  []int           `json:"groups"`
-	Request json.RawMessage `json:"request"`
+	Session bool            `json:"session,omitempty"`
+	Request json.RawMessage `json:"request,omitempty"`
 }
 
 // message is one line the child sends.

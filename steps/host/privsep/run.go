@@ -149,49 +149,126 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.validate(); err != nil {
 		return Result{}, err
 	}
-	request, err := json.Marshal(o.Request)
+	envelopeData, err := o.envelope(o.Request, false)
 	if err != nil {
-		return Result{}, fmt.Errorf("encode the %s request: %w", o.Role, err)
-	}
-	groups := append([]int{}, o.Groups...)
-	// The envelope's fields besides the request are a few hundred bytes.
-	if len(request) > maxRequest-4096 {
-		return Result{}, fmt.Errorf("the %s request exceeds %d bytes", o.Role, maxRequest)
-	}
-	envelopeData, err := json.Marshal(envelope{UID: o.UID, GID: o.GID, Groups: groups, Request: request})
-	if err != nil {
-		return Result{}, fmt.Errorf("encode the %s envelope: %w", o.Role, err)
+		return Result{}, err
 	}
 	if ctx.Err() != nil {
 		return Result{}, fmt.Errorf("%s as %s: %w", o.Role, AccountName, ErrInterrupted)
 	}
-	grace := o.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
-	sigs := o.Signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 1)
-		if s := InterruptSignals(); len(s) > 0 {
-			signal.Notify(ch, s...)
-			defer signal.Stop(ch)
-		}
-		sigs = ch
-	}
+	sigs, stopSignals := o.signals()
+	defer stopSignals()
 
+	rd := &reader{role: o.Role, progress: o.Progress}
+	c, err := spawn(o, rd)
+	if err != nil {
+		return Result{}, err
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.p.reqW.Write(envelopeData) // a child that died early shows in its result
+		c.p.reqW.Close()
+	}()
+
+	interrupted := false
+	select {
+	case <-c.exited:
+	default:
+		select {
+		case <-c.exited:
+		case <-ctx.Done():
+			interrupted = true
+		case <-sigs:
+			interrupted = true
+		}
+	}
+	state := c.finish(interrupted)
+	if interrupted {
+		return Result{}, fmt.Errorf("%s as %s: %w", o.Role, AccountName, ErrInterrupted)
+	}
+	return rd.outcome(state)
+}
+
+// envelope encodes what the child reads first: the credentials it must
+// run with and, for one request, the request; a session's requests follow
+// it one per line. It ends with a newline.
+func (o *Options) envelope(request any, session bool) ([]byte, error) {
+	var raw json.RawMessage
+	if !session {
+		var err error
+		if raw, err = json.Marshal(request); err != nil {
+			return nil, fmt.Errorf("encode the %s request: %w", o.Role, err)
+		}
+		// The envelope's fields besides the request are a few hundred bytes.
+		if len(raw) > maxRequest-4096 {
+			return nil, fmt.Errorf("the %s request exceeds %d bytes", o.Role, maxRequest)
+		}
+	}
+	data, err := json.Marshal(envelope{UID: o.UID, GID: o.GID, Groups: append([]int{}, o.Groups...), Session: session, Request: raw})
+	if err != nil {
+		return nil, fmt.Errorf("encode the %s envelope: %w", o.Role, err)
+	}
+	return append(data, '\n'), nil
+}
+
+// signals is where interrupts come from while a child runs: o.Signals, or
+// the process's own SIGINT, SIGHUP and SIGTERM until stop is called.
+func (o *Options) signals() (sigs <-chan os.Signal, stop func()) {
+	if o.Signals != nil {
+		return o.Signals, func() {}
+	}
+	ch := make(chan os.Signal, 1)
+	s := InterruptSignals()
+	if len(s) == 0 {
+		return ch, func() {}
+	}
+	signal.Notify(ch, s...)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// grace is how long an interrupted child's group has to stop.
+func (o *Options) grace() time.Duration {
+	if o.Grace > 0 {
+		return o.Grace
+	}
+	return DefaultGrace
+}
+
+// child is one started child process: its pipes, and the goroutines that
+// relay its output and read its messages.
+type child struct {
+	role   string
+	cmd    *exec.Cmd
+	pid    int
+	p      *pipes
+	exited chan struct{}
+	grace  time.Duration
+	// wg counts the relays, the message reader and the request writer.
+	wg sync.WaitGroup
+}
+
+// spawn starts the child for o (validated) and the goroutines that relay
+// its stdout and stderr to o.Output and feed its messages to rd. The
+// caller writes the envelope and ends with finish.
+func spawn(o Options, rd *reader) (_ *child, err error) {
 	p, err := openPipes(o.Binary)
 	if err != nil {
-		return Result{}, fmt.Errorf("start %s: %w", o.Role, err)
+		return nil, fmt.Errorf("start %s: %w", o.Role, err)
 	}
-	defer p.close()
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
 	execFD, err := p.execFD(o.Binary)
 	if err != nil {
-		return Result{}, fmt.Errorf("start %s: %w", o.Role, err)
+		return nil, fmt.Errorf("start %s: %w", o.Role, err)
 	}
 	defer unix.Close(execFD)
 
-	cred := &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.GID), Groups: make([]uint32, 0, len(groups))}
-	for _, g := range groups {
+	cred := &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.GID), Groups: make([]uint32, 0, len(o.Groups))}
+	for _, g := range o.Groups {
 		cred.Groups = append(cred.Groups, uint32(g))
 	}
 	cmd := &exec.Cmd{
@@ -220,7 +297,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// so the runtime ends the thread with the goroutine and no other
 	// goroutine of root ever runs with those settings.
 	started := make(chan error, 1)
-	exited := make(chan struct{})
+	c := &child{role: o.Role, cmd: cmd, p: p, exited: make(chan struct{}), grace: o.grace()}
 	go func() {
 		runtime.LockOSThread()
 		if err := prepareChildThread(o.UID, o.GID); err != nil {
@@ -233,12 +310,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		started <- nil
 		waitExited(cmd.Process.Pid)
-		close(exited)
+		close(c.exited)
 	}()
 	if err := <-started; err != nil {
-		return Result{}, fmt.Errorf("start %s as %s: %w", o.Role, AccountName, err)
+		return nil, fmt.Errorf("start %s as %s: %w", o.Role, AccountName, err)
 	}
-	pid := cmd.Process.Pid
+	c.pid = cmd.Process.Pid
 	p.closeChildEnds()
 
 	output := o.Output
@@ -246,54 +323,39 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		output = io.Discard
 	}
 	out := &lockedWriter{w: output}
-	var wg sync.WaitGroup
-	wg.Add(4)
-	go func() {
-		defer wg.Done()
-		p.reqW.Write(envelopeData) // a child that died early shows in its result
-		p.reqW.Close()
-	}()
-	go func() { defer wg.Done(); relay(out, p.outR) }()
-	go func() { defer wg.Done(); relay(out, p.errR) }()
-	rd := &reader{role: o.Role, progress: o.Progress}
-	go func() { defer wg.Done(); rd.read(p.resR) }()
+	c.wg.Add(3)
+	go func() { defer c.wg.Done(); relay(out, p.outR) }()
+	go func() { defer c.wg.Done(); relay(out, p.errR) }()
+	go func() { defer c.wg.Done(); rd.read(p.resR) }()
+	return c, nil
+}
 
-	interrupted := false
-	select {
-	case <-exited:
-	default:
-		select {
-		case <-exited:
-		case <-ctx.Done():
-			interrupted = true
-		case <-sigs:
-			interrupted = true
-		}
-	}
+// finish ends the child: with interrupted, SIGTERM to its group and, after
+// the grace period, SIGKILL; then whatever is left of the group goes, the
+// child is reaped and the pipes drained. It returns how the child ended;
+// no process of the child's group is left running.
+func (c *child) finish(interrupted bool) *os.ProcessState {
 	if interrupted {
-		stopGroup(pid, exited, grace)
+		stopGroup(c.pid, c.exited, c.grace)
 	}
-	// Whatever is left of the group goes too. The child is exited but not
-	// yet reaped, so its pid, the group's id, cannot name another group.
-	unix.Kill(-pid, unix.SIGKILL)
-	cmd.Wait()
-	state := cmd.ProcessState
-	waitGroupGone(pid)
+	// Whatever is left of the group goes too. The child is exited (or
+	// killed) but not yet reaped, so its pid, the group's id, cannot name
+	// another group.
+	unix.Kill(-c.pid, unix.SIGKILL)
+	c.cmd.Wait()
+	waitGroupGone(c.pid)
 
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { c.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(drainDelay):
 		// A process outside the group still holds a pipe: stop reading.
-		p.closeParentEnds()
+		c.p.closeParentEnds()
 		<-done
 	}
-
-	if interrupted {
-		return Result{}, fmt.Errorf("%s as %s: %w", o.Role, AccountName, ErrInterrupted)
-	}
-	return rd.outcome(state)
+	c.p.close()
+	return c.cmd.ProcessState
 }
 
 // prepareChildThread is childThread; a test replaces it to start a child
@@ -381,6 +443,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 type reader struct {
 	role     string
 	progress func(Event)
+	// finals, for a session, receives each request's final message; a
+	// child of one request sends one, kept in final.
+	finals chan message
+	// done is closed when read returns.
+	done chan struct{}
 
 	final    *message
 	protoErr error
@@ -389,6 +456,10 @@ type reader struct {
 // read consumes the result pipe to its end.
 func (rd *reader) read(r io.Reader) {
 	defer io.Copy(io.Discard, r) // never leave the child blocked on a write
+	if rd.done != nil {
+		// Before draining: a session's child stays until it is stopped.
+		defer close(rd.done)
+	}
 	sc := bufio.NewScanner(r)
 	// The buffer grows with the longest line, up to maxMessage: most
 	// children send a few short lines, and a fresh megabyte per child
@@ -437,13 +508,19 @@ func (rd *reader) handle(line []byte) error {
 		if rd.progress != nil {
 			rd.progress(Event{Kind: EventTransfer, Text: SanitizeString(clip(m.Text)), Done: m.Done, Total: m.Total})
 		}
-	case msgResult:
-		if len(m.Result) == 0 {
+	case msgResult, msgError:
+		if m.Type == msgResult && len(m.Result) == 0 {
 			return fmt.Errorf("%s: result without a value: %w", rd.role, ErrProtocol)
 		}
-		rd.final = &m
-	case msgError:
-		rd.final = &m
+		if rd.finals == nil {
+			rd.final = &m
+			return nil
+		}
+		select {
+		case rd.finals <- m:
+		default:
+			return fmt.Errorf("%s: a final message nobody asked for: %w", rd.role, ErrProtocol)
+		}
 	default:
 		return fmt.Errorf("%s: message type %q: %w", rd.role, SanitizeString(clip(m.Type)), ErrProtocol)
 	}
@@ -462,10 +539,16 @@ func (rd *reader) outcome(state *os.ProcessState) (Result, error) {
 	switch {
 	case rd.final == nil:
 		return Result{}, fmt.Errorf("%s as %s (%s): %w", rd.role, AccountName, how, ErrNoResult)
-	case rd.final.Type == msgError:
-		return Result{}, &ChildError{Role: rd.role, Message: SanitizeString(clip(rd.final.Text)), class: knownClass(rd.final.Class)}
-	case state == nil || !state.Success():
+	case rd.final.Type != msgError && (state == nil || !state.Success()):
 		return Result{}, fmt.Errorf("%s as %s (%s after its result): %w", rd.role, AccountName, how, ErrNoResult)
 	}
-	return Result{Value: rd.final.Result}, nil
+	return answer(rd.role, *rd.final)
+}
+
+// answer is Run's result for a final message.
+func answer(role string, m message) (Result, error) {
+	if m.Type == msgError {
+		return Result{}, &ChildError{Role: role, Message: SanitizeString(clip(m.Text)), class: knownClass(m.Class)}
+	}
+	return Result{Value: m.Result}, nil
 }
