@@ -4,11 +4,16 @@
 // and records its result in root's journal.
 //
 //	root engine ── begin node_root ──▶ NodeStep.Run
-//	                                   └─ privsep.Run(role install-node,
+//	                                   └─ Children.Run: Session.Call(
 //	                                        request: step, facts, inputs,
 //	                                        token only for register)
 //	                                        child: generation.RunInstallStep
 //	            ◀─ done node_root (facts) ─┘
+//
+// The service-account steps of a run share one child (Children: a
+// privsep.Session of role install-node), started again only when the
+// account's uid, gid or groups change, and ended before the host lock is
+// released.
 //
 // A refusal in the child (class refused) changed nothing, so the failure
 // is recorded as unchanged and the step runs again on the next run.

@@ -19,6 +19,9 @@
 // dumpable, checks that it may not gain privileges and that its session
 // keyring is its own user's, checks its credentials against the parent's
 // request and calls the role's Handler (ServeChild). One exec starts it.
+// A Session (Start, Call, Close) keeps one child serving a series of
+// requests for its role, each answered as Run answers its one; the steps
+// of a workflow that run as the account one after another share it.
 //
 // No other process of the service account can reach into a child: the
 // sealed copy is executable but not readable by the account (mode 0711), so
