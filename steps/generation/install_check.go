@@ -286,13 +286,10 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	f, err := e.root.OpenFile(layout.HelperFile, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
 	same := false
 	if err == nil {
-		same, err = sameBytes(bytes.NewReader(data), io.LimitReader(f, MaxHelperSize+1))
+		same, err = sameBytes(data, io.LimitReader(f, MaxHelperSize+1))
 		f.Close()
 	}
-	var rerr *readError
 	switch {
-	case errors.As(err, &rerr):
-		return 0, workflow.Result{}, rerr.err
 	case errors.Is(err, os.ErrNotExist):
 		return notDone, workflow.Result{}, nil
 	case err == nil && same:
@@ -305,35 +302,27 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	return notDone, workflow.Result{}, nil
 }
 
-// readError is a failure to read the installer's own bytes, which no state
-// of the retained helper explains.
-type readError struct{ err error }
-
-func (e *readError) Error() string { return e.err.Error() }
-
-// compareBlock is how much of each side sameBytes holds at a time.
+// compareBlock is how much of the file sameBytes reads at a time.
 const compareBlock = 1 << 20
 
-// sameBytes reports whether installer and file yield the same bytes,
-// reading both a block at a time. A failure to read the installer's bytes
-// is a *readError.
-func sameBytes(installer, file io.Reader) (bool, error) {
-	a, b := make([]byte, compareBlock), make([]byte, compareBlock)
+// sameBytes reports whether file yields exactly the installer's bytes,
+// reading it a block at a time and comparing each block in place with the
+// installer's mapped bytes (no copy of them).
+func sameBytes(installer []byte, file io.Reader) (bool, error) {
+	buf := make([]byte, compareBlock)
+	off := 0
 	for {
-		na, errA := io.ReadFull(installer, a)
-		if errA != nil && errA != io.EOF && errA != io.ErrUnexpectedEOF {
-			return false, &readError{fmt.Errorf("read the installer's bytes: %w", errA)}
-		}
-		nb, errB := io.ReadFull(file, b)
-		if errB != nil && errB != io.EOF && errB != io.ErrUnexpectedEOF {
-			return false, fmt.Errorf("read the retained %s: %w", layout.HelperFile, errB)
-		}
-		if na != nb || !bytes.Equal(a[:na], b[:nb]) {
+		n, err := io.ReadFull(file, buf)
+		if n > len(installer)-off || !bytes.Equal(buf[:n], installer[off:off+n]) {
 			return false, nil
 		}
-		// Equal counts: both ended (short reads) or neither did.
-		if errA != nil {
-			return true, nil
+		off += n
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return off == len(installer), nil
+		default:
+			return false, fmt.Errorf("read the retained %s: %w", layout.HelperFile, err)
 		}
 	}
 }

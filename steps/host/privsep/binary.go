@@ -76,7 +76,7 @@ func sealedCopy(r io.Reader) (*Binary, error) {
 		if err := f.Chmod(execOnlyMode); err != nil {
 			return nil, fmt.Errorf("set the mode of memfd: %w", err)
 		}
-		return mapSealed(f)
+		return mapSealed(f, 0)
 	}()
 	if err != nil {
 		f.Close()
@@ -89,9 +89,9 @@ func sealedCopy(r io.Reader) (*Binary, error) {
 // execute it, nobody else may read it.
 const execOnlyMode = 0o711
 
-// mapSealed checks that f is sealed and maps it read-only: the mapped bytes
-// are exactly what runs. The Binary owns f.
-func mapSealed(f *os.File) (*Binary, error) {
+// mapSealed checks that f is sealed and maps it read-only, with the extra
+// mmap flags: the mapped bytes are exactly what runs. The Binary owns f.
+func mapSealed(f *os.File, flags int) (*Binary, error) {
 	got, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read memfd seals: %w", err)
@@ -106,7 +106,7 @@ func mapSealed(f *os.File) (*Binary, error) {
 	if st.Size() == 0 {
 		return nil, errors.New("the executable is empty")
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED|flags)
 	if err != nil {
 		return nil, fmt.Errorf("map memfd: %w", err)
 	}
@@ -127,7 +127,9 @@ func inheritedBinary() (*Binary, error) {
 		f.Close()
 		return nil, fmt.Errorf("the installer's executable on descriptor %d: %w", binaryFD, err)
 	}
-	b, err := mapSealed(f)
+	// The child maps it to read all of it (the retained helper and its
+	// check): populated at once, not a page fault per page.
+	b, err := mapSealed(f, unix.MAP_POPULATE)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("the installer's executable on descriptor %d: %w", binaryFD, err)
