@@ -19,6 +19,10 @@
 //	fail    the step's error class and message
 //	end     the run reached a final state
 //
+// Records are JSON: written by encoding/json, read back through
+// journal/strictjson (the installer's one decoder), which skips a key a
+// record does not name and refuses a key twice or a null.
+//
 // fsm keeps no state on disk. The run's state is the replayed journal's:
 // every state a record names is checked against the definition (fsm would
 // accept any name), and each done record's event is checked by

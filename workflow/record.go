@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/journal/strictjson"
 )
 
 // RecordType is the kind of a journal record. The names are persistence keys.
@@ -76,9 +79,17 @@ func encodeRecord(r Record) ([]byte, error) {
 	return b, nil
 }
 
+// recordFormat decodes journal records. A record is at most what the
+// journal frames. Unknown keys are skipped, as the encoding/json decoder
+// that read journals before did, so that no journal that replayed then is
+// refused now; every record the engine writes (encodeRecord) has exactly
+// the keys Record names, with "type", "time" and the binding's required
+// keys always present, no null and no key twice.
+var recordFormat = strictjson.Format{MaxSize: journal.MaxRecordSize, AllowUnknownKeys: true}
+
 func decodeRecord(b []byte) (Record, error) {
 	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := recordFormat.Decode(b, &r); err != nil {
 		return Record{}, fmt.Errorf("decode journal record: %w", err)
 	}
 	switch r.Type {
