@@ -221,6 +221,9 @@ func TestEndToEndInstall(t *testing.T) {
 	if res.Status != 0 {
 		t.Fatalf("the rerun exited %d", res.Status)
 	}
+	if !strings.Contains(string(res.Stdout), "No change: the node is installed, registered and running.") || strings.Contains(string(res.Stdout), "Node installation complete.") {
+		t.Errorf("the converged rerun does not say that nothing changed:\n%s", res.Stdout)
+	}
 	if after := run(rootState); string(after.Stdout) != string(before.Stdout) || len(before.Stdout) == 0 {
 		t.Errorf("the rerun of a healthy node changed root's records or journals:\nbefore:\n%s\nafter:\n%s", before.Stdout, after.Stdout)
 	}

@@ -87,7 +87,7 @@ func Steps(d Data) map[workflow.State]workflow.Step {
 		workflow.InstallEnvFile:           envFileStep{d},
 		workflow.InstallUnit:              unitStep{d},
 		workflow.InstallStart:             startStep{d},
-		workflow.InstallSummary:           summaryStep{d},
+		workflow.InstallSummary:           summaryStep{d: d},
 	}
 	maps.Copy(out, root)
 	return out

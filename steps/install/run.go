@@ -85,10 +85,11 @@ func JournalPath(h layout.Host, id string) string {
 // the first change (Core's configuration, the preflight checks, then every
 // step's read-only check); then the install workflow runs against root's
 // journal, resuming an interrupted run. When every step's check is
-// satisfied and no run is unfinished, Run prints the summary and writes
-// nothing (the host lock file aside). A journal of a finished run is kept
-// beside as a receipt and a new run starts (a rerun checks everything
-// again and changes only what differs). A refusal before the first change
+// satisfied and no run is unfinished, Run prints the summary under
+// UnchangedTitle ("No change: …") and writes nothing (the host lock file
+// aside). A journal of a finished run is kept beside as a receipt and a
+// new run starts (a rerun checks everything again and changes only what
+// differs). A refusal before the first change
 // is a workflow.Refusal (the command prints "Nothing was changed."); a
 // failure after it is a *workflow.Changed naming what this run changed.
 func Run(ctx context.Context, c Command) (*workflow.Report, error) {
@@ -245,7 +246,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, refusalOf(err)
 	case err == nil && checked.Satisfied && (noJournal || (perr == nil && prev.Condition == workflow.Complete)):
 		// An unfinished or unreadable journal is the engine's to judge.
-		summaryStep{env}.Run(ctx, nil)
+		summaryStep{d: env, unchanged: true}.Run(ctx, nil)
 		if noJournal {
 			prev = &workflow.Report{Journal: path, Workflow: "install", State: workflow.InstallInstalled, Condition: workflow.Complete}
 		}

@@ -348,7 +348,30 @@ func TestRerunOfAHealthyNodeWritesNothing(t *testing.T) {
 	if n := f.registrations(); n != 1 {
 		t.Errorf("%d registrations", n)
 	}
-	if !strings.Contains(f.out.String(), "Node installation complete.") {
+	if !strings.Contains(f.out.String(), "Core connection: connected") {
 		t.Errorf("no summary:\n%s", f.out.String())
+	}
+}
+
+// A run that installs says so; a rerun that finds every step satisfied and
+// writes nothing says that nothing changed (k3s's "No change detected"),
+// then the same summary, and does not claim to have installed.
+func TestConvergedRerunSaysNoChange(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t)
+	f.installed(t)
+	first := f.out.String()
+	if !strings.Contains(first, "\n"+CompleteTitle+"\n") || strings.Contains(first, "No change") {
+		t.Errorf("the first installation's output:\n%s", first)
+	}
+	f.out.Reset()
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	out := f.out.String()
+	want := "\nNo change: the node is installed, registered and running.\n\nStatus\n  Core connection: connected\n"
+	if !strings.Contains(out, want) || strings.Contains(out, CompleteTitle) {
+		t.Errorf("the converged rerun's output lacks %q or says %q:\n%s", want, CompleteTitle, out)
 	}
 }

@@ -9,16 +9,32 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// summaryStep prints the installation's summary (CONTRACT §6.3).
-type summaryStep struct{ d Data }
+// Titles of the summary: a run that installed or changed the node, and a
+// rerun that found every step satisfied and wrote nothing (k3s's "No
+// change detected").
+const (
+	CompleteTitle  = "Node installation complete."
+	UnchangedTitle = "No change: the node is installed, registered and running."
+)
+
+// summaryStep prints the installation's summary (CONTRACT §6.3); unchanged
+// titles it for a rerun that changed nothing.
+type summaryStep struct {
+	d         Data
+	unchanged bool
+}
 
 func (s summaryStep) Run(context.Context, workflow.Facts) (workflow.Result, error) {
-	s.d.Printf("%s", StyledSummary(s.d, os.Getenv("SUDO_UID"), s.d.SummaryStyle()))
+	title := CompleteTitle
+	if s.unchanged {
+		title = UnchangedTitle
+	}
+	s.d.Printf("%s", styledSummary(s.d, os.Getenv("SUDO_UID"), s.d.SummaryStyle(), title))
 	return workflow.Result{}, nil
 }
 
 // SummaryStyle marks up the summary for a terminal: Title wraps the
-// "Node installation complete." line, Heading each heading. Nil functions
+// title line ("Node installation complete." or the unchanged rerun's), Heading each heading. Nil functions
 // leave the text plain.
 type SummaryStyle struct {
 	Title, Heading func(string) string
@@ -44,6 +60,11 @@ func Summary(d Data, sudoUID string) string { return StyledSummary(d, sudoUID, S
 
 // StyledSummary is Summary marked up with st.
 func StyledSummary(d Data, sudoUID string, st SummaryStyle) string {
+	return styledSummary(d, sudoUID, st, CompleteTitle)
+}
+
+// styledSummary is the summary under title.
+func styledSummary(d Data, sudoUID string, st SummaryStyle, title string) string {
 	o := d.Options()
 	unit := layout.UnitName(o.InstallationID)
 	sudo := ""
@@ -57,7 +78,7 @@ func StyledSummary(d Data, sudoUID string, st SummaryStyle) string {
 	var b strings.Builder
 	line := func(s string) { b.WriteString(s + "\n") }
 	line("")
-	line(st.title("Node installation complete."))
+	line(st.title(title))
 	line("")
 	line(st.heading("Status"))
 	line("  Core connection: connected")
