@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -446,7 +445,7 @@ func (s waitReadyStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Ou
 	if err != nil {
 		return notDone, workflow.Result{}, nil
 	}
-	a, status, err := c.identity(ctx, nid.CoreURL+"/api/v1/sandbox-node/identity?node_id="+url.QueryEscape(nid.Identity.NodeID))
+	a, status, err := coreIdentity(ctx, c)
 	if err != nil || status != http.StatusOK || !a.Connected || !a.ProviderReady || a.NodeID != nid.Identity.NodeID ||
 		a.InstallationID != nid.Identity.InstallationID || a.SpecificationDigest != nid.Identity.SpecificationDigest ||
 		a.DeploymentGeneration != nid.Identity.DeploymentGeneration || a.Provider != nid.Identity.Provider {

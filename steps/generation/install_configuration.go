@@ -2,7 +2,6 @@ package generation
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
@@ -17,20 +16,6 @@ import (
 // with the node's own credential: a rerun of a registered node needs no
 // token.
 const StepConfiguration = "configuration"
-
-// MarshalJSON writes the configuration in Core's answer form, which
-// ParseConfiguration reads back.
-func (c *Configuration) MarshalJSON() ([]byte, error) {
-	spec, err := c.Specification.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(map[string]any{
-		"installation_id": c.InstallationID, "provider": c.Provider, "core_url": c.CoreURL, "generation": c.Generation,
-		"specification": json.RawMessage(spec), "specification_digest": c.SpecificationDigest,
-		"max_active": c.MaxActive, "max_retained": c.MaxRetained,
-	})
-}
 
 // RecordedCore is Core as root's records name it for a known node (the
 // host record's origin, insecure-origin policy and CA, which root checked

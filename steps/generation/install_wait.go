@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
@@ -89,9 +87,8 @@ func (s waitReadyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resu
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	u := nid.CoreURL + "/api/v1/sandbox-node/identity?node_id=" + url.QueryEscape(nid.Identity.NodeID)
 	ready, last, err := pollUntil(ctx, time.Now().Add(ReadyDeadline), func(rctx context.Context) (bool, string, error) {
-		a, status, err := c.identity(rctx, u)
+		a, status, err := coreIdentity(rctx, c)
 		switch {
 		case ctx.Err() != nil:
 			return false, "", ctx.Err()
@@ -109,7 +106,7 @@ func (s waitReadyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resu
 				return false, "the node is connected but its provider is not ready", nil
 			}
 			return false, "Core has not confirmed the connection", nil
-		case transient(status):
+		case download.RetryableStatus(status):
 			return false, fmt.Sprintf("Core has not confirmed the connection (HTTP %d)", status), nil
 		default:
 			return false, "", fmt.Errorf("Core refused the node's identity read (HTTP %d)", status)
@@ -152,32 +149,11 @@ func pollUntil(ctx context.Context, deadline time.Time, poll func(context.Contex
 	}
 }
 
-func transient(status int) bool {
-	switch status {
-	case 408, 429, 500, 502, 503, 504:
-		return true
-	}
-	return false
-}
-
-// identity reads Core's identity route once with the node credential.
-func (c *CoreClient) identity(ctx context.Context, u string) (*identityAnswer, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.credential)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, 0, errors.New(transportReason(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode, nil
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxConfigurationSize+1))
-	if err != nil {
-		return nil, 0, errors.New(transportReason(err))
+// coreIdentity reads Core's identity route once with the node credential.
+func coreIdentity(ctx context.Context, c *CoreClient) (*identityAnswer, int, error) {
+	body, status, err := c.IdentityAnswer(ctx)
+	if err != nil || status != http.StatusOK {
+		return nil, status, err
 	}
 	var a identityAnswer
 	if err := identityAnswerFormat.Decode(body, &a); err != nil {

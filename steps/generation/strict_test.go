@@ -88,7 +88,7 @@ func TestCoreIdentityAnswerIsStrict(t *testing.T) {
 			defer srv.Close()
 			id := &NodeIdentity{Credential: testCredential, CoreURL: srv.URL}
 			pool := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-			a, status, err := testCoreClient(t, id, pool).identity(context.Background(), srv.URL+"/api/v1/sandbox-node/identity")
+			a, status, err := coreIdentity(context.Background(), testCoreClient(t, id, pool))
 			if tc.ok != (err == nil) {
 				t.Fatalf("identity = %+v, %d, %v; want ok %v", a, status, err, tc.ok)
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"time"
 
@@ -101,7 +100,7 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 	}
 	rctx, cancel := context.WithTimeout(ctx, UninstallCoreTimeout)
 	defer cancel()
-	_, status, err := c.identity(rctx, nid.CoreURL+"/api/v1/sandbox-node/identity?node_id="+url.QueryEscape(nid.Identity.NodeID))
+	_, status, err := coreIdentity(rctx, c)
 	switch {
 	case ctx.Err() != nil:
 		return UninstallStepResult{}, ctx.Err()

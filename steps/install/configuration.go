@@ -2,15 +2,14 @@ package install
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 )
 
@@ -19,19 +18,20 @@ import (
 var ErrConfiguration = errors.New("Core's node configuration")
 
 // ErrTokenRejected: Core answered 401 to the enrollment token (expired, or
-// already used); it wraps ErrConfiguration.
-var ErrTokenRejected = fmt.Errorf("%w: Core rejected the node configuration read (HTTP 401): the command expired or was already used; generate a new command in Web", ErrConfiguration)
+// already used); the error wraps ErrConfiguration too.
+var ErrTokenRejected = core.ErrTokenRejected
 
 // CoreReader reads Core's configuration with the enrollment token, as a new
-// node does before anything is changed. It never follows a redirect and
-// puts the token only in the Authorization header.
+// node does before anything is changed, through core's token client (no
+// redirect followed, the token only in the Authorization header).
 type CoreReader struct {
 	// Roots are the trusted roots (system roots plus --core-ca; nil: the
 	// system roots).
 	Roots *trust.Roots
 	// Proxy selects a request's proxy (the installer's one proxy parser).
 	Proxy func(*http.Request) (*url.URL, error)
-	// Sleeps are the waits before the second and third attempt.
+	// Sleeps are the waits before the second and third attempt (nil: 1 s,
+	// then 2 s).
 	Sleeps []time.Duration
 }
 
@@ -41,36 +41,14 @@ type CoreReader struct {
 // configuration and the exact answer, which the service-account child
 // gets.
 func (c CoreReader) Read(ctx context.Context, o Options, token string) (*generation.Configuration, []byte, error) {
-	tr := &http.Transport{
-		Proxy:               c.Proxy,
-		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout: 15 * time.Second,
-		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
-	}
-	rt := c.Roots.Transport(tr)
-	defer rt.CloseIdleConnections()
-	client := &http.Client{Transport: rt, Timeout: 30 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	sleeps := c.Sleeps
-	if sleeps == nil {
-		sleeps = []time.Duration{time.Second, 2 * time.Second}
-	}
-	var body []byte
-	var err error
-	for attempt := 0; ; attempt++ {
-		var retry bool
-		body, retry, err = c.once(ctx, client, o.CoreURL, token)
-		if err == nil || !retry || attempt >= len(sleeps) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-time.After(sleeps[attempt]):
-		}
-	}
+	client := core.NewTokenClient(o.CoreURL, token, c.Roots, c.Proxy, c.Sleeps)
+	defer client.CloseIdleConnections()
+	body, err := client.ConfigurationAnswer(ctx, 0)
 	if err != nil {
-		return nil, nil, err
+		if ctx.Err() != nil && err == ctx.Err() {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfiguration, err)
 	}
 	conf, err := generation.ParseConfiguration(body)
 	if err != nil {
@@ -94,58 +72,4 @@ func CheckConfiguration(conf *generation.Configuration, o Options) error {
 		return fmt.Errorf("%w: Core's deployment uses the provider %s, this command says %s; generate a new command in Web", ErrConfiguration, conf.Provider, o.Provider)
 	}
 	return nil
-}
-
-func (c CoreReader) once(ctx context.Context, client *http.Client, core, token string) (body []byte, retry bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, core+"/api/v1/sandbox-node/configuration", nil)
-	if err != nil {
-		return nil, false, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
-		}
-		return nil, true, fmt.Errorf("%w: Core at %s cannot be reached (%s); check the address and that the reverse proxy routes /api/v1 to Core", ErrConfiguration, core, reason(err))
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusUnauthorized:
-		return nil, false, ErrTokenRejected
-	case http.StatusNotFound:
-		return nil, false, fmt.Errorf("%w: Core rejected the node configuration read (HTTP 404): the route /api/v1 must reach Core, not Web; check the reverse proxy", ErrConfiguration)
-	case http.StatusConflict:
-		return nil, false, fmt.Errorf("%w: Core rejected the node configuration read (HTTP 409): the deployment is resetting or its specification conflicts; try again later", ErrConfiguration)
-	case 408, 429, 500, 502, 503, 504:
-		return nil, true, fmt.Errorf("%w: Core rejected the node configuration read (HTTP %d)", ErrConfiguration, resp.StatusCode)
-	default:
-		return nil, false, fmt.Errorf("%w: Core rejected the node configuration read (HTTP %d)", ErrConfiguration, resp.StatusCode)
-	}
-	body, err = io.ReadAll(io.LimitReader(resp.Body, generation.MaxConfigurationSize+1))
-	if err != nil {
-		return nil, true, fmt.Errorf("%w: reading Core's answer: %s", ErrConfiguration, reason(err))
-	}
-	if len(body) > generation.MaxConfigurationSize {
-		return nil, false, fmt.Errorf("%w: Core's answer is larger than %d bytes", ErrConfiguration, generation.MaxConfigurationSize)
-	}
-	return body, false, nil
-}
-
-// reason names a transport failure without the request (whose URL is
-// harmless, but whose wrapping repeats itself).
-func reason(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if clock := trust.Explain(err, time.Now()); clock != nil {
-		return clock.Error()
-	}
-	var ce *tls.CertificateVerificationError
-	if errors.As(err, &ce) {
-		return "its TLS certificate is not trusted; give its CA with --core-ca"
-	}
-	return err.Error()
 }

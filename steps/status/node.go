@@ -13,6 +13,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 )
 
@@ -158,7 +159,7 @@ var diagnosticCode = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // identityAnswerFormat reads Core's identity answer: strict, other keys
 // skipped.
-var identityAnswerFormat = strictjson.Format{MaxSize: generation.MaxConfigurationSize, AllowUnknownKeys: true}
+var identityAnswerFormat = strictjson.Format{MaxSize: core.MaxConfigurationSize, AllowUnknownKeys: true}
 
 // askCoreStatus asks Core's identity route once, at root's address of Core.
 func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy download.ProxyEnv, nid *generation.NodeIdentity, req NodeRequest) *CoreView {
@@ -180,15 +181,15 @@ func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy down
 	}
 	rctx, cancel := context.WithTimeout(ctx, coreTimeout)
 	defer cancel()
-	resp, err := c.GetIdentity(rctx)
-	var notSent *generation.RequestError
+	resp, err := c.Identity(rctx)
+	var notSent *core.RequestError
 	switch {
 	case errors.As(err, &notSent):
 		return fail(CoreNotAsked, notSent.Err)
 	case err != nil && rctx.Err() != nil:
 		return fail(CoreUnreachable, fmt.Errorf("no answer within %s", coreTimeout))
 	case err != nil:
-		return fail(CoreUnreachable, errors.New(generation.TransportReason(err)))
+		return fail(CoreUnreachable, errors.New(core.TransportReason(err)))
 	}
 	defer resp.Body.Close()
 	view.HTTPStatus = resp.StatusCode
@@ -199,9 +200,9 @@ func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy down
 	case resp.StatusCode != http.StatusOK:
 		return fail(CoreAnswered, fmt.Errorf("Core answered HTTP %d", resp.StatusCode))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, generation.MaxConfigurationSize+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, core.MaxConfigurationSize+1))
 	if err != nil {
-		return fail(CoreUnreachable, errors.New(generation.TransportReason(err)))
+		return fail(CoreUnreachable, errors.New(core.TransportReason(err)))
 	}
 	var a statusAnswer
 	if err := identityAnswerFormat.Decode(body, &a); err != nil {

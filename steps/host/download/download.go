@@ -251,7 +251,7 @@ func (c *Client) transfer(ctx context.Context, req Request, p *part, bufs [][]by
 		}
 	case code == http.StatusRequestedRangeNotSatisfiable:
 		return restartSignal{fmt.Sprintf("%s cannot resume at byte %d (HTTP 416)", where, p.size)}
-	case retryStatus(code):
+	case RetryableStatus(code):
 		return retryable{&StatusError{Code: code, URL: where}}
 	default:
 		return &StatusError{Code: code, URL: where}

@@ -104,8 +104,9 @@ func isRetryable(err error) bool {
 	return errors.As(err, &r)
 }
 
-// retryStatus reports whether an HTTP status is worth another attempt.
-func retryStatus(code int) bool {
+// RetryableStatus reports whether an HTTP status is worth another attempt:
+// the installer's one list, for downloads and for Core (steps/host/core).
+func RetryableStatus(code int) bool {
 	switch code {
 	case 408, 429, 500, 502, 503, 504:
 		return true

@@ -64,7 +64,7 @@ func (c *Client) fetchOnce(ctx context.Context, u *url.URL, limit int64) ([]byte
 	case code == http.StatusOK:
 	case code >= 300 && code < 400:
 		return nil, fmt.Errorf("%w: metadata is read from the console itself, never through a redirect (HTTP %d)", ErrRedirect, code)
-	case retryStatus(code):
+	case RetryableStatus(code):
 		// No URL: the message names it already, and there is no redirect.
 		return nil, retryable{&StatusError{Code: code}}
 	default:
