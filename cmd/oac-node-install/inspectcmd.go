@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -44,6 +46,9 @@ func (c *cli) inspectCommand(use, short, long, example, prefix string, run func(
 			if err := f.validate(); err != nil {
 				return err
 			}
+			if os.Geteuid() != 0 {
+				return needsRoot(use, f)
+			}
 			lessGC()
 			return run(cmd.Context(), f)
 		},
@@ -52,6 +57,21 @@ func (c *cli) inspectCommand(use, short, long, example, prefix string, run func(
 	f.bind(cmd.Flags())
 	c.bindHostRoot(cmd.Flags())
 	return cmd
+}
+
+// needsRoot is the failure of status or leases run without root: root's
+// records are root's alone and the node roots are read by a child as the
+// service account, so without root the command would see no installation
+// where there are some. It names the command to run instead.
+func needsRoot(use string, f inspectFlags) error {
+	again := "sudo oac-node-install " + use
+	if f.installationID != "" {
+		again += " --" + flagInstallationID + " " + f.installationID
+	}
+	if f.json {
+		again += " --json"
+	}
+	return fmt.Errorf("needs root: it reads root's records of the installations, and the node roots as the service account; run `%s`", again)
 }
 
 // dialSystemd, when set, is how status reaches systemd instead of the

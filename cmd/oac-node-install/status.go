@@ -20,7 +20,8 @@ for attention by themselves.
 
 Exit codes, for scripts and fleet tools (like systemctl is-active):
   0  every installation is complete and healthy, or running (or there is none)
-  1  status itself failed (a bad flag, a file it could not read)
+  1  status itself failed (not run as root, a bad flag, a file it could not
+     read)
   2  something needs attention: a workflow that is not complete (failed,
      interrupted or waiting for inspection), a node root that cannot be
      read, a stuck generation lease, or an installed node whose
@@ -47,7 +48,7 @@ func (c *cli) runStatus(ctx context.Context, f inspectFlags) error {
 	if f.json {
 		err = writeJSON(c.stdout, doc)
 	} else {
-		printStatus(c.stdout, doc.Installations)
+		printStatus(c.stdout, doc.Installations, f.installationID)
 	}
 	if err != nil {
 		return err

@@ -11,7 +11,12 @@ import (
 
 // printStatus prints the installations as text; every value read from a
 // journal, the node root, the bookkeeping, systemd or Core passes field.
-func printStatus(w io.Writer, insts []status.Installation) {
+// id is the installation asked for ("" for all), named when none is found.
+func printStatus(w io.Writer, insts []status.Installation, id string) {
+	if len(insts) == 0 && id != "" {
+		fmt.Fprintf(w, "No installation %s on this host; `sudo oac-node-install status` lists every installation.\n", id)
+		return
+	}
 	if len(insts) == 0 {
 		fmt.Fprintln(w, "No installation on this host.")
 		return

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -224,5 +225,74 @@ func TestStatusShowsTheLastCut(t *testing.T) {
 	code, out, _ = runOn(t, root, "status", "--json")
 	if code != exitAttention || !strings.Contains(out, `"last_cut": {`) {
 		t.Errorf("status --json lacks the last cut: exit %d\n%s", code, out)
+	}
+}
+
+// TestStatusNeedsRoot runs status and leases as an unprivileged account
+// (uid 65534): they cannot read root's records, so rather than report no
+// installation they fail (exit 1) saying they need root and naming the
+// command to run with sudo.
+func TestStatusNeedsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: runs the command as another account (uid 65534)")
+	}
+	base, err := os.MkdirTemp("/tmp", "oac-status-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	bin := filepath.Join(base, "status.test")
+	copyFile(t, os.Args[0], bin, 0o755)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status"}, "status: needs root: it reads root's records of the installations, and the node roots as the service account; run `sudo oac-node-install status`\n"},
+		{[]string{"status", "--installation-id", testID, "--json"}, "status: needs root: it reads root's records of the installations, and the node roots as the service account; run `sudo oac-node-install status --installation-id " + testID + " --json`\n"},
+		{[]string{"leases"}, "leases: needs root: it reads root's records of the installations, and the node roots as the service account; run `sudo oac-node-install leases`\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := exec.Command(bin, "-test.run=^TestHelperChild$", "-test.count=1")
+			cmd.Env = []string{"HOME=" + base, "PATH=/usr/bin:/bin", "OAC_HELPER_ARGS=" + strings.Join(tc.args, " ")}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != exitFailure || stdout.String() != "" || stderr.String() != tc.want {
+				t.Errorf("exit %d, want %d\nstdout: %q\nstderr: %q\nwant:   %q", code, exitFailure, stdout.String(), stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestStatusNamesTheInstallationItDidNotFind: status --installation-id
+// with an id the host does not know says which id it did not find (exit
+// 0, as for a host without installations); without the flag it lists the
+// host's installations.
+func TestStatusNamesTheInstallationItDidNotFind(t *testing.T) {
+	useSystemd(t, nil)
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	h := layout.Host{Root: root}
+	os.MkdirAll(h.JournalDir(testID), 0o700)
+	runWorkflow(t, workflow.InstallDefinition(), filepath.Join(h.JournalDir(testID), "install.journal"),
+		workflow.Binding{Version: workflow.Version, InstallationID: testID}, "")
+	const unknown = "11111111-2222-4333-8444-555555555555"
+	code, out, errOut := runOn(t, root, "status", "--installation-id", unknown)
+	want := "No installation " + unknown + " on this host; `sudo oac-node-install status` lists every installation.\n"
+	if code != exitOK || out != want || errOut != "" {
+		t.Errorf("exit %d, want %d\nstdout: %q\nwant:   %q\nstderr: %q", code, exitOK, out, want, errOut)
+	}
+	if _, out, _ := runOn(t, root, "status"); !strings.Contains(out, "installation "+testID+": ") {
+		t.Errorf("status without the flag does not list %s:\n%s", testID, out)
 	}
 }
