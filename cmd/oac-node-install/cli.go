@@ -20,12 +20,15 @@ type cli struct {
 	hostRoot string
 	// mode is the root command's mode once its flags parsed and validated.
 	mode *installerMode
+	// args is the command line run runs.
+	args []string
 }
 
 // run executes the command line args and returns the exit code.
 func (c *cli) run(args []string) int {
 	ctx, stop := watchSignals(context.Background())
 	defer stop()
+	c.args = args
 	root := c.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -112,7 +115,11 @@ func (c *cli) rootCommand() *cobra.Command {
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
+	root.SetFlagErrorFunc(c.flagError)
+	// SuggestionsFor reads the distance as set (cobra defaults it only for
+	// its own unknown-command error): 2 suggests status for stauts.
+	root.SuggestionsMinimumDistance = 2
+	root.SetHelpCommand(helpCommand())
 	root.Flags().SortFlags = false
 	f.bind(root.Flags())
 	c.bindHostRoot(root.Flags())
@@ -131,7 +138,7 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
-	return &usageError{msg: msg, unknownCommand: true}
+	return &usageError{msg: msg, notInstall: true}
 }
 
 // noArgs refuses arguments of a subcommand that takes flags only.
@@ -150,7 +157,7 @@ const annotationPrefix = "failure-prefix"
 // parsed flags, or from the arguments when they did not parse.
 func (c *cli) failureOf(root, cmd *cobra.Command, args []string, err error) failure {
 	var ue *usageError
-	if errors.As(err, &ue) && ue.unknownCommand {
+	if errors.As(err, &ue) && ue.notInstall {
 		return failure{prefix: "oac-node-install: ", path: root.CommandPath()}
 	}
 	if cmd != nil && cmd != root {

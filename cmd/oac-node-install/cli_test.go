@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,6 +120,57 @@ func TestEachCommandHasItsFailurePrefix(t *testing.T) {
 			changing := tc.prefix == "Installation failed: " || tc.prefix == "Uninstall failed: " || tc.prefix == "Generation helper failed: "
 			if changing != strings.Contains(errOut, "Nothing was changed.") {
 				t.Errorf("stderr %q: a refusal of a command that changes the host says \"Nothing was changed.\", no other", errOut)
+			}
+		})
+	}
+}
+
+// TestCommandLineMistakes: a misspelt command gets a suggestion, a help
+// topic that names no command fails, a flag of status and leases given
+// before them names where it goes, and status and leases take --no-color
+// as the root does.
+func TestCommandLineMistakes(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // a part of it
+		stderr string // all of it
+	}{
+		{"misspelt command", []string{"stauts"}, exitFailure, "",
+			"oac-node-install: unknown command \"stauts\"; did you mean status?\nRun 'oac-node-install --help' for usage.\n"},
+		{"unknown help topic", []string{"help", "foo"}, exitFailure, "",
+			"oac-node-install help: unknown help topic \"foo\"\nRun 'oac-node-install help --help' for usage.\n"},
+		{"misspelt help topic", []string{"help", "stauts"}, exitFailure, "",
+			"oac-node-install help: unknown help topic \"stauts\"; did you mean oac-node-install help status?\nRun 'oac-node-install help --help' for usage.\n"},
+		{"help of a command's argument", []string{"help", "status", "foo"}, exitFailure, "",
+			"oac-node-install help: unknown help topic \"status foo\"\nRun 'oac-node-install help --help' for usage.\n"},
+		{"help of a command", []string{"help", "leases"}, exitOK, "oac-node-install leases [flags]", ""},
+		{"--json before status", []string{"--json", "status"}, exitFailure, "",
+			"oac-node-install: unknown flag: --json (it is a flag of status and leases: oac-node-install status --json)\nRun 'oac-node-install --help' for usage.\n"},
+		{"--json before leases", []string{"--json", "leases"}, exitFailure, "",
+			"oac-node-install: unknown flag: --json (it is a flag of leases and status: oac-node-install leases --json)\nRun 'oac-node-install --help' for usage.\n"},
+		{"status --no-color", []string{"status", "--no-color"}, exitOK, "No installation on this host.\n", ""},
+		{"leases --no-color", []string{"leases", "--no-color", "--json"}, exitOK, `"nodes": []`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			useSystemd(t, nil)
+			host := t.TempDir()
+			os.MkdirAll(filepath.Join(host, "etc"), 0o755)
+			os.WriteFile(filepath.Join(host, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+			args := tc.args
+			if tc.code == exitOK && args[0] != "help" && os.Geteuid() != 0 {
+				t.Skip("needs root: status and leases refuse to run without it")
+			}
+			code, out, errOut := runOn(t, host, args...)
+			if code != tc.code || errOut != tc.stderr || !strings.Contains(out, tc.stdout) || (tc.stdout == "" && out != "") {
+				t.Errorf("exit %d, want %d\nstdout: %q\nwant:   %q\nstderr: %q\nwant:   %q", code, tc.code, out, tc.stdout, errOut, tc.stderr)
+			}
+			if strings.HasPrefix(args[0], "--") || args[0] == "status" || args[0] == "leases" {
+				if v := os.Getenv("NO_COLOR"); (v == "1") != slices.Contains(args, "--no-color") {
+					t.Errorf("NO_COLOR is %q after %v", v, args)
+				}
 			}
 		})
 	}

@@ -35,9 +35,9 @@ const (
 // prefix and a pointer to its --help, exit 1.
 type usageError struct {
 	msg string
-	// unknownCommand: the root command's argument names no command, which
-	// is no installation's failure.
-	unknownCommand bool
+	// notInstall: the root command's argument names no command, or its
+	// flag is another command's; either is no installation's failure.
+	notInstall bool
 }
 
 func (e *usageError) Error() string { return e.msg }

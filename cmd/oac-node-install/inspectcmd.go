@@ -17,11 +17,13 @@ import (
 type inspectFlags struct {
 	installationID string
 	json           bool
+	noColor        bool
 }
 
 func (f *inspectFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.installationID, flagInstallationID, "", "only this installation (canonical UUID)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (format 1) instead of text")
+	fs.BoolVar(&f.noColor, flagNoColor, false, "plain output without colors (sets NO_COLOR=1)")
 }
 
 func (f *inspectFlags) validate() error {
@@ -45,6 +47,9 @@ func (c *cli) inspectCommand(use, short, long, example, prefix string, run func(
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.validate(); err != nil {
 				return err
+			}
+			if f.noColor {
+				os.Setenv("NO_COLOR", "1")
 			}
 			if os.Geteuid() != 0 {
 				return needsRoot(use, f)
