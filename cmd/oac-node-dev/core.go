@@ -11,12 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
@@ -45,25 +45,17 @@ func (e *coreError) Error() string {
 	return fmt.Sprintf("Core answered HTTP %d %s", e.Status, e.Code)
 }
 
-// checkOrigin accepts an http(s) origin; plain http only for a loopback
-// host unless insecure is allowed.
+// checkOrigin accepts an http(s) origin (provider.CheckOrigin); plain
+// http only for a loopback host unless insecure is allowed.
 func checkOrigin(origin string, insecure bool) error {
 	u, err := provider.CheckOrigin(origin)
 	if err != nil {
 		return err
 	}
-	if u.Scheme == "http" && !insecure && !isLoopback(u.Hostname()) {
+	if !insecure && ident.PlainHTTPToRemote(u) {
 		return fmt.Errorf("%s uses plain http to a host that is not loopback; use https or --allow-insecure-origin", origin)
 	}
 	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // readCA reads a PEM bundle and returns its pool and sha256.

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -281,20 +281,22 @@ func validateOrigin(name, raw string, allowInsecure bool) (origin string, insecu
 	if strings.IndexFunc(raw, unicode.IsSpace) >= 0 || strings.ContainsAny(raw, "?#\\") {
 		return "", false, usagef("%s must be an origin such as https://console.example.com (no spaces, query, fragment or backslash)", name)
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Opaque != "" || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+	u, err := ident.ParseOrigin(raw)
+	var oe *ident.OriginError
+	if errors.As(err, &oe) {
+		u = oe.URL
+	}
+	switch {
+	case u == nil || u.Hostname() == "":
 		return "", false, usagef("%s must be an http or https origin with a host", name)
-	}
-	if u.User != nil {
+	case oe != nil && oe.Reason == ident.OriginCredentials:
 		return "", false, usagef("%s must not contain credentials", name)
-	}
-	if !validHost(u.Hostname()) || !validPort(u.Port()) {
+	case !validHost(u.Hostname()) || !validPort(u.Port()):
 		return "", false, usagef("%s must name its host as a DNS name (ASCII; punycode for an international name) or an IP address, with a port from 1 to 65535", name)
-	}
-	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
+	case err != nil:
 		return "", false, usagef("%s must be an origin without a path", name)
 	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+	if ident.PlainHTTPToRemote(u) {
 		if !allowInsecure {
 			return "", false, usagef("%s uses plain http to a host that is not loopback; use https or --allow-insecure-origin", name)
 		}
@@ -335,14 +337,6 @@ func validPort(p string) bool {
 	}
 	n, err := strconv.ParseUint(p, 10, 16)
 	return err == nil && n > 0
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (f *installerFlags) String() string {

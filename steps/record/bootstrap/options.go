@@ -3,8 +3,6 @@ package bootstrap
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -117,32 +115,29 @@ func isSpaceOrControl(r rune) bool {
 	return r <= ' ' || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x85 || r == 0xa0 || r == 0x2028 || r == 0x2029
 }
 
-// origin checks an http(s) origin and returns it without a trailing slash.
-// Plain http is accepted only for a loopback host unless insecure.
+// origin checks an http(s) origin by ident.ParseOrigin, refusing the
+// characters a shell would take apart too, and returns it without a
+// trailing slash. Plain http is accepted only for a loopback host unless
+// insecure.
 func origin(field, raw string, insecure bool) (string, error) {
 	if strings.ContainsAny(raw, " \t\r\n?#\\'\"`$") {
 		return "", invalid(field, "must be an origin such as https://console.example.com")
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", invalid(field, "must be an http or https origin with a host")
+	u, err := ident.ParseOrigin(raw)
+	var oe *ident.OriginError
+	if errors.As(err, &oe) {
+		switch oe.Reason {
+		case ident.OriginNotHTTP:
+			return "", invalid(field, "must be an http or https origin with a host")
+		case ident.OriginCredentials:
+			return "", invalid(field, "must not contain credentials")
+		case ident.OriginPath:
+			return "", invalid(field, "must be an origin without a path")
+		}
+		return "", invalid(field, "must be an origin such as https://console.example.com")
 	}
-	if u.User != nil {
-		return "", invalid(field, "must not contain credentials")
-	}
-	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return "", invalid(field, "must be an origin without a path")
-	}
-	if u.Scheme == "http" && !insecure && !loopback(u.Hostname()) {
+	if !insecure && ident.PlainHTTPToRemote(u) {
 		return "", invalid(field, "uses plain http to a host that is not loopback; use https or --allow-insecure-origin")
 	}
 	return u.Scheme + "://" + u.Host, nil
-}
-
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

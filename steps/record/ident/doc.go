@@ -1,4 +1,6 @@
 // Package ident checks the identifier formats the platform exchanges:
-// canonical UUIDs (installation and node ids) and lowercase hex digests.
+// canonical UUIDs (installation and node ids), lowercase hex digests, and
+// http(s) origins (ParseOrigin, with the loopback rule of
+// --allow-insecure-origin).
 // Every package that validates one uses these, so the rules cannot drift.
 package ident

@@ -3,25 +3,15 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"strings"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // ErrInsecureOrigin: an origin uses plain http to a host that is not
 // loopback while the insecure-origin policy (--allow-insecure-origin,
 // recorded as allow_insecure_origin) does not allow it (CONTRACT §4.4).
 var ErrInsecureOrigin = errors.New("plain http to a host that is not loopback; use https, or install the node with --allow-insecure-origin")
-
-// IsLoopbackHost reports whether host (as url.URL.Hostname returns it) is
-// localhost or a loopback IP address.
-func IsLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // CheckOriginPolicy refuses an origin that the insecure-origin policy does
 // not allow: plain http is allowed to a loopback host, and to any host only
@@ -31,7 +21,7 @@ func CheckOriginPolicy(origin string, allowInsecure bool) error {
 	if err != nil {
 		return fmt.Errorf("origin %q: %w", origin, err)
 	}
-	if strings.EqualFold(u.Scheme, "http") && !allowInsecure && !IsLoopbackHost(u.Hostname()) {
+	if !allowInsecure && ident.PlainHTTPToRemote(u) {
 		return fmt.Errorf("%s: %w", origin, ErrInsecureOrigin)
 	}
 	return nil

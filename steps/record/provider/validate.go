@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -106,14 +107,15 @@ func checkCoreURL(s string) error {
 	return nil
 }
 
-// CheckOrigin checks an http(s) origin (scheme and host, no credentials,
-// path, query or fragment) and returns it parsed.
+// CheckOrigin checks an http(s) origin by ident.ParseOrigin, without even
+// a trailing "/", and returns it parsed.
 func CheckOrigin(origin string) (*url.URL, error) {
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	u, err := ident.ParseOrigin(origin)
+	var oe *ident.OriginError
+	switch {
+	case errors.As(err, &oe) && oe.Reason == ident.OriginNotHTTP:
 		return nil, fieldErr("", "%q is not an http(s) origin", origin)
-	}
-	if u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || strings.ContainsAny(origin, " \t\r\n\\?#") {
+	case err != nil || u.Path != "":
 		return nil, fieldErr("", "%q is not an origin (credentials, path, query or fragment)", origin)
 	}
 	return u, nil
