@@ -251,7 +251,7 @@ func TestEndToEndInstall(t *testing.T) {
 	uninstall := filepath.Join(bin, "oac-node-install") + " --uninstall --installation-id " + core.installationID
 	res = run(uninstall)
 	t.Logf("uninstall while listed (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
-	if res.Status == 0 || !strings.Contains(string(res.Stderr), "Core still lists this node") {
+	if res.Status == 0 || !strings.Contains(string(res.Stderr), "Uninstall failed: Core still lists this node") || strings.Contains(string(res.Stderr), "(as oac-node)") {
 		t.Errorf("uninstall while Core lists the node: exit %d", res.Status)
 	}
 	// Removed in Core (the Nodes page), the node uninstalls.

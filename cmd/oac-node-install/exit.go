@@ -93,7 +93,7 @@ func (f failure) report(stderr io.Writer, err error, interrupted *signalError) i
 	if f.changing {
 		text = workflow.Message(err)
 	}
-	msg := privsep.SanitizeString(text)
+	msg := privsep.SanitizeString(withoutRoles(err, text))
 	var ec exitCoder
 	if errors.As(err, &ec) {
 		fmt.Fprintf(stderr, "%s%s\n", f.prefix, msg)
@@ -105,4 +105,30 @@ func (f failure) report(stderr io.Writer, err error, interrupted *signalError) i
 	}
 	fmt.Fprintf(stderr, "%s%s\n", f.prefix, msg)
 	return exitFailure
+}
+
+// withoutRoles is text, the operator's message of err, with each service
+// account child's failure in err's tree as the child's own words: a
+// privsep.ChildError reads "<role> (as oac-node): <message>", and its role
+// names an internal step that tells the operator nothing (the error keeps
+// it for logs and tests).
+func withoutRoles(err error, text string) string {
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+			return
+		case *privsep.ChildError:
+			text = strings.Replace(text, e.Error(), e.Message, 1)
+			return
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return text
 }

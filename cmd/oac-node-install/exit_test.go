@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // exitCodeError is an error that chooses its exit code.
@@ -31,5 +35,35 @@ func TestFailuresReachTheTerminalSanitized(t *testing.T) {
 		if !strings.HasPrefix(got, prefixInstall+"Core says ") || !strings.Contains(got, "\nnext:\tcurl") {
 			t.Errorf("the text is not kept around the controls: %q", got)
 		}
+	}
+}
+
+// A service-account child's failure reaches the operator in the child's
+// words, without the role of the internal step that ran it, wherever it
+// sits among the errors (wrapped, joined, a refusal).
+func TestChildFailuresOmitTheirRole(t *testing.T) {
+	listed := &privsep.ChildError{Role: "uninstall-node", Message: "Core still lists this node; remove it on the Nodes page in Web, then rerun"}
+	if !strings.HasPrefix(listed.Error(), "uninstall-node (as oac-node): ") {
+		t.Fatalf("ChildError reads %q", listed.Error())
+	}
+	for _, tc := range []struct {
+		name string
+		f    failure
+		err  error
+		want string
+	}{
+		{"uninstall refusal", failure{prefix: prefixUninstall, changing: true}, workflow.Unchanged(workflow.Refuse(listed)),
+			"Uninstall failed: Core still lists this node; remove it on the Nodes page in Web, then rerun. Nothing was changed.\n"},
+		{"wrapped", failure{prefix: prefixInstall, changing: true}, fmt.Errorf("register: %w; rerun the same command", listed),
+			"Installation failed: register: Core still lists this node; remove it on the Nodes page in Web, then rerun; rerun the same command\n"},
+		{"joined", failure{prefix: prefixStatus}, errors.Join(errors.New("read the journals"), &privsep.ChildError{Role: "status", Message: "node root unreadable"}),
+			"status: read the journals\nnode root unreadable\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := tc.f.report(&out, tc.err, nil); code != exitFailure || out.String() != tc.want {
+				t.Errorf("exit %d, want %d\ngot:  %q\nwant: %q", code, exitFailure, out.String(), tc.want)
+			}
+		})
 	}
 }
