@@ -16,7 +16,6 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
-	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -72,9 +71,9 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	if err != nil {
 		return err
 	}
-	sd, err := systemd.Dial(ctx)
+	sd, err := dialSystemdManager(ctx)
 	if err != nil {
-		return workflow.Refusef("systemd does not answer on the system bus (%v); nodes run as systemd services", err)
+		return err
 	}
 	defer sd.Close()
 	engine, err := docker.New(provider.DockerHost)

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 )
 
 // The install command's own refusals come before it reads the host (the
@@ -46,6 +50,41 @@ func TestInstallCommandRefusalsChangeNothing(t *testing.T) {
 			}
 			if code != 1 || !strings.HasSuffix(msg, "Nothing was changed.") || !strings.Contains(msg, want) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want a refusal saying %q", code, stdout, stderr, want)
+			}
+			if names, err := readDirNames(host); err != nil || len(names) != 0 {
+				t.Errorf("the host root holds %v (%v)", names, err)
+			}
+		})
+	}
+}
+
+// On a host where systemd answers neither on the system bus nor on its
+// private socket, install and uninstall say plainly that the host does not
+// run systemd, then the connection's detail, and that nothing was changed.
+func TestNoSystemdRefusal(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: install and uninstall refuse to run without it before they reach systemd")
+	}
+	old := dialManager
+	dialManager = func(context.Context) (*systemd.DBus, error) {
+		return nil, fmt.Errorf("connect to systemd (system bus: dial unix /run/dbus/system_bus_socket: no such file or directory; /run/systemd/private: no such file or directory): %w", systemd.ErrUnavailable)
+	}
+	t.Cleanup(func() { dialManager = old })
+	const detail = "this host does not run systemd (nodes run as systemd services; use a host booted with systemd): connect to systemd (system bus: dial unix /run/dbus/system_bus_socket: no such file or directory; /run/systemd/private: no such file or directory): systemd is not reachable over D-Bus. Nothing was changed.\n"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"install", []string{"--source-url", "https://console.example.com", "--core-url", "https://core.example.com",
+			"--provider", "docker", "--installation-id", testID}, prefixInstall + detail},
+		{"uninstall", []string{"--uninstall", "--installation-id", testID}, prefixUninstall + detail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := t.TempDir()
+			code, stdout, stderr := runOn(t, host, tc.args...)
+			if code != exitFailure || stderr != tc.want {
+				t.Errorf("exit %d, want %d\nstdout: %q\nstderr: %q\nwant:   %q", code, exitFailure, stdout, stderr, tc.want)
 			}
 			if names, err := readDirNames(host); err != nil || len(names) != 0 {
 				t.Errorf("the host root holds %v (%v)", names, err)

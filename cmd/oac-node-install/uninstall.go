@@ -9,7 +9,6 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
-	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/uninstall"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -32,7 +31,7 @@ func (c *cli) runUninstall(ctx context.Context, f *installerFlags) error {
 		return err
 	}
 	defer bin.Close()
-	sd, err := systemd.Dial(ctx)
+	sd, err := dialSystemdManager(ctx)
 	if err != nil {
 		return err
 	}
