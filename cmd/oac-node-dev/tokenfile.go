@@ -7,13 +7,12 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
-// maxToken bounds the token after trimming.
-const maxToken = 4096
-
 // readTokenFile reads the enrollment token from a private regular file
-// (0600, not a link), at most 4096 characters after trimming.
+// (0600, not a link): after trimming, one token by ident.CheckToken.
 func readTokenFile(path string) (string, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -27,13 +26,13 @@ func readTokenFile(path string) (string, error) {
 	if !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
 		return "", fmt.Errorf("enrollment token file %s must be a regular file of mode 0600", path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxToken+2))
+	data, err := io.ReadAll(io.LimitReader(f, ident.MaxTokenLength+2))
 	if err != nil {
 		return "", fmt.Errorf("read the enrollment token file %s: %w", path, err)
 	}
 	tok := strings.TrimSpace(string(data))
-	if tok == "" || len(tok) > maxToken || strings.ContainsAny(tok, " \t\r\n\v\f") {
-		return "", fmt.Errorf("enrollment token file %s does not hold one token of at most %d characters", path, maxToken)
+	if err := ident.CheckToken(tok); err != nil {
+		return "", fmt.Errorf("enrollment token file %s: %w", path, err)
 	}
 	return tok, nil
 }

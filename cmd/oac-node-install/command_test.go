@@ -32,7 +32,7 @@ func TestCommandRendersTheBootstrapCommand(t *testing.T) {
 		{"neither install nor uninstall", append([]string{"command"}, install[2:]...), "", exitFailure, []string{"command: exactly one of --token-stdin"}},
 		{"both", append(append([]string{}, install...), "--uninstall"), "t\n", exitFailure, []string{"command: exactly one of --token-stdin"}},
 		{"no token", install, "", exitFailure, []string{"command: --token-stdin an install command needs the enrollment token"}},
-		{"token with a space", install, "two words\n", exitFailure, []string{"command: --token-stdin the token contains whitespace"}},
+		{"token with a space", install, "two words\n", exitFailure, []string{"command: --token-stdin the enrollment token holds white space or a control character"}},
 		{"token too long", install, strings.Repeat("a", 5000) + "\n", exitFailure, []string{"command: --token-stdin the token is longer than 4096 characters"}},
 		{"bad console", []string{"command", "--uninstall", "--console", "http://console.example.com", "--installation-id", testID, "--sha256", sum}, "", exitFailure,
 			[]string{"command: --console uses plain http"}},

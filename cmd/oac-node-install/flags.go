@@ -10,9 +10,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
@@ -265,13 +265,25 @@ func (f *installerFlags) origin(name, raw string) (string, error) {
 }
 
 // validateInstallationID accepts only a canonical (lowercase, hyphenated)
-// UUID.
+// UUID. Its refusal shows what it got, made safe for a terminal and clipped.
 func validateInstallationID(id string) error {
-	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
-		return usagef("--installation-id must be a canonical UUID (lowercase, 8-4-4-4-12)")
+	if !ident.CanonicalUUID(id) {
+		return usagef("--installation-id \"%s\": not a canonical UUID (lowercase, 8-4-4-4-12, like 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c)", shown(id, 64))
 	}
 	return nil
+}
+
+// shown is s for a message: at most max bytes (cut at a character, "…"
+// marking the cut) with every terminal control, tab and newline escaped.
+func shown(s string, max int) string {
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return privsep.SanitizeField(s)
 }
 
 // validateOrigin checks an http(s) origin and returns it without a trailing

@@ -79,14 +79,14 @@ func TestInstallerFlags(t *testing.T) {
 		{"missing value", []string{"--installation-id"}, nil, "flag needs an argument"},
 
 		// Installation ids.
-		{"id uppercase", origins("https://c.example", "https://k.example", "--installation-id", strings.ToUpper(testID)), nil, "canonical UUID"},
+		{"id uppercase", origins("https://c.example", "https://k.example", "--installation-id", strings.ToUpper(testID)), nil, `--installation-id "` + strings.ToUpper(testID) + `": not a canonical UUID (lowercase, 8-4-4-4-12, like 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c)`},
 		{"id braces", origins("https://c.example", "https://k.example", "--installation-id", "{"+testID+"}"), nil, "canonical UUID"},
 		{"id urn", origins("https://c.example", "https://k.example", "--installation-id", "urn:uuid:"+testID), nil, "canonical UUID"},
 		{"id without hyphens", origins("https://c.example", "https://k.example", "--installation-id", strings.ReplaceAll(testID, "-", "")), nil, "canonical UUID"},
 		{"id short", origins("https://c.example", "https://k.example", "--installation-id", testID[:35]), nil, "canonical UUID"},
-		{"id with escapes", origins("https://c.example", "https://k.example", "--installation-id", "\x1b]0;x\x07"+testID[8:]), nil, "canonical UUID"},
+		{"id with escapes", origins("https://c.example", "https://k.example", "--installation-id", "\x1b]0;x\x07"+testID[8:]), nil, `--installation-id "?]0;x?` + testID[8:] + `": not a canonical UUID`},
 		{"id not UTF-8", origins("https://c.example", "https://k.example", "--installation-id", "\xff\xfe"+testID[2:]), nil, "--installation-id is not valid UTF-8"},
-		{"id very long", origins("https://c.example", "https://k.example", "--installation-id", testID+strings.Repeat("a", 1<<20)), nil, "canonical UUID"},
+		{"id very long", origins("https://c.example", "https://k.example", "--installation-id", testID+strings.Repeat("a", 1<<20)), nil, `--installation-id "` + testID + strings.Repeat("a", 64-len(testID)) + `…": not a canonical UUID`},
 		{"id with dot dot", origins("https://c.example", "https://k.example", "--installation-id", "../../../../etc/passwd-3f1d-4e5a-9b7c"), nil, "canonical UUID"},
 
 		// Origins.

@@ -267,9 +267,10 @@ func TestHostChecksComeBeforeTheToken(t *testing.T) {
 // the host lock and Core: nothing is changed, the lock file not created.
 func TestBadTokensRefuseBeforeTheLock(t *testing.T) {
 	for _, tc := range []struct{ name, token, want string }{
-		{"empty", "", "empty, too long or holds white space"},
-		{"white space", "a b", "white space"},
-		{"too long", strings.Repeat("t", 4097), "too long"},
+		{"empty", "", "standard input: the enrollment token is empty; run the command Web generated"},
+		{"white space", "a b", "the enrollment token holds white space or a control character"},
+		{"control character", "a\x1bb", "the enrollment token holds white space or a control character"},
+		{"too long", strings.Repeat("t", 4097), "the enrollment token is longer than 4096 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRunFixture(t)

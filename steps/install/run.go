@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal"
@@ -18,6 +17,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 	"golang.org/x/sys/unix"
@@ -412,11 +412,11 @@ func (c Command) outOrDiscard() io.Writer {
 	return c.Out
 }
 
-// CheckToken refuses an enrollment token that cannot be one: empty, over
-// 4096 bytes, or holding white space.
+// CheckToken refuses an enrollment token that cannot be one by
+// ident.CheckToken, saying which rule it breaks (never the token).
 func CheckToken(tok string) error {
-	if tok == "" || len(tok) > 4096 || strings.ContainsAny(tok, " \t\r\n\v\f") {
-		return errors.New("the enrollment token on standard input is empty, too long or holds white space; run the command Web generated")
+	if err := ident.CheckToken(tok); err != nil {
+		return fmt.Errorf("standard input: %w; run the command Web generated", err)
 	}
 	return nil
 }

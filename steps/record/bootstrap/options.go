@@ -12,7 +12,7 @@ import (
 
 // MaxTokenLength is the longest enrollment token the installer accepts
 // (CONTRACT §4.4).
-const MaxTokenLength = 4096
+const MaxTokenLength = ident.MaxTokenLength
 
 // ErrInvalid: an option cannot be rendered into a command (*FieldError
 // names which).
@@ -100,19 +100,13 @@ func (o *Options) validate() (console, core string, err error) {
 	if o.CoreCA != "" && (!filepath.IsAbs(o.CoreCA) || filepath.Clean(o.CoreCA) != o.CoreCA || strings.ContainsAny(o.CoreCA, "\x00\r\n")) {
 		return "", "", invalid("--core-ca", "must be a clean absolute path on the node host")
 	}
-	switch {
-	case o.Token == "":
+	switch err := ident.CheckToken(o.Token); {
+	case errors.Is(err, ident.ErrTokenEmpty):
 		return "", "", invalid("--token-stdin", "an install command needs the enrollment token")
-	case len(o.Token) > MaxTokenLength:
-		return "", "", invalid("--token-stdin", "the token is longer than %d characters", MaxTokenLength)
-	case strings.IndexFunc(o.Token, isSpaceOrControl) >= 0:
-		return "", "", invalid("--token-stdin", "the token contains whitespace or control characters")
+	case err != nil:
+		return "", "", invalid("--token-stdin", "%v", err)
 	}
 	return console, core, nil
-}
-
-func isSpaceOrControl(r rune) bool {
-	return r <= ' ' || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x85 || r == 0xa0 || r == 0x2028 || r == 0x2029
 }
 
 // origin checks an http(s) origin by ident.ParseOrigin, refusing the
