@@ -4,7 +4,10 @@
 //
 // A Definition names its states in order, the events between them (a
 // looplab/fsm event table, which also draws the diagrams in diagrams/), and
-// for each state the step that runs in it with a recovery policy:
+// each state's recovery policy. Steps are not part of a definition: the
+// workflow's package binds them, a map from State to Step given to Runner
+// and Check, and a step's name in the journal is its state's name. Which
+// account runs a step is the binding's concern, never the engine's.
 //
 //	Rerun    idempotent (check-then-act): run again after an interruption
 //	Verify   the step's Verify decides from the host: done, not done, unknown
@@ -58,7 +61,18 @@
 // record it writes, the engine checks that the instance lock file is still
 // the one it locked, and stops writing when it was replaced.
 //
-// InspectJournal reads a journal without changing it and reports the current state,
-// the completed steps, attempts, the last error and one of complete,
-// resumable, needs-inspection or failed; the status command prints it.
+// Runner.Observe is told each step's Progress as a typed Phase (begin,
+// done, verified, resumed, fail). Refusal is the one refusal type of the
+// installer: a check or step that refuses changed nothing, and Message
+// adds "Nothing was changed." once, where a command prints the failure;
+// no caller classifies an error by its text.
+//
+// InspectJournal reads a journal without changing it and reports the
+// current state, the completed steps, attempts, the last error and one of
+// complete, resumable, needs-inspection or failed; steps/status shows it.
+//
+// The engine runs as the account of the process that calls it: root for
+// install and uninstall (journals in /var/lib/oac-node-install/<id>/), the
+// service account for the generation helper's prepare, repair and collect
+// (journals in the node root). It never touches the host itself.
 package workflow

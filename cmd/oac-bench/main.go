@@ -4,6 +4,12 @@
 //
 //	go run ./cmd/oac-bench            # every measure
 //	go run ./cmd/oac-bench journal    # only the named ones
+//
+// It calls the shipped packages (journal, steps/host/download,
+// steps/host/privsep, steps/record/...) the way the installer does, in
+// temporary directories and against servers of its own; measures that need
+// root (a service-account child) are skipped, saying so, without it. It
+// asserts nothing and changes nothing outside its temporary directories.
 package main
 
 import (

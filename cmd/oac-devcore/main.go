@@ -25,6 +25,9 @@
 // resume-artifacts and artifacts, which hold artifact downloads halfway
 // (tests).
 //
+// It runs as whatever account starts it, outside the test host, keeps its
+// state below --data, and is never shipped to a node host.
+//
 // When ready it prints one line with the console URL and the CA file on
 // stdout (and the admin key file and installation on stderr), and it exits
 // cleanly on SIGINT or SIGTERM.

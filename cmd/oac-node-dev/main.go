@@ -25,6 +25,10 @@
 // oac-node does around the native helpers serving it, and lets go of it
 // before the generation's collection (serving.go).
 //
+// It runs as the service account oac-node: register in install's
+// service-account child (the register step), run as the node's unit
+// (User=oac-node), and the generation helper it calls runs as oac-node too.
+//
 // Exit status: 0, 1 on errors, 2 on usage errors, and 78 (EX_CONFIG) when
 // Core answers 401 to the token or the credential.
 package main

@@ -1,13 +1,27 @@
 // Command oac-node-install installs, maintains and removes an OAC sandbox
-// node. This package only parses the command line and wires the workflows;
-// the work is done in packages workflow and steps.
+// node. This package is the command line and its printing: it parses the
+// flags, wires each command to its package and prints the outcome; the work
+// is done in workflow and steps.
 //
 // The command tree (cli.go) is built with cobra: the root command takes the
 // original installer's flags and runs install, uninstall or the generation
-// helper; status, leases, version, help and completion are subcommands. The
-// wiring of each workflow — its definition, its steps, its journal — is in
-// one function per command: install.go, uninstall.go, and, for the generation
-// helper, steps/generation (Run) called from helper.go.
+// helper; check, status, leases, command, version, help and completion are
+// subcommands. Each command calls one package: install.go steps/install
+// (Run), uninstall.go steps/uninstall (Run), status.go and leases.go
+// steps/status (Gather, Leases), check.go steps/install (Probe), helper.go
+// steps/generation (Run), and command.go steps/record/bootstrap (Render).
+//
+// Who runs it as whom: install, uninstall, status and leases run as root
+// and refuse any other account; check runs as anyone and skips, saying so,
+// the checks that need root; command only prints. The node program runs
+// the generation helper (--generation-action) as the service account
+// oac-node, and the helper refuses root. The same binary is also the
+// service-account child: main hands a __privsep-child invocation to
+// privsep.ServeChild, which serves the roles of roles.go and uninstall.go
+// (install-node, uninstall-node, inspect) as oac-node and exits. The
+// command never classifies an error by its text: exit codes and the
+// "Nothing was changed." line come from the error's type (exit.go,
+// workflow.Message).
 package main
 
 import (

@@ -1,8 +1,37 @@
-// Package generation holds the steps of the three workflows the retained
-// generation helper runs for the node program: prepare, repair and collect
-// (DESIGN §3.3, CONTRACT §3.2), one step per file, and what they share.
+// Package generation is the service account's side of a node: every step
+// that runs as oac-node, in files named after its workflow and state
+// (install_, uninstall_, prepare_, repair_, collect_), and the node root as
+// that account sees it. No step here runs as root: root's packages take
+// from it only the request and answer types, the role names and a few
+// readers and helpers (a bundle's metadata, Core's configuration, the node
+// identity, RemoveTree).
 //
-// A generation g of a node lives in three places:
+//	install    node_root, metadata, downloads, helper, lease, runtime,
+//	           network, provider_config, register, wait_ready (root's
+//	           states come between: env_file, unit, start before wait_ready)
+//	           (install_*.go; InstallSteps, RunInstallStep, CheckInstallSteps)
+//	uninstall  ask_core, network, node_state, microsandbox_store
+//	           (uninstall_*.go; RunUninstallStep)
+//	prepare    lock → lease (Inspect) → plan → download → import_start →
+//	           import (Verify) → publish → clear_plan         (prepare_*.go)
+//	repair     lock → verify → download → probe               (repair_*.go)
+//	collect    lock → recheck → collecting → native (Verify) →
+//	           native_complete → release_files → dropped      (collect_*.go)
+//
+// Who runs what, as oac-node:
+//
+//	root's install engine ── install.Children ─▶ one privsep child for the
+//	    run, role InstallRole (ServeInstallStep): each step's Run and
+//	    Verify, recorded in root's journal, and every step's Check (StepCheck)
+//	root's uninstall engine ── one privsep child per step, role
+//	    UninstallRole (ServeUninstallStep)
+//	the node program ── the retained helper (generation-preparer
+//	    --generation-action A): Run, the engine and the generation's journal
+//	    <node root>/journals/<action>-<g>.journal, all as the account
+//
+// The node root is ~/.oac/nodes/<id> (layout.Node); Env opens it through
+// no symbolic link and checks that it is the account's, mode 0700. A
+// generation g of a node lives in three places:
 //
 //	state/node/generations/   <g>.lease, <g>.lease-identity  (package lease)
 //	                          <g>.preparing  plan, import_started
@@ -15,19 +44,21 @@
 //	                          manifest.json and SHA256SUMS (release copies)
 //	the provider              Docker image / microsandbox store image
 //
-// Steps see the node only through Data, a narrow accessor (data.go), so
-// each can be tested with a stub; Env is the real one. Steps never call one
-// another and never touch a journal: the workflow engine runs them and
-// records every transition. The locks are not steps: a step cannot hold a
-// lock across runs, so Run takes the installation lock and the generation's
-// exclusive lease before the engine starts, on every run, and the first
-// step only checks that they are held.
-//
-//	prepare  lock → lease (Inspect) → plan → download → import_start →
-//	         import (Verify) → publish → clear_plan
-//	repair   lock → verify → download → probe
-//	collect  lock → recheck → collecting → native (Verify) →
-//	         native_complete → release_files → dropped
+// The shared files hold that view, one concern each: data.go (Data, the
+// narrow accessor steps see, so each can be tested with a stub), env.go and
+// install_env.go (Env and InstallEnv, the real ones), lock.go (install.lock
+// and the lease), records.go and identity.go (preparation.json,
+// runtime-artifacts.json, state/node/identity.json), config.go (a
+// generation's configuration), files.go and install_bundle.go (releases
+// from the console or a bundle), core.go (Core asked with the node's
+// credential, through steps/host/core), runtime_image.go, references.go and
+// removal.go (import and private-only removal), and status.go (what
+// steps/status's child reads through this package). Steps never call one
+// another and never touch a journal: an engine runs them and records every
+// transition. The locks are not steps: a step cannot hold a lock across
+// runs, so Run takes the installation lock and the generation's exclusive
+// lease before the engine starts, on every run, and the first step only
+// checks that they are held.
 //
 // Trust flows as in the installer: the specification comes from Core's
 // authenticated configuration route for exactly this generation and must
@@ -36,7 +67,8 @@
 // the specification; artifacts are verified by size and sha256 before they
 // are published; the image archive's identity is proven before any import.
 // Failures to obtain or prove those bytes are *ArtifactError, which the
-// helper command turns into exit status 65 — by type, never by text.
+// helper command turns into exit status 65 — by type, never by text. A
+// refusal is a workflow.Refusal; the child reports it as class refused.
 //
 // A later generation keeps its Runtime files in releases/<source_commit>/,
 // or in the node root itself when it runs the installation's own release
@@ -54,9 +86,12 @@
 // hash-checked against the local release copies (or runtime-artifacts.json
 // for the node root's original files) before the first deletion.
 // Configurations, plans, collection journals and the manifests stay as
-// receipts.
+// receipts. Uninstall's node_state removes the node root without following
+// a link; microsandbox_store removes the installation's stores only once
+// Core confirmed the removal (with --force it keeps them and prints the
+// command that removes each). Neither touches sandboxes, volumes or images.
 //
 // Package generationtest builds the fixture releases, the TLS console and
-// Core, and the node roots these tests and the helper command's run
-// against.
+// Core, and the node roots the tests of this package, of install and
+// uninstall, and of the command run against.
 package generation

@@ -26,8 +26,9 @@ import (
 // ActionInstall is the service-account part of an installation: the node
 // root, its records and verified downloads, the retained helper, the
 // enrolled generation's lease, the Runtime image, the Docker network,
-// provider.json and the registration with Core. Its steps run one per
-// privilege-separated child of the root installer (InstallSteps).
+// provider.json and the registration with Core. Its steps (InstallSteps)
+// run in one privilege-separated child of the root installer's run
+// (install.Children).
 const ActionInstall = "install"
 
 // InstallOptions describe the service-account part of one installation run.

@@ -13,8 +13,9 @@ const (
 )
 
 // InstallSteps binds the install workflow's service-account states to e.
-// Root runs each of them in its own privilege-separated child
-// (RunInstallStep); the others are root's.
+// Root runs them in one privilege-separated child for the run
+// (install.Children, which calls RunInstallStep there); the other states
+// are root's.
 func InstallSteps(e *InstallEnv) map[workflow.State]workflow.Step {
 	return map[workflow.State]workflow.Step{
 		workflow.InstallNodeRoot:       nodeRootStep{e},

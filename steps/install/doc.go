@@ -1,7 +1,13 @@
-// Package install holds the root side of the install workflow: the steps
-// root runs itself, and NodeStep, which runs one of the service-account
-// steps (steps/generation's InstallSteps) in a privilege-separated child
-// and records its result in root's journal.
+// Package install is root's side of `oac-node-install` (install and rerun):
+// Run (run.go), the one place the install workflow is wired; the steps
+// root runs itself (preflight, read_token, read_configuration, host_lock,
+// account, group, host_records, env_file, unit, start, summary), which see
+// the run through Data (data.go); and NodeStep, which runs each state of
+// ChildStates — the service-account steps of steps/generation's
+// InstallSteps — in a privilege-separated child as oac-node and records its
+// result in root's journal /var/lib/oac-node-install/<id>/install.journal.
+// Root never executes a file the account can write: the child runs the
+// binary bytes root captured at start (privsep.Capture).
 //
 //	root engine ── begin node_root ──▶ NodeStep.Run
 //	                                   └─ Children.Run: Session.Call(
@@ -19,7 +25,7 @@
 // is recorded as unchanged and the step runs again on the next run.
 //
 // Run first makes the checks that read nothing of the host's records
-// (platform, systemd, SELinux, a token in the environment), then reads the
+// (platform, systemd, SELinux, no token in the environment), then reads the
 // token, then takes /run/oac-node.lock and keeps it to the end: every
 // decision from the host's state is taken under it, from root's records
 // (CONTRACT §10). Before the journal, Run checks every step read-only
@@ -34,4 +40,8 @@
 //	                                     └─ otherwise: journal, the workflow
 //	                                        (each step checks again and
 //	                                        changes what differs)
+//
+// The host lock, the account and bookkeeping checks and the registration
+// record (HostLock, CheckBookkeeping, AccountMismatch, Registered) are
+// shared with steps/uninstall, and RecordedAccount with steps/status.
 package install

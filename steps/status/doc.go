@@ -14,21 +14,22 @@
 //	  systemd over D-Bus: the unit               credential, at root's address of Core
 //	  /proc/locks: who runs a journal           /proc/locks: who holds a lease
 //
-// Root never opens a file the service account can write: the node roots
-// are read by a child of this binary running as the account (privsep),
-// which answers with the documents' types; root decodes that answer
-// strictly, within DefaultTimeout (the account can stop its own process),
-// and no node root is read when the host's account is not the one the
-// bookkeeping records. Gather builds a Document for status, Leases a
-// LeasesDocument for leases; their JSON form is the documents' format
-// (Format).
+// Root never opens a file the service account can write: the node roots are
+// read by a child of this binary running as the account (privsep role Role,
+// "inspect", served by Serve), which answers with the documents' types;
+// root decodes that answer strictly, within DefaultTimeout (the account can
+// stop its own process), and no node root is read when the host's account
+// is not the one the bookkeeping records. Gather builds a Document for
+// status, Leases a LeasesDocument for leases; their JSON form is the
+// documents' format (Format).
 //
-// Files: document.go the documents' types; gather.go what root reads and
-// in which order; host.go and bookkeeping.go root's records and systemd;
+// Files: document.go the documents' types; gather.go what root reads and in
+// which order; host.go and bookkeeping.go root's records and systemd;
 // read.go root's side of the child (deadline, strict decoding); child.go
 // and node.go the account's side (node roots, journals, leases, the
-// registration and Core's view, asked through generation's Core client);
-// advice.go the condition and the next command.
+// registration and Core's view, asked through steps/host/core's client with
+// the node's credential, made by generation.NewCoreClient); advice.go the
+// condition and the next command.
 //
 // What the account's files and Core's answers say is never trusted: every
 // value is shown as data (whoever prints it sanitizes it), Core is asked

@@ -6,12 +6,16 @@
 // against root's journal /var/lib/oac-node-install/<id>/uninstall.journal,
 // rerunnable until complete.
 //
-// Root stops, disables and removes the unit and the env file, handles the
-// account by the bookkeeping (deleted only when the installer created it
-// and no node remains; otherwise the groups it added are removed and the
-// home mode it changed is restored) and removes the records. The Core
-// check, the Docker network, the node root and the microsandbox stores are
-// the service account's (generation.UninstallRole), one privilege-separated
-// child per step. Sandboxes, volumes and images are never touched: the
-// Runtime image's removal command is printed instead.
+// Root runs stop_unit, remove_unit, account and bookkeeping: it stops,
+// disables and removes the unit and the env file, handles the account by
+// the bookkeeping (deleted only when the installer created it and no node
+// remains; otherwise the groups it added are removed and the home mode it
+// changed is restored) and removes the records. The Core check, the Docker
+// network, the node root and the microsandbox stores (ask_core, network,
+// node_state, microsandbox_store) are the service account's:
+// steps/generation's uninstall steps, run as oac-node in one
+// privilege-separated child per step (PrivsepChild, role
+// generation.UninstallRole); without the account such a step has nothing to
+// do. Sandboxes, volumes and images are never touched: the Runtime image's
+// removal command is printed instead.
 package uninstall

@@ -1,8 +1,3 @@
-// Package generationtest builds what the generation helper's tests run
-// against: fixture releases (a real Runtime image archive, a seccomp
-// profile and a fake msb), one TLS origin serving them through the real
-// console handler together with a fake Core configuration route, and a node
-// root as an installation leaves it. It is used only by tests.
 package generationtest
 
 import (

@@ -15,12 +15,13 @@
 //	RemoveFromGroup       gpasswd --delete oac-node <group>
 //	DeleteServiceAccount  userdel oac-node
 //
-// Commands is the real Adapter: it runs those programs directly (no
-// shell) from the installer's fixed PATH, with a fixed environment and
-// standard input /dev/null. shadow-utils fsyncs nothing, so after each
-// command Commands makes passwd, group, shadow, gshadow and /etc durable
-// (Databases.Sync); steps that find a change already made call Sync too. Package accountstest holds a fake that edits
-// database files under a temporary root, so lookups see its changes.
+// Commands is the real Adapter: it runs those programs directly (no shell)
+// from the installer's fixed PATH, with a fixed environment and standard
+// input /dev/null. shadow-utils fsyncs nothing, so after each command
+// Commands makes passwd, group, shadow, gshadow and /etc durable
+// (Databases.Sync); steps that find a change already made call Sync too.
+// Package accountstest holds a fake that edits database files under a
+// temporary root, so lookups see its changes.
 //
 // Decide applies the adoption rules of CONTRACT §10 to looked-up facts: an
 // existing oac-node is adopted only with home /var/lib/oac-node, a nologin

@@ -2,26 +2,27 @@
 // process as oac-node, and relays what that child prints to the terminal only
 // through a terminal-control sanitizer.
 //
-// Root prepares only the account, group, unit, env file and its own records;
-// everything in the node account's home runs in a child. At start the
-// installer captures its own executable (Capture) into a sealed memfd, so
-// root never executes a file the service account can write: every child is
-// executed from that sealed copy, and the service account writes its own
+// Root prepares only the account, group, unit, env file and its own
+// records; everything in the node account's home runs in a child. At start
+// the installer captures its own executable (Capture) into a sealed memfd,
+// so root never executes a file the service account can write: every child
+// is executed from that sealed copy, and the service account writes its own
 // retained generation helper from the same bytes (Child.Executable). Run
 // starts a child for one role with the account's credentials, its own
 // session (and so its own process group), stdin /dev/null, SIGKILL as its
-// parent death signal, and a fixed environment plus the six normalized proxy
-// variables (ChildEnv), forked from a thread of its own that has joined a
-// new anonymous session keyring given to the account, forbids new
+// parent death signal, and a fixed environment plus the six normalized
+// proxy variables (ChildEnv), forked from a thread of its own that has
+// joined a new anonymous session keyring given to the account, forbids new
 // privileges and has marked root's descriptors close-on-exec; the thread
 // ends with the child, so root's other threads never carry those settings.
 // The child sets umask 077, refuses to run as root, makes itself not
 // dumpable, checks that it may not gain privileges and that its session
 // keyring is its own user's, checks its credentials against the parent's
-// request and calls the role's Handler (ServeChild). One exec starts it.
-// A Session (Start, Call, Close) keeps one child serving a series of
-// requests for its role, each answered as Run answers its one; the steps
-// of a workflow that run as the account one after another share it.
+// request and calls the role's Handler (ServeChild). One exec starts it. A
+// Session (Start, Call, Close) keeps one child serving a series of requests
+// for its role, each answered as Run answers its one: install's
+// service-account steps share one (install.Children), while uninstall
+// starts one child per step and status one per read.
 //
 // No other process of the service account can reach into a child: the
 // sealed copy is executable but not readable by the account (mode 0711), so

@@ -3,16 +3,15 @@
 // environment file.
 //
 // Manager lists only the calls the installer makes (daemon-reload, enable,
-// start, stop, disable, reset-failed, unit properties). Dial returns the real
-// implementation over go-systemd's D-Bus API, using only its ...Context
-// calls: the system bus first, systemd's private socket
-// /run/systemd/private as the fallback (a root process reaches systemd there
-// even when no bus daemon runs). No systemctl subprocess is started.
+// start, stop, disable, reset-failed, unit properties). Dial returns the
+// real implementation over go-systemd's D-Bus API, using only its
+// ...Context calls: the system bus first, systemd's private socket
+// /run/systemd/private as the fallback (a root process reaches systemd
+// there even when no bus daemon runs). No systemctl subprocess is started.
 // systemd fsyncs none of the links enable and disable make or remove, so
 // DBus.Enable and DBus.Disable make them durable (SyncLinks) from the
 // changes systemd reports. WaitActive polls a unit's ActiveState up to a
-// deadline. Package
-// systemdtest holds a fake Manager for the steps' tests.
+// deadline. Package systemdtest holds a fake Manager for the steps' tests.
 //
 // The unit of CONTRACT §4.1 is rendered here, not with go-systemd's
 // serializer, which escapes nothing:

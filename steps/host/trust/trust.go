@@ -1,15 +1,3 @@
-// Package trust holds the roots a client of Core or the console trusts —
-// the operator's CA bundle (--core-ca, or the node's retained copy) and
-// the system roots — and the transports that verify servers against them.
-//
-// A client with an operator CA trusts exactly that CA for Core and the
-// console (CONTRACT §10): a certificate of another authority is refused in
-// the TLS handshake, before any byte of the request is sent. Only a
-// redirect to another host (the console's 307 to a release host for an
-// artifact it does not hold) is verified against the system roots, which
-// are loaded then: parsing them costs a process about 15 ms of CPU (Go
-// reads the bundle and every file of /etc/ssl/certs), and every
-// service-account child is a process of its own.
 package trust
 
 import (

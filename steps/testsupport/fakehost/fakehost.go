@@ -1,13 +1,3 @@
-// Package fakehost is test support for the install and uninstall
-// workflows: a host root in a new directory, with the account databases,
-// the systemd and accounts fakes, and this test binary captured to run as
-// the real service-account child (privsep). Nothing here is part of the
-// shipped installer.
-//
-//	<Base>/host     the host root (layout.Host.Root)
-//	<Base>/engine   shared by the test and the child (mode 0777), where
-//	                the fake Docker Engine keeps its state; the child finds
-//	                it from its home, <Base>/host/var/lib/oac-node
 package fakehost
 
 import (

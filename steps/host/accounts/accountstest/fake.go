@@ -1,7 +1,3 @@
-// Package accountstest holds a fake accounts.Adapter for the tests of the
-// steps that create, adopt and remove the service account. It edits
-// etc/passwd and etc/group under a temporary root the way shadow-utils
-// would, so accounts.Under(root) lookups see its changes.
 package accountstest
 
 import (

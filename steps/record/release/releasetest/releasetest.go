@@ -1,7 +1,3 @@
-// Package releasetest builds releases for tests and development tools:
-// the manifest of a microsandbox release with made-up image digests, and
-// the fixed files (manifest, SHA256SUMS, seccomp, installer) that offer a
-// manifest. Nothing here is part of the shipped installer.
 package releasetest
 
 import (

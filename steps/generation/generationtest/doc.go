@@ -1,0 +1,14 @@
+// Package generationtest builds what the tests of the workflows' steps run
+// against: fixture releases (a real Runtime image archive, a seccomp
+// profile and a fake msb), one TLS origin serving them through the real
+// console handler together with a fake Core configuration route, a node
+// root as an installation leaves it, and Snapshot/Diff of a directory tree
+// to prove that a run changed nothing, or only what it should.
+//
+// The tests of steps/generation, steps/install, steps/uninstall and the
+// command's import it; it runs in the test's process, as whatever account
+// the test runs as, and only under the test's temporary directories. It
+// is never part of the shipped installer: the fixtures' releases are
+// removed by Cleanup, which each importing test binary calls from
+// TestMain.
+package generationtest
