@@ -1,14 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/steps/record/bootstrap"
 )
@@ -48,7 +45,7 @@ func (c *cli) commandCommand() *cobra.Command {
 		Args:        noArgs,
 		Annotations: map[string]string{annotationPrefix: prefixCommand},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.runCommand(&f)
+			return c.runCommand(cmd.Context(), &f)
 		},
 	}
 	fs := cmd.Flags()
@@ -68,12 +65,12 @@ func (c *cli) commandCommand() *cobra.Command {
 }
 
 // runCommand reads the token (install) and prints the rendered command.
-func (c *cli) runCommand(f *commandFlags) error {
+func (c *cli) runCommand(ctx context.Context, f *commandFlags) error {
 	if f.tokenStdin == f.opts.Uninstall {
 		return usagef("exactly one of --token-stdin (an install command) and --uninstall is required")
 	}
 	if f.tokenStdin {
-		token, err := readToken(c.stdin, c.stderr)
+		token, err := readToken(ctx, c.stdin, c.stderr)
 		if err != nil {
 			return err
 		}
@@ -89,57 +86,4 @@ func (c *cli) runCommand(f *commandFlags) error {
 	}
 	_, err = io.WriteString(c.stdout, out)
 	return err
-}
-
-// maxTokenLine is the longest line read as a token: the token's 4096
-// characters and a line end, with room to tell a longer one.
-const maxTokenLine = bootstrap.MaxTokenLength + 2
-
-// readToken reads the enrollment token: one line of standard input without
-// its surrounding whitespace. From a terminal it prompts on stderr and
-// does not echo. A line longer than a token can be is refused whole.
-func readToken(stdin io.Reader, stderr io.Writer) (string, error) {
-	if f, ok := stdin.(*os.File); ok {
-		if restore, err := noEcho(int(f.Fd())); err == nil {
-			fmt.Fprint(stderr, "Enrollment token: ")
-			defer func() { restore(); fmt.Fprintln(stderr) }()
-		}
-	}
-	var line []byte
-	var b [1]byte
-	for len(line) <= maxTokenLine {
-		n, err := stdin.Read(b[:])
-		if n == 1 {
-			if b[0] == '\n' {
-				break
-			}
-			line = append(line, b[0])
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("read the enrollment token from standard input: %w", err)
-		}
-	}
-	if len(line) > maxTokenLine {
-		return "", usagef("--token-stdin the token is longer than %d characters", bootstrap.MaxTokenLength)
-	}
-	return strings.TrimSpace(string(line)), nil
-}
-
-// noEcho turns off the terminal's echo on fd, when fd is a terminal, and
-// returns what restores it.
-func noEcho(fd int) (func(), error) {
-	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		return nil, err
-	}
-	saved := *t
-	t.Lflag &^= unix.ECHO
-	t.Lflag |= unix.ICANON | unix.ISIG
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
-		return nil, err
-	}
-	return func() { unix.IoctlSetTermios(fd, unix.TCSETS, &saved) }, nil
 }

@@ -57,7 +57,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	// systemd's bus is dialled below, before it).
 	var readTok func() (string, error)
 	if f.tokenStdin {
-		readTok = func() (string, error) { return readToken(c.stdin, c.stderr) }
+		readTok = func() (string, error) { return readToken(ctx, c.stdin, c.stderr) }
 	}
 	opts, err := installOptions(f)
 	if err != nil {

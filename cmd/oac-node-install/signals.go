@@ -73,8 +73,13 @@ func (e *interruptedRun) Error() string { return e.err.Error() }
 func (e *interruptedRun) Unwrap() error { return e.err }
 
 // interruptedMessage is the line an interrupted command ends with: what
-// continues it, or else the same command.
+// continues it, or else the same command; at the token prompt, before any
+// change, that nothing was changed.
 func interruptedMessage(err error) string {
+	var pi *promptInterrupted
+	if errors.As(err, &pi) {
+		return tokenPromptMessage
+	}
 	next := "rerun the same command to continue."
 	var ir *interruptedRun
 	if errors.As(err, &ir) && ir.next != "" {
