@@ -30,6 +30,7 @@ func (c *cli) run(args []string) int {
 	defer stop()
 	c.args = args
 	root := c.rootCommand()
+	completingUninstall(root, args)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	f := c.failureOf(root, cmd, args, err)
@@ -125,6 +126,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	c.bindHostRoot(root.Flags())
 	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand(), c.commandCommand())
 	root.AddCommand(c.checkCommand())
+	c.completeValues(root)
 	return root
 }
 
