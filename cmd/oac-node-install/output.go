@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -91,10 +92,22 @@ type output struct {
 	// newline yet; 0 when there is none.
 	open  int
 	steps map[string]func(done, total int64)
+	// rates holds, per file on the terminal, when its progress was first
+	// shown and how much it held then (a resumed download starts with its
+	// kept bytes); now is the clock.
+	rates map[string]rateStart
+	now   func() time.Time
+}
+
+// rateStart is where a file's transfer rate is measured from.
+type rateStart struct {
+	at   time.Time
+	done int64
 }
 
 func newOutput(w io.Writer) *output {
-	return &output{w: w, tty: isTerminal(w), color: colorFor(w), steps: map[string]func(done, total int64){}}
+	return &output{w: w, tty: isTerminal(w), color: colorFor(w), steps: map[string]func(done, total int64){},
+		rates: map[string]rateStart{}, now: time.Now}
 }
 
 // endLine finishes an open progress line. The caller holds mu.
@@ -180,6 +193,7 @@ func (o *output) transfer(name string, done, total int64) {
 	name = field(name)
 	text := fmt.Sprintf("  %s: %d%% of %s", name, done*100/total, mib(total))
 	if o.tty {
+		text += o.rate(name, done, total)
 		pad := ""
 		if n := len(text); n < o.open {
 			pad = strings.Repeat(" ", o.open-n)
@@ -203,6 +217,28 @@ func (o *output) transfer(name string, done, total int64) {
 		o.steps[name] = step
 	}
 	step(done, total)
+}
+
+// rate is what a terminal's progress line adds to the percentage, as
+// docker pull does: the rate since the file's first progress and, until it
+// is complete, the time left at that rate ("", for the first second).
+func (o *output) rate(name string, done, total int64) string {
+	now := o.now()
+	r, ok := o.rates[name]
+	if !ok {
+		o.rates[name] = rateStart{at: now, done: done}
+		return ""
+	}
+	elapsed := now.Sub(r.at)
+	if elapsed < time.Second || done <= r.done {
+		return ""
+	}
+	perSecond := float64(done-r.done) / elapsed.Seconds()
+	text := ", " + mib(int64(perSecond)) + "/s"
+	if left := time.Duration(float64(total-done) / perSecond * float64(time.Second)); done < total && left >= time.Second {
+		text += ", " + left.Round(time.Second).String() + " left"
+	}
+	return text
 }
 
 // mib is a size for the operator.

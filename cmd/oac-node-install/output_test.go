@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -80,7 +81,7 @@ func downloads(o *output) {
 func TestOutputProgressOnATerminal(t *testing.T) {
 	colourEnv(t, "", "xterm")
 	m, s := openPTY(t)
-	got := captured(t, m, s, func(w *os.File) { downloads(newOutput(w)) })
+	got := captured(t, m, s, func(w *os.File) { downloads(frozen(newOutput(w))) })
 	want := "\n\x1b[36m==> Download and verify node files...\x1b[0m\n" +
 		"\r  images/runtime.tar.gz: 0% of 100.0 MiB\r  images/runtime.tar.gz: 5% of 100.0 MiB" +
 		"\r  images/runtime.tar.gz: 10% of 100.0 MiB\r  images/runtime.tar.gz: 37% of 100.0 MiB\n" +
@@ -98,7 +99,7 @@ func TestOutputProgressOnATerminal(t *testing.T) {
 	// there.
 	m, s = openPTY(t)
 	got = captured(t, m, s, func(w *os.File) {
-		o := newOutput(w)
+		o := frozen(newOutput(w))
 		o.transfer("images/runtime.tar.gz", 40<<20, 100<<20)
 		fmt.Fprintln(o.beside(w), "warning of the child")
 		o.transfer("images/runtime.tar.gz", 50<<20, 100<<20)
@@ -108,6 +109,41 @@ func TestOutputProgressOnATerminal(t *testing.T) {
 	want = "\r  images/runtime.tar.gz: 40% of 100.0 MiB\nwarning of the child\n\r  images/runtime.tar.gz: 50% of 100.0 MiB\n"
 	if got != want {
 		t.Fatalf("stopped short: got %q, want %q", got, want)
+	}
+}
+
+// frozen stops o's clock: no progress line shows a rate.
+func frozen(o *output) *output {
+	at := time.Now()
+	o.now = func() time.Time { return at }
+	return o
+}
+
+// On a terminal, a download's progress line shows its rate from its first
+// second on, and the time left until it is complete, measured from the
+// bytes the file held when its progress was first shown (a resumed
+// download's kept bytes are not counted as transferred).
+func TestOutputProgressRateOnATerminal(t *testing.T) {
+	colourEnv(t, "", "xterm")
+	m, s := openPTY(t)
+	got := captured(t, m, s, func(w *os.File) {
+		o := newOutput(w)
+		at := time.Unix(1000, 0)
+		o.now = func() time.Time { return at }
+		o.transfer("images/runtime.tar.gz", 20<<20, 100<<20) // resumed with 20 MiB kept
+		at = at.Add(500 * time.Millisecond)
+		o.transfer("images/runtime.tar.gz", 25<<20, 100<<20)
+		at = at.Add(1500 * time.Millisecond)
+		o.transfer("images/runtime.tar.gz", 40<<20, 100<<20) // 20 MiB in 2 s
+		at = at.Add(6 * time.Second)
+		o.transfer("images/runtime.tar.gz", 100<<20, 100<<20)
+	})
+	want := "\r  images/runtime.tar.gz: 20% of 100.0 MiB" +
+		"\r  images/runtime.tar.gz: 25% of 100.0 MiB" +
+		"\r  images/runtime.tar.gz: 40% of 100.0 MiB, 10.0 MiB/s, 6s left" +
+		"\r  images/runtime.tar.gz: 100% of 100.0 MiB, 10.0 MiB/s        \n" // blanks over the longer line
+	if got != want {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
 	}
 }
 
