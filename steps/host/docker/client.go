@@ -155,6 +155,9 @@ func classify(op string, status int, err error) error {
 		return &apiError{op: op, kind: ErrNotFound, err: err}
 	case status == http.StatusConflict:
 		return &apiError{op: op, kind: ErrExists, err: err}
+	case status == 0:
+		// No answer at all: the connection broke (EOF, reset).
+		return fmt.Errorf("%s: %w; the Docker Engine broke off the answer: check that it runs (systemctl status docker, docker info), then rerun the same command", op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

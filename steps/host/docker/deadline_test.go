@@ -57,3 +57,38 @@ func TestHungEngineCallsEndAtTheirDeadline(t *testing.T) {
 		t.Errorf("a cancelled call: %v, want context.Canceled", err)
 	}
 }
+
+// An engine that breaks off the connection without an answer fails the
+// call once, naming it once, with the next step for the operator.
+func TestBrokenOffAnswerNamesTheCallOnceAndTheNextStep(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 4096)
+			conn.Read(buf) // the request, then no answer at all
+			conn.Close()
+		}
+	}()
+	c, err := New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _, _, err = c.ImageInspect(context.Background(), "sha256:00")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	if strings.Count(msg, "inspect image") != 1 || !strings.Contains(msg, "docker info") || !strings.Contains(msg, "rerun the same command") {
+		t.Errorf("error %q: want the call named once and the next step", msg)
+	}
+}

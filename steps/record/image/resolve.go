@@ -12,7 +12,7 @@ import (
 // implements it.
 type Inspector interface {
 	// ImageInspect returns the local image ID and platform of the image ref
-	// names. An image the engine does not hold is reported by an error with
+	// names; its errors name the operation and ref. An image the engine does not hold is reported by an error with
 	// a NotFound() method (the convention of containerd's errdefs, which
 	// steps/host/docker follows).
 	ImageInspect(ctx context.Context, ref string) (id, os, arch string, err error)
@@ -47,7 +47,7 @@ func Resolve(ctx context.Context, ins Inspector, want Identity) (localID string,
 			continue
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("inspect image %s: %w", ref, err)
+			return "", false, err // it names the operation and the ref
 		}
 		if (id == want.ConfigDigest || id == want.ManifestDigest) && os == "linux" && arch == "amd64" {
 			return id, true, nil
