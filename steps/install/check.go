@@ -106,7 +106,7 @@ func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {
-		return 0, workflow.Result{}, workflow.Unchanged(err)
+		return 0, workflow.Result{}, workflow.Unchanged(workflow.Refuse(err))
 	}
 	if decision == accounts.Create || !recorded || facts.User == nil || (rec.Created && rec.UID != facts.User.UID) {
 		return notDone, workflow.Result{}, nil

@@ -14,9 +14,9 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
-	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -352,7 +352,7 @@ func (p *Preflight) kvm() Check {
 
 func (p *Preflight) storePath() Check {
 	c := Check{Name: "microsandbox store path"}
-	if _, err := microsandbox.StorePath(p.Host.Home(), p.InstallationID); err != nil {
+	if _, err := provider.StorePath(p.Host.Home(), p.InstallationID); err != nil {
 		c.Err, c.Hint = err, "The account's home must be short enough for the store's socket paths"
 	}
 	return c
@@ -478,6 +478,7 @@ func (p Probe) account() Check {
 	facts, err := adoptionFacts(accounts.Under(p.Host.Root), p.Host.Home(), rec, recorded)
 	if err == nil {
 		_, err = accounts.Decide(facts)
+		err = workflow.Refuse(err)
 	}
 	// The adoption rules name an account made again with another uid
 	// themselves; a gone account (which they may take for an orphan home)
