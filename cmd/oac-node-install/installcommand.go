@@ -7,13 +7,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/openagentcore/oac-node-install/steps/record/bootstrap"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 // continueCommand is status.Options.InstallCommand: the install command,
 // without a token, that continues installation id from root's host record.
-func continueCommand(host layout.Host, id string, rec *status.HostRecord) (string, bool) {
+func continueCommand(host layout.Host, id string, rec *hostrecord.Record) (string, bool) {
 	cmd, ok := installCommandFromRecord(host, id, rec)
 	if !ok {
 		return "", false
@@ -31,7 +32,7 @@ func continueCommand(host layout.Host, id string, rec *status.HostRecord) (strin
 // request. The console URL is recorded nowhere root owns: it is left for
 // the operator. ok is false when a recorded value is not one the command
 // accepts; nothing of the record reaches the advice unchecked.
-func installCommandFromRecord(host layout.Host, id string, rec *status.HostRecord) (installCommand, bool) {
+func installCommandFromRecord(host layout.Host, id string, rec *hostrecord.Record) (installCommand, bool) {
 	c := installCommand{program: "oac-node-install", installationID: id, coreURL: rec.CoreURL,
 		allowInsecureOrigin: rec.AllowInsecureOrigin, provider: rec.Provider}
 	if origin, _, err := validateOrigin("core_url", rec.CoreURL, rec.AllowInsecureOrigin); err != nil || origin != rec.CoreURL {

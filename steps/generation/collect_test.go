@@ -231,7 +231,7 @@ func TestMicrosandboxPrepareAndCollect(t *testing.T) {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	final := readConfig(t, n.gen("2.json"))
-	want, _ := microsandbox.GenerationStorePath(n.home, testID, spec.Runtime.RuntimeSHA256, spec.Runtime.FirmwareSHA256)
+	want, _ := provider.GenerationStorePath(n.home, testID, spec.Runtime.RuntimeSHA256, spec.Runtime.FirmwareSHA256)
 	if final.Microsandbox.RuntimeHome != want || final.Microsandbox.Image != b.Manifest.RuntimeRef {
 		t.Fatalf("final %+v", final.Microsandbox)
 	}

@@ -44,7 +44,7 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {
-		return workflow.Result{}, workflow.Unchanged(err)
+		return workflow.Result{}, workflow.Unchanged(workflow.Refuse(err))
 	}
 	switch decision {
 	case accounts.Create:
@@ -144,9 +144,9 @@ func checkRecorded(dbs accounts.Databases, rec bookkeeping.Account, recorded boo
 func accountRefusal(m *accounts.Mismatch, id string) error {
 	uninstall := fmt.Sprintf("`sudo oac-node-install --uninstall --installation-id %s --force`, which changes no account and %s", id, UninstallKeeps(m))
 	if cmd := m.RecreateCommand(); cmd != "" {
-		return m.Refusal(fmt.Sprintf("Give the account back its recorded ids (%s), then run the command again; or remove the node in Web and run %s.", cmd, uninstall))
+		return workflow.Refuse(m.Refusal(fmt.Sprintf("Give the account back its recorded ids (%s), then run the command again; or remove the node in Web and run %s.", cmd, uninstall)))
 	}
-	return m.Refusal(fmt.Sprintf("Remove the node in Web and run %s; then add the node again with a new command from Web.", uninstall))
+	return workflow.Refuse(m.Refusal(fmt.Sprintf("Remove the node in Web and run %s; then add the node again with a new command from Web.", uninstall)))
 }
 
 // UninstallKeeps says what uninstall --force does with the home when the

@@ -3,7 +3,6 @@ package install
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -107,7 +106,7 @@ func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {
-		return 0, workflow.Result{}, workflow.Unchanged(err)
+		return 0, workflow.Result{}, workflow.Unchanged(workflow.Refuse(err))
 	}
 	if decision == accounts.Create || !recorded || facts.User == nil || (rec.Created && rec.UID != facts.User.UID) {
 		return notDone, workflow.Result{}, nil
@@ -163,11 +162,11 @@ func (s hostRecordsStep) Check(ctx context.Context, _ workflow.Facts) (workflow.
 	if got != expectedInstallation(d) || !recordsFile(db, id, path) {
 		return notDone, workflow.Result{}, nil
 	}
-	want, err := json.MarshalIndent(HostRecord(d), "", "  ")
+	want, err := HostRecord(d).Marshal()
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	if data, err := os.ReadFile(path); err != nil || !bytes.Equal(data, append(want, '\n')) {
+	if data, err := os.ReadFile(path); err != nil || !bytes.Equal(data, want) {
 		return notDone, workflow.Result{}, nil
 	}
 	if fi, err := os.Lstat(d.Host().DockerConfig()); err != nil || !fi.IsDir() {

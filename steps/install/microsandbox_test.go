@@ -34,6 +34,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/record/console"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 	"golang.org/x/sys/unix"
@@ -230,7 +231,7 @@ func (r *msbRun) installed(t *testing.T) {
 
 func (r *msbRun) store(t *testing.T) string {
 	t.Helper()
-	s, err := microsandbox.StorePath(r.host.Home(), generationtest.InstallationID)
+	s, err := provider.StorePath(r.host.Home(), generationtest.InstallationID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,9 +297,9 @@ func msbTree(t *testing.T, times bool, dirs ...string) map[string]string {
 // the image loaded by the release's msb into the store claimed for the
 // installation, no Docker object anywhere, a unit without Docker ordering.
 func TestInstallMicrosandbox(t *testing.T) {
-	r := newMSBRun(t, microsandbox.MaxStorePath)
-	if n := len(r.store(t)); n != microsandbox.MaxStorePath {
-		t.Fatalf("the store path %s is %d bytes, want %d", r.store(t), n, microsandbox.MaxStorePath)
+	r := newMSBRun(t, provider.MaxStorePath)
+	if n := len(r.store(t)); n != provider.MaxStorePath {
+		t.Fatalf("the store path %s is %d bytes, want %d", r.store(t), n, provider.MaxStorePath)
 	}
 	r.installed(t)
 	id := generationtest.InstallationID
@@ -380,7 +381,7 @@ func TestInstallMicrosandbox(t *testing.T) {
 // the account's .oac: neither the node root nor the store. (Root's own
 // journal and bookkeeping are the rerun rules' concern.)
 func TestInstallMicrosandboxRegisteredRerun(t *testing.T) {
-	r := newMSBRun(t, microsandbox.MaxStorePath)
+	r := newMSBRun(t, provider.MaxStorePath)
 	r.installed(t)
 	fake := filepath.Join(r.store(t), ".fake")
 	for _, q := range []string{"load", "list", "remove", "sandboxes"} {
@@ -417,7 +418,7 @@ func TestInstallMicrosandboxRegisteredRerun(t *testing.T) {
 // An image deleted from the store is loaded again from the kept archive;
 // the node is not enrolled again.
 func TestInstallMicrosandboxReloadsADeletedImage(t *testing.T) {
-	r := newMSBRun(t, microsandbox.MaxStorePath)
+	r := newMSBRun(t, provider.MaxStorePath)
 	r.installed(t)
 	if err := os.Remove(r.image(t)); err != nil {
 		t.Fatal(err)
@@ -464,23 +465,23 @@ func TestInstallMicrosandboxRefusals(t *testing.T) {
 		setup    func(t *testing.T, r *msbRun)
 		want     string
 	}{
-		{"store path of 49 bytes", microsandbox.MaxStorePath + 1, nil, "49 bytes, at most 48"},
-		{"no /dev/kvm", microsandbox.MaxStorePath, func(t *testing.T, r *msbRun) {
+		{"store path of 49 bytes", provider.MaxStorePath + 1, nil, "49 bytes, at most 48"},
+		{"no /dev/kvm", provider.MaxStorePath, func(t *testing.T, r *msbRun) {
 			os.Remove(filepath.Join(r.host.Root, "dev/kvm"))
 		}, "KVM is not available"},
-		{"/dev/kvm not a character device", microsandbox.MaxStorePath, func(t *testing.T, r *msbRun) {
+		{"/dev/kvm not a character device", provider.MaxStorePath, func(t *testing.T, r *msbRun) {
 			p := filepath.Join(r.host.Root, "dev/kvm")
 			os.Remove(p)
 			os.WriteFile(p, nil, 0o660)
 			os.Chown(p, 0, msbKVMGID)
 		}, "KVM is not available"},
-		{"/dev/kvm in another group", microsandbox.MaxStorePath, func(t *testing.T, r *msbRun) {
+		{"/dev/kvm in another group", provider.MaxStorePath, func(t *testing.T, r *msbRun) {
 			os.Chown(filepath.Join(r.host.Root, "dev/kvm"), 0, msbOtherGID)
 		}, "belongs to group disk"},
-		{"/dev/kvm in group root", microsandbox.MaxStorePath, func(t *testing.T, r *msbRun) {
+		{"/dev/kvm in group root", provider.MaxStorePath, func(t *testing.T, r *msbRun) {
 			os.Chown(filepath.Join(r.host.Root, "dev/kvm"), 0, 0)
 		}, "belongs to group root"},
-		{"/dev/kvm not group writable", microsandbox.MaxStorePath, func(t *testing.T, r *msbRun) {
+		{"/dev/kvm not group writable", provider.MaxStorePath, func(t *testing.T, r *msbRun) {
 			os.Chmod(filepath.Join(r.host.Root, "dev/kvm"), 0o640)
 		}, "not group read-write"},
 	} {
@@ -510,7 +511,7 @@ func TestInstallMicrosandboxRefusals(t *testing.T) {
 // A /dev/kvm every user may read and write needs no group (CONTRACT §4.5:
 // world read-write is accepted); the microsandbox checks then all pass.
 func TestPreflightKVMWorldReadWrite(t *testing.T) {
-	r := newMSBRun(t, microsandbox.MaxStorePath)
+	r := newMSBRun(t, provider.MaxStorePath)
 	kvm := filepath.Join(r.host.Root, "dev/kvm")
 	os.Chown(kvm, 0, 0)
 	os.Chmod(kvm, 0o666)

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -15,8 +14,9 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
-	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -183,8 +183,12 @@ func (p *Preflight) tokenEnv() Check {
 	return c
 }
 
-// recordName matches the host records of installations.
-var recordName = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json$`)
+// recordName reports whether name is a host record's, <id>.json with a
+// canonical installation id.
+func recordName(name string) bool {
+	id, ok := strings.CutSuffix(name, ".json")
+	return ok && ident.CanonicalUUID(id)
+}
 
 // records checks one Core per host and the original installer's records.
 func (p *Preflight) records() Check {
@@ -209,7 +213,7 @@ func (p *Preflight) records() Check {
 		case e.Name() == "account.json" && !db:
 			c.Err, c.Hint = fmt.Errorf("%s holds the original installer's account.json and no installer.db", dir), "Uninstall that node with the installer that made it first"
 			return c
-		case recordName.MatchString(e.Name()) && e.Name() != p.InstallationID+".json" && p.NewNode:
+		case recordName(e.Name()) && e.Name() != p.InstallationID+".json" && p.NewNode:
 			c.Err, c.Hint = fmt.Errorf("this host is a node of another Core (installation %s)", strings.TrimSuffix(e.Name(), ".json")), "A host serves one Core; uninstall that node first"
 			return c
 		}
@@ -348,7 +352,7 @@ func (p *Preflight) kvm() Check {
 
 func (p *Preflight) storePath() Check {
 	c := Check{Name: "microsandbox store path"}
-	if _, err := microsandbox.StorePath(p.Host.Home(), p.InstallationID); err != nil {
+	if _, err := provider.StorePath(p.Host.Home(), p.InstallationID); err != nil {
 		c.Err, c.Hint = err, "The account's home must be short enough for the store's socket paths"
 	}
 	return c
@@ -474,6 +478,7 @@ func (p Probe) account() Check {
 	facts, err := adoptionFacts(accounts.Under(p.Host.Root), p.Host.Home(), rec, recorded)
 	if err == nil {
 		_, err = accounts.Decide(facts)
+		err = workflow.Refuse(err)
 	}
 	// The adoption rules name an account made again with another uid
 	// themselves; a gone account (which they may take for an orphan home)

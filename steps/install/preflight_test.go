@@ -160,3 +160,26 @@ func tree(t *testing.T, root string) string {
 	})
 	return b.String()
 }
+
+// recordName takes the names the one-Core check always took: <id>.json
+// with a canonical (lowercase, hyphenated) installation id, nothing else.
+func TestRecordName(t *testing.T) {
+	for name, want := range map[string]bool{
+		testID + ".json": true,
+		"00000000-0000-0000-0000-000000000000.json":       true,
+		strings.ToUpper(testID) + ".json":                 false,
+		testID + ".json\n":                                false,
+		testID + ".env":                                   false,
+		testID:                                            false,
+		"x" + testID + ".json":                            false,
+		testID[:35] + "g.json":                            false,
+		strings.ReplaceAll(testID, "-", "") + "0000.json": false,
+		"account.json":                                    false,
+		"installer.db":                                    false,
+		".json":                                           false,
+	} {
+		if got := recordName(name); got != want {
+			t.Errorf("recordName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

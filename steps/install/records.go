@@ -2,7 +2,6 @@ package install
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -111,20 +111,19 @@ func ensureDir(dir string, perm os.FileMode) error {
 
 func syncDir(dir string) error { return safefile.SyncDir(dir) }
 
-// HostRecord is /etc/oac-node/<id>.json (CONTRACT §3.4), the host's list
-// of nodes for other tools. The bookkeeping is authoritative.
-func HostRecord(d Data) map[string]any {
+// HostRecord is the installation's /etc/oac-node/<id>.json (CONTRACT
+// §3.4), the host's list of nodes for other tools. The bookkeeping is
+// authoritative.
+func HostRecord(d Data) hostrecord.Record {
 	o := d.Options()
-	rec := map[string]any{
-		"format": 1, "installation_id": o.InstallationID, "provider": d.Configuration().Provider,
-		"core_url": o.CoreURL, "node_root": d.Host().NodeRoot(o.InstallationID), "unit": d.Host().Unit(o.InstallationID),
-	}
-	if o.AllowInsecureOrigin {
-		rec["allow_insecure_origin"] = true
+	rec := hostrecord.Record{
+		Format: hostrecord.Version, InstallationID: o.InstallationID, Provider: d.Configuration().Provider,
+		CoreURL: o.CoreURL, NodeRoot: d.Host().NodeRoot(o.InstallationID), Unit: d.Host().Unit(o.InstallationID),
+		AllowInsecureOrigin: o.AllowInsecureOrigin,
 	}
 	if len(o.CoreCA) > 0 {
-		rec["core_ca"] = layout.Node{Root: d.Host().NodeRoot(o.InstallationID)}.CoreCA()
-		rec["core_ca_sha256"] = sha256Hex(o.CoreCA)
+		rec.CoreCA = layout.Node{Root: d.Host().NodeRoot(o.InstallationID)}.CoreCA()
+		rec.CoreCASHA256 = sha256Hex(o.CoreCA)
 	}
 	return rec
 }
@@ -156,11 +155,7 @@ func (s hostRecordsStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Re
 	if err := db.AddFile(bookkeeping.File{Path: path, InstallationID: o.InstallationID, Kind: bookkeeping.FileRecord}); err != nil {
 		return workflow.Result{}, err
 	}
-	data, err := json.MarshalIndent(HostRecord(d), "", "  ")
-	if err != nil {
-		return workflow.Result{}, err
-	}
-	if err := safefile.AtomicWrite(path, append(data, '\n'), 0o644); err != nil {
+	if err := hostrecord.Write(d.Host(), HostRecord(d)); err != nil {
 		return workflow.Result{}, err
 	}
 	if err := ensureDir(d.Host().DockerConfig(), 0o755); err != nil {

@@ -2,7 +2,6 @@ package install
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -550,7 +550,7 @@ func CheckHostRecord(h layout.Host, o Options) error {
 }
 
 // checkHostRecordCommand compares the command with the host record.
-func checkHostRecordCommand(rec hostRecord, o Options) error {
+func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
 	ca := ""
 	if len(o.CoreCA) > 0 {
 		ca = sha256Hex(o.CoreCA)
@@ -566,31 +566,11 @@ func checkHostRecordCommand(rec hostRecord, o Options) error {
 	return nil
 }
 
-// hostRecord is what install reads back of /etc/oac-node/<id>.json.
-type hostRecord struct {
-	InstallationID      string `json:"installation_id"`
-	Provider            string `json:"provider"`
-	CoreURL             string `json:"core_url"`
-	NodeRoot            string `json:"node_root"`
-	Unit                string `json:"unit"`
-	AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
-	CoreCASHA256        string `json:"core_ca_sha256"`
-}
-
 // readHostRecord reads the host record of installation id (root's).
-func readHostRecord(h layout.Host, id string) (hostRecord, error) {
-	var rec hostRecord
-	dir, err := safefile.OpenRoot(h.EtcDir())
-	if err != nil {
+func readHostRecord(h layout.Host, id string) (hostrecord.Record, error) {
+	rec, err := hostrecord.Read(h, id)
+	if err != nil && !errors.Is(err, hostrecord.ErrInvalid) {
 		return rec, fmt.Errorf("read the host record: %w", err)
 	}
-	defer dir.Close()
-	data, err := dir.ReadFile(id+".json", safefile.Expect{UID: 0, MaxSize: 1 << 16})
-	if err != nil {
-		return rec, fmt.Errorf("read the host record: %w", err)
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return rec, fmt.Errorf("the host record %s is not valid JSON", h.Record(id))
-	}
-	return rec, nil
+	return rec, err
 }

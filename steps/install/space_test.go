@@ -15,11 +15,11 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
-	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/record/console"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -201,7 +201,7 @@ func TestSpaceCheck(t *testing.T) {
 // changed and no download; a registered rerun leaves the count to the
 // downloads step (which finds everything in place).
 func TestInstallRefusesWithoutSpace(t *testing.T) {
-	r := newMSBRun(t, microsandbox.MaxStorePath)
+	r := newMSBRun(t, provider.MaxStorePath)
 	rel := generationtest.BuildRelease(t, generationtest.CommitA)
 	fakeSpace(t, spaceNeed(rel, rel, release.ProviderMicrosandbox, false)-1)
 	before := r.tree(t, true)

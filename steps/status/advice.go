@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -18,7 +19,7 @@ import (
 // (Options.InstallCommand).
 type advisor struct {
 	host           layout.Host
-	installCommand func(h layout.Host, id string, rec *HostRecord) (string, bool)
+	installCommand func(h layout.Host, id string, rec *hostrecord.Record) (string, bool)
 }
 
 // uninstalled reports whether an uninstallation completed and the node was

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -74,7 +75,7 @@ type Installation struct {
 	// for the installation.
 	Node *NodeLeases `json:"node,omitempty"`
 
-	record    *HostRecord
+	record    *hostrecord.Record
 	recordErr error
 }
 
@@ -158,15 +159,6 @@ type BookkeepingFile struct {
 	Path    string    `json:"path"`
 	Kind    string    `json:"kind"`
 	Created time.Time `json:"created"`
-}
-
-// HostRecord is root's record of an installation, /etc/oac-node/<id>.json
-// (CONTRACT §3.4, §10): where the node's Core is.
-type HostRecord struct {
-	Provider            string `json:"provider"`
-	CoreURL             string `json:"core_url"`
-	AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
-	CoreCASHA256        string `json:"core_ca_sha256"`
 }
 
 func nonNil[T any](s []T) []T {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
@@ -37,7 +38,7 @@ type Options struct {
 	// value is not one the command accepts. The command line owns its
 	// flags and what they accept, so it spells the command; Gather decides
 	// when to name it. Nil names the command Web generated instead.
-	InstallCommand func(h layout.Host, id string, rec *HostRecord) (cmd string, ok bool)
+	InstallCommand func(h layout.Host, id string, rec *hostrecord.Record) (cmd string, ok bool)
 }
 
 // Gather reads the state of every installation on the host (or the one
@@ -72,7 +73,7 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 			get(id)
 		}
 	}
-	records := map[string]*HostRecord{}
+	records := map[string]*hostrecord.Record{}
 	for id, s := range byID {
 		s.record, s.recordErr = readHostRecord(host, id)
 		if !s.uninstalled() {

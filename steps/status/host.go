@@ -2,16 +2,14 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
@@ -70,29 +68,14 @@ func readUnits(ctx context.Context, dial func(context.Context) (UnitReader, erro
 	return out
 }
 
-// maxHostRecord bounds a host record.
-const maxHostRecord = 1 << 16
-
 // readHostRecord reads the host record of id: nil when there is none.
-func readHostRecord(h layout.Host, id string) (*HostRecord, error) {
-	dir, err := safefile.OpenRoot(h.EtcDir())
+func readHostRecord(h layout.Host, id string) (*hostrecord.Record, error) {
+	rec, err := hostrecord.Read(h, id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	defer dir.Close()
-	data, err := dir.ReadFile(id+".json", safefile.Expect{UID: 0, MaxSize: maxHostRecord})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var rec HostRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("the host record %s: %w", h.Record(id), err)
 	}
 	return &rec, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -98,7 +99,7 @@ func readNodesAs(ctx context.Context, o Options, books bookkeepingSnapshot, req 
 
 // coreRequests is, for every installation with a host record, the Core
 // status asks about it as the service account: root's address of Core.
-func coreRequests(records map[string]*HostRecord) map[string]NodeRequest {
+func coreRequests(records map[string]*hostrecord.Record) map[string]NodeRequest {
 	out := map[string]NodeRequest{}
 	for id, rec := range records {
 		if rec == nil {

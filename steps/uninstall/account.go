@@ -172,9 +172,9 @@ func (e *Env) checkAccount(prev *workflow.Report) error {
 	if !e.Opts.Force {
 		force := fmt.Sprintf("rerun this command with --force: nothing then runs as that account, no account is changed, the node's Docker network %s stays for you to remove, and it %s", net, install.UninstallKeeps(m))
 		if cmd := m.RecreateCommand(); cmd != "" {
-			return m.Refusal(fmt.Sprintf("Give the account back its recorded ids (%s), then run this command again; or remove the node on the Nodes page of Web and %s.", cmd, force))
+			return nothingChanged(m.Refusal(fmt.Sprintf("Give the account back its recorded ids (%s), then run this command again; or remove the node on the Nodes page of Web and %s.", cmd, force)))
 		}
-		return m.Refusal(fmt.Sprintf("Remove the node on the Nodes page of Web, then %s.", force))
+		return nothingChanged(m.Refusal(fmt.Sprintf("Remove the node on the Nodes page of Web, then %s.", force)))
 	}
 	p := m.Problem()
 	e.Printf("%s; with --force nothing runs as it and no account is changed.", strings.ToUpper(p[:1])+p[1:])

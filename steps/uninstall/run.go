@@ -2,7 +2,6 @@ package uninstall
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -194,17 +194,8 @@ func nothingChanged(err error) error { return workflow.Refuse(err) }
 // creating or changing any: the host record /etc/oac-node/<id>.json
 // (CONTRACT §2.4), else the bookkeeping when it exists.
 func readRecords(h layout.Host, id string) (bookkeeping.Installation, bool, error) {
-	data, err := os.ReadFile(h.Record(id))
+	rec, err := hostrecord.Read(h, id)
 	if err == nil {
-		var rec struct {
-			Provider            string `json:"provider"`
-			CoreURL             string `json:"core_url"`
-			AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
-			CoreCASHA256        string `json:"core_ca_sha256"`
-		}
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return bookkeeping.Installation{}, false, fmt.Errorf("the host record %s: %w", h.Record(id), err)
-		}
 		return bookkeeping.Installation{ID: id, Provider: rec.Provider, CoreURL: rec.CoreURL,
 			AllowInsecureOrigin: rec.AllowInsecureOrigin, CoreCA: rec.CoreCASHA256}, true, nil
 	}

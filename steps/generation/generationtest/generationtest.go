@@ -396,7 +396,7 @@ func SetupNode(t testing.TB, home string, srv *Server, providerName string, base
 		for _, p := range []string{release.PathMicroHelper, release.PathMicroRuntime, release.PathMicroFirmware} {
 			write(p, base.Bytes[p], 0o700)
 		}
-		store, err := microsandbox.StorePath(home, InstallationID)
+		store, err := provider.StorePath(home, InstallationID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package accounts
 
 import (
 	"errors"
-	"github.com/openagentcore/oac-node-install/workflow"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,8 +68,8 @@ func TestDecide(t *testing.T) {
 				t.Errorf("errors.Is(ErrNotRecorded) = %v", errors.Is(err, ErrNotRecorded))
 			}
 			msg := err.Error()
-			if !workflow.NothingChanged(err) {
-				t.Errorf("the refusal is not a workflow.Refusal, which the command ends with \"Nothing was changed.\": %q", msg)
+			if r := (*RefusalError)(nil); !errors.As(err, &r) {
+				t.Errorf("the refusal is not a *RefusalError, which its caller returns as a workflow.Refusal (the command ends it with \"Nothing was changed.\"): %q", msg)
 			}
 			for _, p := range tc.refusal {
 				if !strings.Contains(msg, p) {

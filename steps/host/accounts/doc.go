@@ -28,8 +28,9 @@
 // shell (/bin/false refuses), uid and gid other than 0 and groups within
 // its own, docker and kvm; without an account, an existing
 // /var/lib/oac-node refuses (orphan home). Every refusal wraps
-// ErrNotAdoptable and says what to do; it is a workflow.Refusal, which the
-// command that prints it ends with "Nothing was changed.".
+// ErrNotAdoptable and says what to do; it is a *RefusalError, which the
+// caller returns as a workflow.Refusal, so the command that prints it ends
+// with "Nothing was changed.".
 //
 // CheckRecorded compares the host's oac-node with the account the
 // installer's bookkeeping records (Recorded: its uid and gid): an account

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
-	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // ErrNotRecorded is wrapped by every refusal about a service account that
@@ -170,17 +169,13 @@ func (m *Mismatch) Problem() string {
 
 // Refusal is the refusal of a command that found m, before any change:
 // what differs and whose the node's files are, then next (the recovery,
-// one or more sentences), as a workflow.Refusal wrapping ErrNotRecorded
-// (the command that prints it says that nothing was changed).
+// one or more sentences), as a *RefusalError wrapping ErrNotRecorded. The
+// caller returns it as a workflow.Refusal (the command that prints it says
+// that nothing was changed).
 func (m *Mismatch) Refusal(next string) error {
 	p := m.Problem()
-	return workflow.Refuse(&mismatchError{msg: strings.ToUpper(p[:1]) + p[1:] + ". " + next})
+	return &RefusalError{msg: strings.ToUpper(p[:1]) + p[1:] + ". " + next, kinds: []error{ErrNotRecorded}}
 }
-
-type mismatchError struct{ msg string }
-
-func (e *mismatchError) Error() string { return e.msg }
-func (e *mismatchError) Unwrap() error { return ErrNotRecorded }
 
 // RecreateCommand is Recreate as one line to run, each command with sudo;
 // "" when the ids cannot be given back.

@@ -28,9 +28,6 @@ var ErrImageMismatch = errors.New("microsandbox image does not match")
 // stay.
 var ErrRemoveRefused = errors.New("microsandbox image removal refused")
 
-// ErrHomeTooLong: the store path would exceed 48 bytes.
-var ErrHomeTooLong = errors.New("HOME is too long")
-
 // ErrStoreNotOwned: the store holds no ownership marker for this
 // installation (a non-empty store without a marker, or a marker naming
 // another installation). Its bytes are never touched.

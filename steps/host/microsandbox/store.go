@@ -1,8 +1,6 @@
 package microsandbox
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,48 +12,8 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
-// MaxStorePath is the longest store path, in bytes: microsandbox places
-// Unix sockets under it.
-const MaxStorePath = 48
-
 // MarkerName is the store's ownership marker.
 const MarkerName = "oac-installation.json"
-
-// StorePath is the installation's store: <home>/.oac/m/<first 12 hex of
-// sha256(installation_id)>. A path over 48 bytes is ErrHomeTooLong.
-func StorePath(home, installationID string) (string, error) {
-	return storeIn(home, installationID)
-}
-
-// GenerationStorePath is the store of a later generation whose runtime or
-// firmware hashes differ from the installation's:
-// <home>/.oac/m/<first 12 hex of
-// sha256("<installation_id>:<runtime_sha256>:<firmware_sha256>")>.
-func GenerationStorePath(home, installationID, runtimeSHA256, firmwareSHA256 string) (string, error) {
-	return storeIn(home, installationID+":"+runtimeSHA256+":"+firmwareSHA256)
-}
-
-// SelectStore picks the store of a generation: the installation's store
-// when its runtime and firmware hashes equal the base configuration's, the
-// generation form otherwise.
-func SelectStore(home, installationID, baseRuntime, baseFirmware, runtimeSHA256, firmwareSHA256 string) (string, error) {
-	if runtimeSHA256 == baseRuntime && firmwareSHA256 == baseFirmware {
-		return StorePath(home, installationID)
-	}
-	return GenerationStorePath(home, installationID, runtimeSHA256, firmwareSHA256)
-}
-
-func storeIn(home, key string) (string, error) {
-	if !filepath.IsAbs(home) {
-		return "", fmt.Errorf("microsandbox store: home %q is not absolute", home)
-	}
-	sum := sha256.Sum256([]byte(key))
-	p := filepath.Join(home, layout.MicrosandboxStoresRel, hex.EncodeToString(sum[:])[:12])
-	if len(p) > MaxStorePath {
-		return "", fmt.Errorf("%w: the microsandbox store %s is %d bytes, at most %d", ErrHomeTooLong, p, len(p), MaxStorePath)
-	}
-	return p, nil
-}
 
 type marker struct {
 	InstallationID string `json:"installation_id"`
@@ -68,7 +26,7 @@ func markerBytes(installationID string) []byte {
 	return append(data, '\n')
 }
 
-// ClaimStore makes store (a path from StorePath or GenerationStorePath) the
+// ClaimStore makes store (a path from provider.StorePath or provider.GenerationStorePath) the
 // installation's: it creates <home>/.oac/m and the store with mode 0700
 // when missing (refusing symbolic links and other owners than uid), and
 // publishes the ownership marker in an empty store. A store whose marker

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"path/filepath"
 
-	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -55,7 +54,7 @@ func Base(in BaseInput) (*Config, error) {
 			NestedSandbox: true,
 		}
 	case release.ProviderMicrosandbox:
-		store, err := microsandbox.StorePath(in.Home, in.InstallationID)
+		store, err := StorePath(in.Home, in.InstallationID)
 		if err != nil {
 			return nil, err
 		}

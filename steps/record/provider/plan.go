@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
@@ -119,7 +118,7 @@ func storeFor(base *Config, spec *release.Specification, home string) (string, e
 	if spec.Runtime.RuntimeSHA256 == brt.RuntimeSHA256 && spec.Runtime.FirmwareSHA256 == brt.FirmwareSHA256 {
 		return base.Microsandbox.RuntimeHome, nil
 	}
-	return microsandbox.GenerationStorePath(home, base.InstallationID, spec.Runtime.RuntimeSHA256, spec.Runtime.FirmwareSHA256)
+	return GenerationStorePath(home, base.InstallationID, spec.Runtime.RuntimeSHA256, spec.Runtime.FirmwareSHA256)
 }
 
 // CheckPlan checks a plan (or a final configuration) of a later generation

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -48,7 +47,7 @@ func dockerBase(t *testing.T) *Config {
 }
 
 func microBase(t *testing.T) *Config {
-	store, err := microsandbox.StorePath("/home/n", testID)
+	store, err := StorePath("/home/n", testID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +216,7 @@ func TestPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := microsandbox.GenerationStorePath("/home/n", testID, hex64('e'), hex64('d'))
+		want, _ := GenerationStorePath("/home/n", testID, hex64('e'), hex64('d'))
 		if p.Microsandbox.RuntimeHome != want || want == base.Microsandbox.RuntimeHome {
 			t.Fatalf("store %s, want %s", p.Microsandbox.RuntimeHome, want)
 		}
