@@ -236,8 +236,13 @@ func refusalCases() []refusalCase {
 		}, want: "--allow-insecure-origin"},
 		{name: "registered: different Core CA", registered: true, edit: func(f *runFixture, c *Command) {
 			c.Options.CoreCA = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
-		}, want: "different Core CA"},
-		{name: "registered: no Core CA", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil }, want: "different Core CA"},
+		}, want: "installed with another Core CA (sha256 "},
+		{name: "registered: no Core CA", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
+			want: "installed with --core-ca (a CA bundle with sha256 "},
+		{name: "registered: no Core CA, the node's copy named", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
+			want: filepath.Join(layout.NodesRel, generationtest.InstallationID, layout.CoreCAFile) + ". "},
+		{name: "registered: provider assertion", registered: true, edit: func(f *runFixture, c *Command) { c.Options.Provider = "microsandbox" },
+			want: "this command says --provider microsandbox: rerun it with --provider docker"},
 		{name: "registered: record of another installation", registered: true, setup: func(t *testing.T, f *runFixture) {
 			editRecord(t, f, func(m map[string]any) { m["installation_id"] = otherID })
 		}, want: otherID},

@@ -185,7 +185,11 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			prechecked = &res
 		}
 		if err == nil {
-			err = CheckConfiguration(conf, o)
+			// The --provider assertion is checked below, against this
+			// host's record too: the advice depends on both.
+			anyProvider := o
+			anyProvider.Provider = ""
+			err = CheckConfiguration(conf, anyProvider)
 		}
 		var ce *privsep.ChildError
 		if err != nil && !(errors.As(err, &ce) && ce.Class() == privsep.ClassRefused) {
@@ -207,6 +211,10 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		if rec.Provider != conf.Provider {
 			return nil, workflow.Refusef("%w: Core's deployment uses the provider %s, but this node was installed for %s, and a node's provider does not change: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id %s`, then add it again with a new command from Web",
 				ErrConfiguration, conf.Provider, rec.Provider, o.InstallationID)
+		}
+		if o.Provider != "" && o.Provider != conf.Provider {
+			return nil, workflow.Refusef("%w: this node uses the provider %s (Core's deployment and this host's record agree), and this command says --provider %s: rerun it with --provider %s",
+				ErrConfiguration, conf.Provider, o.Provider, conf.Provider)
 		}
 	}
 	safefile.Pausepoint("install-configuration-read")
@@ -558,12 +566,31 @@ func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
 	switch {
 	case rec.CoreURL != o.CoreURL:
 		return fmt.Errorf("this host's node uses %s, but this command uses %s; remove the node and add it again to move it to another Core", rec.CoreURL, o.CoreURL)
-	case rec.AllowInsecureOrigin != o.AllowInsecureOrigin:
-		return fmt.Errorf("this host's node was installed with a different --allow-insecure-origin setting; use the command it was installed with")
-	case rec.CoreCASHA256 != ca:
-		return fmt.Errorf("this host's node was installed with a different Core CA; use the same --core-ca file")
+	case rec.AllowInsecureOrigin && !o.AllowInsecureOrigin:
+		return fmt.Errorf("this host's node was installed with --allow-insecure-origin and this command lacks it; rerun it with --allow-insecure-origin")
+	case !rec.AllowInsecureOrigin && o.AllowInsecureOrigin:
+		return fmt.Errorf("this host's node was installed without --allow-insecure-origin; rerun the command without it")
+	case rec.CoreCASHA256 == ca:
+		return nil
+	case ca == "":
+		return fmt.Errorf("this host's node was installed with --core-ca (a CA bundle with sha256 %s) and this command has none: rerun it with --core-ca and the same file; the node keeps a copy at %s",
+			rec.CoreCASHA256, nodeCACopy(rec))
+	case rec.CoreCASHA256 == "":
+		return fmt.Errorf("this host's node was installed without --core-ca (Core's certificate is checked against the system's roots); rerun the command without --core-ca")
 	}
-	return nil
+	return fmt.Errorf("this host's node was installed with another Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; the node keeps a copy at %s",
+		rec.CoreCASHA256, ca, nodeCACopy(rec))
+}
+
+// nodeCACopy is where the node keeps its copy of the Core CA it was
+// installed with: the operator may pass it as --core-ca, whose sha256 is
+// then checked against the host record like any other file.
+func nodeCACopy(rec hostrecord.Record) string {
+	root := rec.NodeRoot
+	if root == "" {
+		root = layout.Default.NodeRoot(rec.InstallationID)
+	}
+	return layout.Node{Root: root}.CoreCA()
 }
 
 // readHostRecord reads the host record of installation id (root's).
