@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile/safefiletest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 )
 
 const checkID = "0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c"
@@ -79,26 +78,10 @@ func checkHost(t *testing.T, root string, known bool) *dockertest.Engine {
 	return e
 }
 
-// hostSnapshot is every file under root with its mode, owner, times and
-// content's sha256: a single changed byte shows, bbolt's included.
-func hostSnapshot(t *testing.T, root string) string {
-	t.Helper()
-	var b strings.Builder
-	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return nil
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		fmt.Fprintf(&b, "%s %v %d:%d %d", p, fi.Mode(), st.Uid, st.Gid, fi.ModTime().UnixNano())
-		if fi.Mode().IsRegular() {
-			data, _ := os.ReadFile(p)
-			fmt.Fprintf(&b, " %x", sha256.Sum256(data))
-		}
-		b.WriteByte('\n')
-		return nil
-	})
-	return b.String()
-}
+// hostSnapshot records every file under a root with its mode, owner,
+// mtime and content's sha256: a single changed byte shows, bbolt's
+// included.
+var hostSnapshot = treetest.Options{Owner: true, MTime: true}
 
 // unreadable is a standard input that fails the test when read.
 type unreadable struct{ t *testing.T }
@@ -131,10 +114,10 @@ func wantLines(t *testing.T, out string, lines ...string) {
 func TestCheckKnownNodeChangesNothing(t *testing.T) {
 	root := t.TempDir()
 	checkHost(t, root, true)
-	before := hostSnapshot(t, root)
+	before := treetest.Snapshot(t, root, hostSnapshot)
 	code, out, errOut := runCheck(t, root)
-	if after := hostSnapshot(t, root); after != before {
-		t.Fatalf("check changed the host:\n%s\n%s", before, after)
+	if d := treetest.Diff(before, treetest.Snapshot(t, root, hostSnapshot)); d != "" {
+		t.Fatalf("check changed the host:\n%s", d)
 	}
 	if code != exitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
@@ -163,10 +146,10 @@ func TestCheckReportsEveryFailure(t *testing.T) {
 	e.AddNetwork(dockertest.Network{Name: "oac-node-" + checkID})
 	e.SetInfo(dockertest.Info{NCPU: 4, MemTotal: 8 << 30, MemoryLimit: false, CPUCfsQuota: true})
 	os.Mkdir(filepath.Join(root, "var/lib/oac-node"), 0o755) // an orphan home
-	before := hostSnapshot(t, root)
+	before := treetest.Snapshot(t, root, hostSnapshot)
 	code, out, errOut := runCheck(t, root, "--provider", "docker")
-	if after := hostSnapshot(t, root); after != before {
-		t.Fatalf("check changed the host")
+	if d := treetest.Diff(before, treetest.Snapshot(t, root, hostSnapshot)); d != "" {
+		t.Fatalf("check changed the host:\n%s", d)
 	}
 	if code != exitFailure || !strings.HasPrefix(errOut, "check: 4 of ") {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
@@ -206,13 +189,13 @@ const envCheckRoot = "OAC_TEST_CHECK_ROOT"
 func TestCheckWithoutRoot(t *testing.T) {
 	root := safefiletest.SharedDir(t)
 	checkHost(t, root, true)
-	before := hostSnapshot(t, root)
+	before := treetest.Snapshot(t, root, hostSnapshot)
 	out, err := safefiletest.RunAsNobody(t, "TestCheckWithoutRootChild", envCheckRoot+"="+root)
 	if err != nil || !bytes.Contains(out, []byte("checked as uid 65534\n")) {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
-	if after := hostSnapshot(t, root); after != before {
-		t.Fatalf("check changed the host")
+	if d := treetest.Diff(before, treetest.Snapshot(t, root, hostSnapshot)); d != "" {
+		t.Fatalf("check changed the host:\n%s", d)
 	}
 }
 

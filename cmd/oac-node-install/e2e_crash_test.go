@@ -16,18 +16,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
+	"github.com/openagentcore/oac-node-install/workflow/crashharness"
 )
 
 // The crash tests of the real binary in the test host: the installer, built
@@ -66,37 +65,13 @@ type crashRig struct {
 	powerCut bool
 	// runtimeImages are the fixture images after the first installation.
 	runtimeImages map[string]bool
-	// phases is where the points' time went, by phase (timed), in the
-	// order the phases first occurred.
-	phases map[string]time.Duration
-	order  []string
+	// tally counts the points of the suite running and times their
+	// phases.
+	tally *crashharness.Tally
 }
 
 // timed starts timing one phase of a point; the returned func ends it.
-func (r *crashRig) timed(phase string) func() {
-	start := time.Now()
-	return func() {
-		if r.phases == nil {
-			r.phases = map[string]time.Duration{}
-		}
-		if _, ok := r.phases[phase]; !ok {
-			r.order = append(r.order, phase)
-		}
-		r.phases[phase] += time.Since(start)
-	}
-}
-
-// point runs one point as a subtest: body, then the cleanups (teardown of
-// the host, Core's record of the node), timed as "teardown".
-func (r *crashRig) point(t *testing.T, p point, c *crashCounts, body func(t *testing.T)) {
-	t.Run(fmt.Sprintf("point-%03d", p.n), func(t *testing.T) {
-		var end func()
-		t.Cleanup(func() { end() })
-		defer func() { end = r.timed("teardown") }()
-		c.n++
-		body(t)
-	})
-}
+func (r *crashRig) timed(phase string) func() { return r.tally.Timed(phase) }
 
 func newCrashRig(t *testing.T) *crashRig {
 	t.Helper()
@@ -120,7 +95,7 @@ func newCrashRig(t *testing.T) *crashRig {
 			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
-	r := &crashRig{t: t, bin: bin, tmp: t.TempDir(), images: dockerImages()}
+	r := &crashRig{t: t, bin: bin, tmp: t.TempDir(), images: dockerImages(), tally: crashharness.NewTally()}
 	os.Chmod(r.tmp, 0o755)
 	r.core = startCrashDevcore(t, bin)
 	t.Cleanup(func() {
@@ -563,32 +538,22 @@ func (h *crashHost) tree(t *testing.T, nodeID string) hostTree {
 	return out
 }
 
-// diff lists what differs between two trees, sorted; skip leaves paths out.
+// diff lists what differs from want to got (treetest.Diff's lines); skip
+// leaves paths out, and an optional path is compared only when both trees
+// have it.
 func (want hostTree) diff(got hostTree, skip func(string) bool) []string {
-	var out []string
-	for p, w := range want {
-		if skip != nil && skip(p) {
-			continue
-		}
-		if g, ok := got[p]; !ok {
-			if optional(p) {
-				continue
-			}
-			out = append(out, fmt.Sprintf("%s: want %s, gone", p, w))
-		} else if g != w {
-			out = append(out, fmt.Sprintf("%s: want %s, got %s", p, w, g))
+	a, b := treetest.Tree{}, treetest.Tree{}
+	for p, v := range want {
+		if _, ok := got[p]; (ok || !optional(p)) && (skip == nil || !skip(p)) {
+			a[p] = v
 		}
 	}
-	for p, g := range got {
-		if skip != nil && skip(p) {
-			continue
-		}
-		if _, ok := want[p]; !ok && !optional(p) {
-			out = append(out, fmt.Sprintf("%s: new, %s", p, g))
+	for p, v := range got {
+		if _, ok := want[p]; (ok || !optional(p)) && (skip == nil || !skip(p)) {
+			b[p] = v
 		}
 	}
-	sort.Strings(out)
-	return out
+	return treetest.DiffLines(a, b)
 }
 
 // nodeID is the one node Core lists, "" for none.
@@ -649,147 +614,6 @@ func (h *crashHost) secrets(t *testing.T, name string) {
 	}
 }
 
-// point is one failpoint of the uninterrupted run: its number (OAC_CRASH_AT),
-// name, and the workflow state whose step it lies in (the state of the last
-// journal record written before it; "" before the first begin).
-type point struct {
-	n     int
-	name  string
-	state string
-}
-
-func (p point) String() string { return fmt.Sprintf("point %d %s in %s", p.n, p.name, p.state) }
-
-// points reads the failpoints the uninterrupted run passed and places each
-// in its step by the journal's records: the k-th journal record's points
-// are the k-th journal-before-write, -before-sync and -after-sync.
-func points(t *testing.T, countFile, journalPath string) []point {
-	t.Helper()
-	data, err := os.ReadFile(countFile)
-	if err != nil || len(data) == 0 {
-		t.Fatalf("no failpoints recorded (is the installer built with -tags crashtest?): %v", err)
-	}
-	recs, _, err := journal.Scan(journalPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var states []string
-	for _, r := range recs {
-		var rec struct {
-			Type  string `json:"type"`
-			State string `json:"state"`
-		}
-		json.Unmarshal(r, &rec)
-		states = append(states, rec.State)
-	}
-	var out []point
-	k, state := 0, ""
-	for i, name := range strings.Fields(string(data)) {
-		if name == "journal-before-write" {
-			if k < len(states) && states[k] != "" {
-				state = states[k]
-			}
-			k++
-		}
-		out = append(out, point{n: i + 1, name: name, state: state})
-	}
-	return out
-}
-
-// pointMap is the points' ranges per state: "1-3 (header) 4-9 preflight …".
-func pointMap(pts []point) string {
-	var b strings.Builder
-	for i := 0; i < len(pts); {
-		j := i
-		for j+1 < len(pts) && pts[j+1].state == pts[i].state {
-			j++
-		}
-		name := pts[i].state
-		if name == "" {
-			name = "(header)"
-		}
-		fmt.Fprintf(&b, " %d-%d %s", pts[i].n, pts[j].n, name)
-		i = j + 1
-	}
-	return strings.TrimSpace(b.String())
-}
-
-// sample picks the points to run: every k-th (OAC_E2E_CRASH_EVERY, default
-// every; coprime to 3, so that before-write, before-sync and after-sync
-// points all occur) and every point of the states named in always, capped
-// at OAC_E2E_CRASH_MAX (default max) spread evenly; k=1 runs all.
-func sample(t *testing.T, pts []point, every, max int, always ...string) []point {
-	every = envInt("OAC_E2E_CRASH_EVERY", every)
-	if v := envInt("OAC_E2E_CRASH_MAX", max); v >= 0 {
-		max = v
-	}
-	if only := os.Getenv("OAC_E2E_CRASH_POINTS"); only != "" {
-		var out []point
-		for _, f := range strings.Split(only, ",") {
-			if n, err := strconv.Atoi(f); err == nil && n >= 1 && n <= len(pts) {
-				out = append(out, pts[n-1])
-			}
-		}
-		t.Logf("sample: points %v of %d (OAC_E2E_CRASH_POINTS)", only, len(pts))
-		return out
-	}
-	if k, n, ok := crashPart(t); ok {
-		var part []point
-		for _, p := range pts {
-			if (p.n-1)%n == k {
-				part = append(part, p)
-			}
-		}
-		t.Logf("sample: part %d of %d (OAC_E2E_CRASH_PART=%d/%d): the %d points whose number minus one is %d modulo %d, of %d",
-			k+1, n, k, n, len(part), k, n, len(pts))
-		pts = part
-	}
-	if every <= 1 {
-		return pts
-	}
-	var must, rest []point
-	for i, p := range pts {
-		switch {
-		case slices.Contains(always, p.state):
-			must = append(must, p)
-		case i%every == 0:
-			rest = append(rest, p)
-		}
-	}
-	if max > 0 && len(must)+len(rest) > max {
-		keep := max - len(must)
-		if keep < 0 {
-			keep = 0
-		}
-		var thin []point
-		for i := 0; i < keep; i++ {
-			thin = append(thin, rest[i*len(rest)/keep])
-		}
-		rest = thin
-	}
-	out := append(must, rest...)
-	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
-	t.Logf("sample: %d of %d points (every %d-th, all of %v, cap %d)", len(out), len(pts), every, always, max)
-	return out
-}
-
-// crashPart reads OAC_E2E_CRASH_PART=k/n: run only the k-th of n disjoint
-// parts of the points (0 ≤ k < n), so that n runs with k = 0 … n-1 cover
-// every point. .ci/run chooses k from the commit it tests.
-func crashPart(t *testing.T) (k, n int, ok bool) {
-	v := os.Getenv("OAC_E2E_CRASH_PART")
-	if v == "" {
-		return 0, 0, false
-	}
-	a, b, found := strings.Cut(v, "/")
-	k, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !found || err1 != nil || err2 != nil || n < 1 || k < 0 || k >= n {
-		t.Fatalf("OAC_E2E_CRASH_PART=%q: want k/n with 0 ≤ k < n", v)
-	}
-	return k, n, true
-}
-
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
 		return v
@@ -797,39 +621,11 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// crashCounts is what a test measured.
-type crashCounts struct {
-	resumed, refused, passed int
-	lost                     int // points whose power cut lost something
-	start                    time.Time
-	n                        int
-	rig                      *crashRig
-}
-
 // counts starts counting the points of a suite: the phases timed so far
 // (the uninterrupted reference run's) are not the points'.
-func (r *crashRig) counts() *crashCounts {
-	r.phases, r.order = nil, nil
-	c := &crashCounts{start: time.Now(), rig: r}
-	return c
-}
-
-func (c *crashCounts) log(t *testing.T, mode string) {
-	d := time.Since(c.start)
-	per := time.Duration(0)
-	if c.n > 0 {
-		per = d / time.Duration(c.n)
-	}
-	t.Logf("%s: %d points: %d resumed, %d refused for inspection, %d passed without dying, %d lost data at the cut; %s in total, %s per point",
-		mode, c.n, c.resumed, c.refused, c.passed, c.lost, d.Round(time.Second), per.Round(100*time.Millisecond))
-	var b strings.Builder
-	var timed time.Duration
-	for _, ph := range c.rig.order {
-		v := c.rig.phases[ph]
-		timed += v
-		fmt.Fprintf(&b, "; %s %s", ph, (v / time.Duration(max(c.n, 1))).Round(10*time.Millisecond))
-	}
-	t.Logf("%s: per point%s; other %s", mode, b.String(), ((d - timed) / time.Duration(max(c.n, 1))).Round(10*time.Millisecond))
+func (r *crashRig) counts() *crashharness.Tally {
+	r.tally = crashharness.NewTally()
+	return r.tally
 }
 
 // reference is the uninterrupted install in a fresh host: its tree, journal
@@ -837,7 +633,7 @@ func (c *crashCounts) log(t *testing.T, mode string) {
 type reference struct {
 	tree             hostTree
 	outcome, records string
-	points           []point
+	points           []crashharness.Point
 }
 
 func (r *crashRig) referenceInstall(t *testing.T) reference {
@@ -845,14 +641,14 @@ func (r *crashRig) referenceInstall(t *testing.T) reference {
 	t.Run("uninterrupted", func(t *testing.T) {
 		h := r.boot(t)
 		count := filepath.Join(r.tmp, "install-points")
-		res := h.install(t, "OAC_CRASH_COUNT="+count)
+		res := h.install(t, crashharness.CountTo(count))
 		if res.status != 0 {
 			t.Fatalf("uninterrupted install: %s", res)
 		}
 		ref.tree = h.tree(t, h.nodeID(t))
 		ref.outcome = h.outcome(t, "install")
 		ref.records = h.records(t)
-		ref.points = points(t, count, filepath.Join(h.journalDir(), "install.journal"))
+		ref.points = crashharness.Points(t, count, filepath.Join(h.journalDir(), "install.journal"))
 		h.secrets(t, "uninterrupted")
 		if r.powerCut {
 			// A completed installation survives a power cut as it is.
@@ -864,7 +660,7 @@ func (r *crashRig) referenceInstall(t *testing.T) reference {
 		t.FailNow()
 	}
 	r.noteImage(t)
-	t.Logf("uninterrupted install: %d failpoints (%s); outcome %s", len(ref.points), pointMap(ref.points), ref.outcome)
+	t.Logf("uninterrupted install: %d failpoints (%s); outcome %s", len(ref.points), crashharness.PointMap(ref.points), ref.outcome)
 	return ref
 }
 
@@ -892,7 +688,7 @@ func (h *crashHost) converged(t *testing.T, ref reference, name string) {
 // child executed from the sealed copy, argv[0] "oac-node-install") is
 // left in the host's namespace: the children die with root (their parent
 // death signal). The deadline is generous; a survivor fails the point.
-func (h *crashHost) treeDied(t *testing.T, p point) {
+func (h *crashHost) treeDied(t *testing.T, p crashharness.Point) {
 	t.Helper()
 	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", h.PID()))
 	if err != nil {
@@ -923,14 +719,14 @@ func (h *crashHost) treeDied(t *testing.T, p point) {
 
 // crash runs cmd with the crash point; it must die there (or finish when
 // the point is not reached), then the host loses power in power-cut mode.
-func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ...string) runResult) {
+func (h *crashHost) crash(t *testing.T, p crashharness.Point, c *crashharness.Tally, run func(env ...string) runResult) {
 	t.Helper()
 	stop := h.r.timed("killed run")
-	res := run(fmt.Sprintf("OAC_CRASH_AT=%d", p.n))
+	res := run(crashharness.CrashAt(p.N))
 	switch {
 	case res.killed:
 	case res.status == 0:
-		c.passed++
+		c.Passed++
 	default:
 		h.r.skipIfImageLost(t)
 		t.Fatalf("%s: the crashing run failed instead of dying: %s", p, res)
@@ -945,7 +741,7 @@ func (h *crashHost) crash(t *testing.T, p point, c *crashCounts, run func(env ..
 	if h.r.powerCut {
 		h.powerCut(t)
 		if h.lost > 0 {
-			c.lost++
+			c.Lost++
 		}
 	}
 }
@@ -957,10 +753,11 @@ func TestEndToEndCrashInstall(t *testing.T) {
 
 func testCrashInstall(t *testing.T, r *crashRig) {
 	ref := r.referenceInstall(t)
-	pts := sample(t, ref.points, 7, 40, string(workflow.InstallLease), string(workflow.InstallRegister))
+	pts := crashharness.Sample(t, ref.points, crashharness.Sampling{Every: 7, Max: 40,
+		Always: []string{string(workflow.InstallLease), string(workflow.InstallRegister)}})
 	c := r.counts()
 	for _, p := range pts {
-		r.point(t, p, c, func(t *testing.T) {
+		c.Point(t, p, func(t *testing.T) {
 			h := r.boot(t)
 			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
 			if s := h.interrupted(t, "install"); s == string(workflow.InstallLease) {
@@ -973,7 +770,7 @@ func testCrashInstall(t *testing.T, r *crashRig) {
 					t.Fatalf("%s: the refusing rerun changed the host:\n%s", p, strings.Join(d, "\n"))
 				}
 				h.secrets(t, p.String())
-				c.refused++
+				c.Refused++
 				return
 			}
 			res := h.rerun(t, h.install)
@@ -986,10 +783,10 @@ func testCrashInstall(t *testing.T, r *crashRig) {
 				h.powerCut(t)
 				h.converged(t, ref, p.String()+", rerun, then a power cut")
 			}
-			c.resumed++
+			c.Resumed++
 		})
 	}
-	c.log(t, "install, "+r.mode())
+	c.Log(t, "install, "+r.mode())
 }
 
 func (r *crashRig) mode() string {
@@ -1039,7 +836,7 @@ func TestEndToEndCrashUninstall(t *testing.T) {
 }
 
 func testCrashUninstall(t *testing.T, r *crashRig) {
-	var pts []point
+	var pts []crashharness.Point
 	t.Run("uninterrupted", func(t *testing.T) {
 		h := r.boot(t)
 		if res := h.install(t); res.status != 0 {
@@ -1047,19 +844,19 @@ func testCrashUninstall(t *testing.T, r *crashRig) {
 		}
 		r.noteImage(t)
 		count := filepath.Join(r.tmp, "uninstall-points")
-		if res := h.uninstall(t, false, "OAC_CRASH_COUNT="+count); res.status != 0 {
+		if res := h.uninstall(t, false, crashharness.CountTo(count)); res.status != 0 {
 			t.Fatalf("uninterrupted uninstall: %s", res)
 		}
 		h.uninstalled(t, "uninterrupted uninstall")
-		pts = points(t, count, filepath.Join(h.journalDir(), "uninstall.journal"))
+		pts = crashharness.Points(t, count, filepath.Join(h.journalDir(), "uninstall.journal"))
 	})
 	if pts == nil {
 		t.FailNow()
 	}
-	pts = sample(t, pts, 4, 25)
+	pts = crashharness.Sample(t, pts, crashharness.Sampling{Every: 4, Max: 25})
 	c := r.counts()
 	for _, p := range pts {
-		r.point(t, p, c, func(t *testing.T) {
+		c.Point(t, p, func(t *testing.T) {
 			h := r.boot(t)
 			stop := r.timed("install to uninstall")
 			if res := h.install(t); res.status != 0 {
@@ -1073,10 +870,10 @@ func testCrashUninstall(t *testing.T, r *crashRig) {
 				t.Fatalf("%s: the uninstall rerun failed: %s", p, res)
 			}
 			h.uninstalledThroughCut(t, p.String(), ", rerun, then a power cut")
-			c.resumed++
+			c.Resumed++
 		})
 	}
-	c.log(t, "uninstall, "+r.mode())
+	c.Log(t, "uninstall, "+r.mode())
 }
 
 // TestEndToEndCrashInstallThenUninstall interrupts the install at a sample
@@ -1088,24 +885,24 @@ func TestEndToEndCrashInstallThenUninstall(t *testing.T) {
 }
 
 func testCrashInstallThenUninstall(t *testing.T, r *crashRig) {
-	var pts []point
+	var pts []crashharness.Point
 	t.Run("uninterrupted", func(t *testing.T) {
 		h := r.boot(t)
 		count := filepath.Join(r.tmp, "install-points-2")
-		if res := h.install(t, "OAC_CRASH_COUNT="+count); res.status != 0 {
+		if res := h.install(t, crashharness.CountTo(count)); res.status != 0 {
 			t.Fatalf("install: %s", res)
 		}
 		r.noteImage(t)
-		pts = points(t, count, filepath.Join(h.journalDir(), "install.journal"))
+		pts = crashharness.Points(t, count, filepath.Join(h.journalDir(), "install.journal"))
 	})
 	if pts == nil {
 		t.FailNow()
 	}
-	pts = sample(t, pts, 11, 12)
+	pts = crashharness.Sample(t, pts, crashharness.Sampling{Every: 11, Max: 12})
 	c := r.counts()
 	forced := 0
 	for _, p := range pts {
-		r.point(t, p, c, func(t *testing.T) {
+		c.Point(t, p, func(t *testing.T) {
 			h := r.boot(t)
 			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
 			res := h.rerun(t, func(t *testing.T, env ...string) runResult { return h.uninstall(t, false, env...) })
@@ -1120,11 +917,11 @@ func testCrashInstallThenUninstall(t *testing.T, r *crashRig) {
 				t.Fatalf("%s: uninstall after the interrupted install failed: %s", p, res)
 			}
 			h.uninstalledThroughCut(t, p.String(), ", then a power cut")
-			c.resumed++
+			c.Resumed++
 		})
 	}
-	c.log(t, "install interrupted, then uninstall, "+r.mode())
-	t.Logf("%d of %d uninstalls needed --force", forced, c.n)
+	c.Log(t, "install interrupted, then uninstall, "+r.mode())
+	t.Logf("%d of %d uninstalls needed --force", forced, c.N)
 }
 
 // The power-cut tests: the same points, each host on the power-cut file

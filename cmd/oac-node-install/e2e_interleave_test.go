@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/workflow/crashharness"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,7 +188,7 @@ var seconds = []second{
 
 // interleaving is one (point, second command) pair.
 type interleaving struct {
-	p point
+	p crashharness.Point
 	s second
 }
 
@@ -197,7 +198,7 @@ func (i interleaving) String() string { return fmt.Sprintf("%s, then %s", i.p, i
 // point with every second command; else every point between decisions
 // (those that are no journal record's) and every k-th journal point, the
 // second commands taken in turn.
-func interleaveSample(t *testing.T, pts []point) []interleaving {
+func interleaveSample(t *testing.T, pts []crashharness.Point) []interleaving {
 	var out []interleaving
 	if os.Getenv("OAC_E2E_INTERLEAVE_ALL") == "1" {
 		for _, p := range pts {
@@ -211,7 +212,7 @@ func interleaveSample(t *testing.T, pts []point) []interleaving {
 	every := envInt("OAC_E2E_INTERLEAVE_EVERY", 11)
 	k := 0
 	for i, p := range pts {
-		if strings.HasPrefix(p.name, "install-") || strings.HasPrefix(p.name, "uninstall-") || i%every == 0 {
+		if strings.HasPrefix(p.Name, "install-") || strings.HasPrefix(p.Name, "uninstall-") || i%every == 0 {
 			out = append(out, interleaving{p, seconds[k%len(seconds)]})
 			k++
 		}
@@ -253,29 +254,23 @@ func testInterleave(t *testing.T, first string) {
 				t.Fatalf("uninterrupted uninstall: %s", res)
 			}
 		}
-		ref.points = points(t, count, filepath.Join(h.journalDir(), first+".journal"))
+		ref.points = crashharness.Points(t, count, filepath.Join(h.journalDir(), first+".journal"))
 	})
 	if ref.points == nil {
 		t.FailNow()
 	}
 	r.noteImage(t)
 	pairs := interleaveSample(t, ref.points)
-	start := time.Now()
-	r.phases, r.order = nil, nil
+	c := r.counts()
 	outcomes := map[string]int{}
-	ran := 0
 	for _, pr := range pairs {
 		// The name selects with -run: point-017-host_lock-journal-after-sync-then-status.
-		state := pr.p.state
+		state := pr.p.State
 		if state == "" {
 			state = "none"
 		}
-		name := fmt.Sprintf("point-%03d-%s-%s-then-%s", pr.p.n, state, pr.p.name, strings.ReplaceAll(pr.s.name, " ", "-"))
-		t.Run(name, func(t *testing.T) {
-			var end func()
-			t.Cleanup(func() { end() })
-			defer func() { end = r.timed("teardown") }()
-			ran++
+		name := fmt.Sprintf("point-%03d-%s-%s-then-%s", pr.p.N, state, pr.p.Name, strings.ReplaceAll(pr.s.name, " ", "-"))
+		c.Run(t, name, func(t *testing.T) {
 			h := &interleaveHost{crashHost: r.boot(t), other: other}
 			t.Cleanup(func() {
 				exec.Command("docker", "network", "rm", "oac-node-"+other.installationID).Run()
@@ -290,13 +285,9 @@ func testInterleave(t *testing.T, first string) {
 			}
 		})
 	}
-	d := time.Since(start)
-	var b strings.Builder
-	for _, ph := range r.order {
-		fmt.Fprintf(&b, "; %s %s", ph, (r.phases[ph] / time.Duration(max(ran, 1))).Round(10*time.Millisecond))
-	}
+	d := c.Elapsed()
 	t.Logf("%s paused at %d points, a second command each: %d interleavings in %s, %s each%s",
-		first, len(ref.points), ran, d.Round(time.Second), (d / time.Duration(max(ran, 1))).Round(10*time.Millisecond), b.String())
+		first, len(ref.points), c.N, d.Round(time.Second), (d / time.Duration(max(c.N, 1))).Round(10*time.Millisecond), c.PerPoint())
 	for o, n := range outcomes {
 		t.Logf("outcome %dx: %s", n, o)
 	}
@@ -313,8 +304,8 @@ func (h *interleaveHost) pauseFirst(t *testing.T, pr interleaving, name, token s
 		t.Fatal(err)
 	}
 	os.Chmod(dir, 0o755)
-	first := h.start(t, name, []string{fmt.Sprintf("OAC_PAUSE_AT=%d", pr.p.n), "OAC_PAUSE_DIR=" + dir}, token, args...)
-	if at := waitPaused(t, first, dir); at != pr.p.name {
+	first := h.start(t, name, []string{fmt.Sprintf("OAC_PAUSE_AT=%d", pr.p.N), "OAC_PAUSE_DIR=" + dir}, token, args...)
+	if at := waitPaused(t, first, dir); at != pr.p.Name {
 		t.Fatalf("%s: the %s paused at %q", pr, name, at)
 	}
 	sec := pr.s.start(t, h)

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/workflow/crashharness"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,24 +22,24 @@ import (
 // says ok.
 func TestEndToEndInterruptedInstallNamesTheCommandThatContinuesIt(t *testing.T) {
 	r := newCrashRig(t)
-	var pts []point
+	var pts []crashharness.Point
 	t.Run("uninterrupted", func(t *testing.T) {
 		h := r.boot(t)
 		count := filepath.Join(r.tmp, "install-pause-points")
 		if res := h.install(t, "OAC_PAUSE_COUNT="+count); res.status != 0 {
 			t.Fatalf("uninterrupted install: %s", res)
 		}
-		pts = points(t, count, filepath.Join(h.journalDir(), "install.journal"))
+		pts = crashharness.Points(t, count, filepath.Join(h.journalDir(), "install.journal"))
 	})
-	var at *point
+	var at *crashharness.Point
 	for i := range pts {
-		if pts[i].state == "env_file" {
+		if pts[i].State == "env_file" {
 			at = &pts[i]
 			break
 		}
 	}
 	if at == nil {
-		t.Fatalf("no point in the env_file step, the first after register: %s", pointMap(pts))
+		t.Fatalf("no point in the env_file step, the first after register: %s", crashharness.PointMap(pts))
 	}
 
 	h := r.boot(t)
@@ -50,8 +51,8 @@ func TestEndToEndInterruptedInstallNamesTheCommandThatContinuesIt(t *testing.T) 
 	token := r.core.admin(t, "token")
 	h.firstToken, h.tokens = time.Now(), []string{token}
 	pauseDir := "OAC_PAUSE_DIR=" + dir
-	install := h.start(t, "install", []string{fmt.Sprintf("OAC_PAUSE_AT=%d", at.n), pauseDir}, token, r.installArgs()...)
-	if got := waitPaused(t, install, dir); got != at.name {
+	install := h.start(t, "install", []string{fmt.Sprintf("OAC_PAUSE_AT=%d", at.N), pauseDir}, token, r.installArgs()...)
+	if got := waitPaused(t, install, dir); got != at.Name {
 		t.Fatalf("the install paused at %q, want %s", got, at)
 	}
 	pid := pausedInstaller(t, r.bin, pauseDir)

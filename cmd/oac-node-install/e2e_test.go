@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 )
 
 // The end-to-end test: the real binary as root, under a real systemd as
@@ -240,11 +241,11 @@ func TestEndToEndInstall(t *testing.T) {
 	}
 	t.Logf("Core's nodes: %s", core.admin(t, "nodes"))
 	// check on the installed node: every check passes, nothing changes.
-	etc := hostSnapshot(t, h.Etc())
+	etc := treetest.Snapshot(t, h.Etc(), hostSnapshot)
 	res = run(filepath.Join(bin, "oac-node-install") + " check " + strings.SplitN(rerun, " ", 2)[1])
 	t.Logf("check (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
-	if res.Status != 0 || hostSnapshot(t, h.Etc()) != etc {
-		t.Errorf("check on the installed node exited %d or changed /etc", res.Status)
+	if d := treetest.Diff(etc, treetest.Snapshot(t, h.Etc(), hostSnapshot)); res.Status != 0 || d != "" {
+		t.Errorf("check on the installed node exited %d or changed /etc:\n%s", res.Status, d)
 	}
 
 	// Uninstall refuses while Core still lists the node, changing nothing.

@@ -21,12 +21,12 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
-	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
 	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/status"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -328,11 +328,11 @@ func TestStatusWritesNothing(t *testing.T) {
 	dbBytes, err := os.ReadFile(h.host.Bookkeeping())
 	must(t, err)
 	check := func(what string) {
-		before := generationtest.Snapshot(t, h.root)
+		before := treetest.Snapshot(t, h.root, treetest.Options{})
 		for _, args := range [][]string{{"status"}, {"status", "--json"}, {"status", "--installation-id", testID}} {
 			runOn(t, h.root, args...)
 		}
-		if d := generationtest.Diff(before, generationtest.Snapshot(t, h.root)); d != "" {
+		if d := treetest.Diff(before, treetest.Snapshot(t, h.root, treetest.Options{})); d != "" {
 			t.Errorf("%s: status changed the host:\n%s", what, d)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -82,11 +83,11 @@ func TestCollectKeepsFilesAnotherGenerationUses(t *testing.T) {
 	if err := n.run(ActionPrepare, 4, spec4); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, n.path("releases"))
+	before := treetest.Snapshot(t, n.path("releases"), treetest.Options{})
 	if err := n.run(ActionCollect, 2, spec); err != nil {
 		t.Fatalf("collect 2: %v", err)
 	}
-	if d := diffSnapshots(before, snapshot(t, n.path("releases"))); d != "" {
+	if d := treetest.Diff(before, treetest.Snapshot(t, n.path("releases"), treetest.Options{})); d != "" {
 		t.Errorf("files generation 4 uses were removed:\n%s", d)
 	}
 	if err := n.run(ActionCollect, 4, spec4); err != nil {
@@ -270,8 +271,8 @@ func TestMicrosandboxInventoryFailureKeepsEveryByte(t *testing.T) {
 				content = `[{"name":"busy"}]`
 			}
 			os.WriteFile(filepath.Join(final.Microsandbox.RuntimeHome, ".fake", fail), []byte(content), 0o600)
-			releases := snapshot(t, n.path("releases"))
-			store := snapshot(t, final.Microsandbox.RuntimeHome)
+			releases := treetest.Snapshot(t, n.path("releases"), treetest.Options{})
+			store := treetest.Snapshot(t, final.Microsandbox.RuntimeHome, treetest.Options{})
 			err := n.run(ActionCollect, 2, spec)
 			if !errors.Is(err, ErrNativeKept) {
 				t.Fatalf("collect: %v, want ErrNativeKept", err)
@@ -279,10 +280,10 @@ func TestMicrosandboxInventoryFailureKeepsEveryByte(t *testing.T) {
 			if c := readCollecting(t, n, 2); c.NativeComplete {
 				t.Error("native_complete is true after a failed inventory")
 			}
-			if d := diffSnapshots(releases, snapshot(t, n.path("releases"))); d != "" {
+			if d := treetest.Diff(releases, treetest.Snapshot(t, n.path("releases"), treetest.Options{})); d != "" {
 				t.Errorf("release files changed:\n%s", d)
 			}
-			if d := diffSnapshots(store, snapshot(t, final.Microsandbox.RuntimeHome)); d != "" {
+			if d := treetest.Diff(store, treetest.Snapshot(t, final.Microsandbox.RuntimeHome, treetest.Options{})); d != "" {
 				t.Errorf("the store changed:\n%s", d)
 			}
 			if _, err := os.Lstat(n.gen("2.dropped")); !errors.Is(err, os.ErrNotExist) {

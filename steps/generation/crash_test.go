@@ -22,6 +22,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 	"github.com/openagentcore/oac-node-install/workflow/crashharness"
 )
@@ -137,7 +138,7 @@ func runCrash(t *testing.T, c crashCase) crashharness.Summary {
 	}
 	sum := crashharness.Run(t, crashharness.Target{
 		Setup: func(t *testing.T, dir string) {
-			copyTree(t, template, dir)
+			treetest.Copy(t, template, dir)
 			point(dir)
 			rebindLeases(t, node.Generations())
 			if cli != nil {
@@ -286,39 +287,6 @@ func collectCase(mode crashharness.Mode) crashCase {
 			t.Fatalf("prepare: %v", err)
 		}
 	}}
-}
-
-// copyTree copies the regular files and directories below src into dst
-// with their modes.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		switch {
-		case fi.IsDir():
-			if err := os.MkdirAll(target, 0o700); err != nil {
-				return err
-			}
-			return os.Chmod(target, fi.Mode().Perm())
-		case fi.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(target, data, fi.Mode().Perm()); err != nil {
-				return err
-			}
-			return os.Chmod(target, fi.Mode().Perm())
-		}
-		return fmt.Errorf("unexpected %s in the template", p)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // rebindLeases rewrites every lease identity of a copied node with the

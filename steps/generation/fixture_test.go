@@ -36,10 +36,6 @@ func newTestServer(t testing.TB, releases ...*fixtureRelease) *generationtest.Se
 
 func mkdir(t testing.TB, p string) { generationtest.Mkdir(t, p) }
 
-func snapshot(t testing.TB, dir string) map[string]string { return generationtest.Snapshot(t, dir) }
-
-func diffSnapshots(a, b map[string]string) string { return generationtest.Diff(a, b) }
-
 // testNode is a node root as an installation leaves it, with the fake
 // engine holding the base image.
 type testNode struct {

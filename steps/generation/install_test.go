@@ -17,6 +17,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -159,12 +160,12 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 
 	// A rerun of the registered node needs no token, downloads nothing,
 	// registers nothing and changes no file.
-	before := snapshot(t, f.home)
+	before := treetest.Snapshot(t, f.home, treetest.Options{})
 	gets := f.srv.Count("/node-install/releases/" + commitA + "/artifacts/" + f.rel.Manifest.Artifacts[release.PathRuntimeImage].Filename)
 	if err := f.run(""); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffSnapshots(before, snapshot(t, f.home)); d != "" {
+	if d := treetest.Diff(before, treetest.Snapshot(t, f.home, treetest.Options{})); d != "" {
 		t.Errorf("the rerun changed files:\n%s", d)
 	}
 	if st, _ := f.docker.State(); f.reg.calls != 1 || st.NetworkCreates != 1 {

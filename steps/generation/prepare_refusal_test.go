@@ -15,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 )
 
 // unchanged runs f and requires that it changed no file under the node's
@@ -29,9 +30,9 @@ func unchanged(t *testing.T, n *testNode, f func()) {
 		}
 		return m
 	}
-	before := strip(snapshot(t, n.home))
+	before := strip(treetest.Snapshot(t, n.home, treetest.Options{}))
 	f()
-	if d := diffSnapshots(before, strip(snapshot(t, n.home))); d != "" {
+	if d := treetest.Diff(before, strip(treetest.Snapshot(t, n.home, treetest.Options{}))); d != "" {
 		t.Errorf("the refusal changed files:\n%s", d)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -80,12 +81,12 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 	}
 
 	// A rerun changes nothing and asks nobody.
-	before := snapshot(t, n.home)
+	before := treetest.Snapshot(t, n.home, treetest.Options{})
 	requests := n.srv.Count("/node-install/releases/" + commitB + "/manifest.json")
 	if err := n.run(ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
-	if d := diffSnapshots(before, snapshot(t, n.home)); d != "" {
+	if d := treetest.Diff(before, treetest.Snapshot(t, n.home, treetest.Options{})); d != "" {
 		t.Errorf("the rerun changed files:\n%s", d)
 	}
 	if got := n.srv.Count("/node-install/releases/" + commitB + "/manifest.json"); got != requests {

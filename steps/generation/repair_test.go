@@ -9,6 +9,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -27,7 +28,7 @@ func preparedNode(t *testing.T) (*testNode, *fixtureRelease, *release.Specificat
 func TestRepairRestoresMissingFilesAndTheImage(t *testing.T) {
 	t.Parallel()
 	n, b, spec := preparedNode(t)
-	want := snapshot(t, n.path("releases"))
+	want := treetest.Snapshot(t, n.path("releases"), treetest.Options{})
 	for _, rel := range []string{release.PathSeccomp, release.PathRuntimeImage} {
 		if err := os.Remove(n.path("releases", commitB, rel)); err != nil {
 			t.Fatal(err)
@@ -39,7 +40,7 @@ func TestRepairRestoresMissingFilesAndTheImage(t *testing.T) {
 	if err := n.run(ActionRepair, 2, spec); err != nil {
 		t.Fatalf("repair: %v\n%s", err, n.log)
 	}
-	if d := diffSnapshots(want, snapshot(t, n.path("releases"))); d != "" {
+	if d := treetest.Diff(want, treetest.Snapshot(t, n.path("releases"), treetest.Options{})); d != "" {
 		t.Errorf("repair did not restore the release files as they were:\n%s", d)
 	}
 	if _, found, _ := resolveFake(n, b); !found {

@@ -22,6 +22,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/record/console"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -285,23 +286,23 @@ func TestInstallFromBundleRefusals(t *testing.T) {
 		{"another release under the selected name", func(t *testing.T, r *bundleRun) {
 			dir := filepath.Join(r.cmd.Options.Bundle, "releases", r.sel.Commit)
 			os.RemoveAll(dir)
-			copyTree(t, r.cmd.Options.Bundle, dir)
+			copyReleaseFiles(t, r.cmd.Options.Bundle, dir)
 		}, "not " + generationtest.CommitB},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newBundleRun(t)
 			r.writeBundle(t, r.sel.Commit)
 			tc.setup(t, r)
-			host := generationtest.Snapshot(t, r.f.host.Root)
-			engine := generationtest.Snapshot(t, filepath.Join(r.f.base, "engine"))
+			host := treetest.Snapshot(t, r.f.host.Root, treetest.Options{})
+			engine := treetest.Snapshot(t, filepath.Join(r.f.base, "engine"), treetest.Options{})
 			_, err := Run(context.Background(), r.cmd)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("error %v, want %q ending in \"Nothing was changed.\"", err, tc.want)
 			}
-			if d := generationtest.DiffHost(host, generationtest.Snapshot(t, r.f.host.Root)); d != "" {
+			if d := generationtest.DiffHost(host, treetest.Snapshot(t, r.f.host.Root, treetest.Options{})); d != "" {
 				t.Errorf("the host root changed:\n%s", d)
 			}
-			if d := generationtest.Diff(engine, generationtest.Snapshot(t, filepath.Join(r.f.base, "engine"))); d != "" {
+			if d := treetest.Diff(engine, treetest.Snapshot(t, filepath.Join(r.f.base, "engine"), treetest.Options{})); d != "" {
 				t.Errorf("the engine changed:\n%s", d)
 			}
 			if n := r.core.consoleRequests(); n != 0 {
@@ -311,9 +312,9 @@ func TestInstallFromBundleRefusals(t *testing.T) {
 	}
 }
 
-// copyTree copies the release files at the top of a bundle (not its
-// releases/) to dst, root's and 0644.
-func copyTree(t *testing.T, bundle, dst string) {
+// copyReleaseFiles copies the release files at the top of a bundle (not
+// its releases/) to dst, root's and 0644.
+func copyReleaseFiles(t *testing.T, bundle, dst string) {
 	t.Helper()
 	for _, rel := range []string{release.ManifestName, release.SumsName, release.SeccompName} {
 		data, err := os.ReadFile(filepath.Join(bundle, rel))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 	"os"
 	"path/filepath"
@@ -169,7 +170,7 @@ func TestRerunOnAHostileNodeRoot(t *testing.T) {
 				}
 				return nil
 			})
-			etc := generationtest.Snapshot(t, filepath.Join(f.host.Root, "etc"))
+			etc := treetest.Snapshot(t, filepath.Join(f.host.Root, "etc"), treetest.Options{})
 
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -206,7 +207,7 @@ func TestRerunOnAHostileNodeRoot(t *testing.T) {
 				t.Errorf("the rerun's refusal came after a change: %v", err)
 			}
 			if err != nil && strings.Contains(workflow.Message(err), "Nothing was changed.") {
-				if d := generationtest.Diff(etc, generationtest.Snapshot(t, filepath.Join(f.host.Root, "etc"))); d != "" {
+				if d := treetest.Diff(etc, treetest.Snapshot(t, filepath.Join(f.host.Root, "etc"), treetest.Options{})); d != "" {
 					t.Errorf("a refusal changed /etc:\n%s", d)
 				}
 			}

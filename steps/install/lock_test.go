@@ -91,7 +91,7 @@ func (f *runFixture) refusesUnchanged(t *testing.T, edit func(*Command), want ..
 			t.Errorf("the refusal lacks %q: %v", w, err)
 		}
 	}
-	if d := treeDiff(before, f.tree(t, true)); d != "" {
+	if d := generationtest.DiffHost(before, f.tree(t, true)); d != "" {
 		t.Errorf("the refusal changed:\n%s", d)
 	}
 	if c := f.changingCalls(); len(c) != calls {
@@ -289,7 +289,7 @@ func TestBadTokensRefuseBeforeTheLock(t *testing.T) {
 			if _, err := os.Lstat(f.host.HostLock()); err == nil {
 				t.Error("the refusal took the host lock")
 			}
-			if d := treeDiff(before, f.tree(t, true)); d != "" {
+			if d := generationtest.DiffHost(before, f.tree(t, true)); d != "" {
 				t.Errorf("the refusal changed:\n%s", d)
 			}
 		})
@@ -327,7 +327,7 @@ func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
 				!strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("install: %v, want the damage refusal", err)
 			}
-			if d := treeDiff(before, f.tree(t, true)); d != "" {
+			if d := generationtest.DiffHost(before, f.tree(t, true)); d != "" {
 				t.Errorf("the refusal changed:\n%s", d)
 			}
 			if n := core.Load(); n != 0 {

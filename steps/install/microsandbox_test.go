@@ -3,9 +3,7 @@ package install
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -19,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
@@ -36,6 +33,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 	"golang.org/x/sys/unix"
 )
@@ -260,36 +258,7 @@ func (r *msbRun) tree(t *testing.T, times bool) map[string]string {
 // msbTree is every entry below dirs (see tree).
 func msbTree(t *testing.T, times bool, dirs ...string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			var st syscall.Stat_t
-			if err := syscall.Lstat(p, &st); err != nil {
-				return err
-			}
-			s := fmt.Sprintf("%o %d:%d rdev %d", st.Mode, st.Uid, st.Gid, st.Rdev)
-			if d.Type().IsRegular() {
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				sum := sha256.Sum256(data)
-				s += fmt.Sprintf(" %d %s", st.Size, hex.EncodeToString(sum[:8]))
-			}
-			if times {
-				s += fmt.Sprintf(" ino %d mtime %d.%09d ctime %d.%09d", st.Ino, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
-			}
-			out[p] = s
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return treetest.SnapshotPaths(t, treetest.Options{Owner: true, Times: times}, dirs...)
 }
 
 // The whole microsandbox installation through Run, with the store path at
@@ -398,7 +367,7 @@ func TestInstallMicrosandboxRegisteredRerun(t *testing.T) {
 	if !strings.Contains(r.out.String(), "  Sandbox Provider: microsandbox (ready)\n") {
 		t.Errorf("the summary does not say microsandbox (ready):\n%s", r.out.String())
 	}
-	if d := treeDiff(before, msbTree(t, true, oac, filepath.Join(r.base, "engine"))); d != "" {
+	if d := generationtest.DiffHost(before, msbTree(t, true, oac, filepath.Join(r.base, "engine"))); d != "" {
 		t.Errorf("the registered rerun wrote:\n%s", d)
 	}
 	if n := r.registrations(); n != 1 {
@@ -495,7 +464,7 @@ func TestInstallMicrosandboxRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("error %v, want %q ending in \"Nothing was changed.\"", err, tc.want)
 			}
-			if d := treeDiff(before, r.tree(t, true)); d != "" {
+			if d := generationtest.DiffHost(before, r.tree(t, true)); d != "" {
 				t.Errorf("the refusal changed:\n%s", d)
 			}
 			if calls := r.accts.Calls(); len(calls) != 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -125,13 +126,13 @@ func TestPreflightRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root, p := testHost(t)
 			tc.setup(t, root, p)
-			before := tree(t, root)
+			before := treetest.Snapshot(t, root, treetest.Options{})
 			err := FirstRefusal(p.Run(context.Background()))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
-			if after := tree(t, root); after != before {
-				t.Fatalf("preflight changed the host:\n%s\n%s", before, after)
+			if d := treetest.Diff(before, treetest.Snapshot(t, root, treetest.Options{})); d != "" {
+				t.Fatalf("preflight changed the host:\n%s", d)
 			}
 		})
 	}
@@ -148,17 +149,6 @@ func TestPreflightKnownNode(t *testing.T) {
 	if err := FirstRefusal(p.Run(context.Background())); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func tree(t *testing.T, root string) string {
-	var b strings.Builder
-	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-		if err == nil {
-			fmt.Fprintf(&b, "%s %v %d\n", p, fi.Mode(), fi.Size())
-		}
-		return nil
-	})
-	return b.String()
 }
 
 // recordName takes the names the one-Core check always took: <id>.json

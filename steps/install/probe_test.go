@@ -2,7 +2,6 @@ package install
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 )
 
 // Run returns every check: a check whose prerequisite failed is there,
@@ -78,25 +78,10 @@ func probeHost(t *testing.T) (string, Probe) {
 		Host: p.Host, Machine: "x86_64", Engine: p.Engine}
 }
 
-// snapshot is every file under root with its mode, owner and content's
-// sha256, so that a change of a single byte (bbolt's included) shows.
-func snapshot(t *testing.T, root string) string {
-	t.Helper()
-	var b strings.Builder
-	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return nil
-		}
-		fmt.Fprintf(&b, "%s %v %v", p, fi.Mode(), fi.ModTime().UnixNano())
-		if fi.Mode().IsRegular() {
-			data, _ := os.ReadFile(p)
-			fmt.Fprintf(&b, " %x", sha256.Sum256(data))
-		}
-		b.WriteByte('\n')
-		return nil
-	})
-	return b.String()
-}
+// probeSnapshot records every file under the host root with its mode,
+// mtime and content's sha256, so that a change of a single byte (bbolt's
+// included) shows.
+var probeSnapshot = treetest.Options{MTime: true}
 
 func names(checks []Check, pick func(Check) bool) []string {
 	var out []string
@@ -113,10 +98,10 @@ func names(checks []Check, pick func(Check) bool) []string {
 // bbolt bookkeeping included, is byte for byte as before.
 func TestProbeKnownNodeChangesNothing(t *testing.T) {
 	root, pr := probeHost(t)
-	before := snapshot(t, root)
+	before := treetest.Snapshot(t, root, probeSnapshot)
 	checks := pr.Run(context.Background())
-	if after := snapshot(t, root); after != before {
-		t.Fatalf("the probe changed the host:\n%s\n%s", before, after)
+	if d := treetest.Diff(before, treetest.Snapshot(t, root, probeSnapshot)); d != "" {
+		t.Fatalf("the probe changed the host:\n%s", d)
 	}
 	if f := names(checks, Check.Failed); len(f) > 0 {
 		t.Fatalf("failed: %v in %+v", f, checks)
@@ -145,10 +130,10 @@ func TestProbeReportsEveryFailure(t *testing.T) {
 	// The account was replaced since the installer recorded uid 990.
 	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\noac-node:x:991:990::/var/lib/oac-node:/usr/sbin/nologin\n"), 0o644)
 	pr.Options.CoreURL = "https://other.example.com"
-	before := snapshot(t, root)
+	before := treetest.Snapshot(t, root, probeSnapshot)
 	checks := pr.Run(context.Background())
-	if after := snapshot(t, root); after != before {
-		t.Fatalf("the probe changed the host")
+	if d := treetest.Diff(before, treetest.Snapshot(t, root, probeSnapshot)); d != "" {
+		t.Fatalf("the probe changed the host:\n%s", d)
 	}
 	failed := names(checks, Check.Failed)
 	want := []string{CheckHostRecordName, "SELinux not enforcing", "Docker socket", CheckAccountName}

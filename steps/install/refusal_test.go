@@ -349,7 +349,7 @@ func TestEveryRefusalLeavesTheHostUnchanged(t *testing.T) {
 			if !strings.Contains(msg, tc.want) {
 				t.Errorf("the message does not say %q: %s", tc.want, msg)
 			}
-			if d := treeDiff(before, f.tree(t, false)); d != "" {
+			if d := generationtest.DiffHost(before, f.tree(t, false)); d != "" {
 				t.Errorf("the refusal changed the host:\n%s\n(%s)", d, msg)
 			}
 			if c, l, r := f.counters(t); c != calls || l != loads || r != regs {

@@ -146,7 +146,7 @@ func TestJournalInTheLeaseStepIsRefused(t *testing.T) {
 				!strings.Contains(err.Error(), "oac-node-install status") {
 				t.Fatalf("rerun: %v", err)
 			}
-			if d := treeDiff(before, f.tree(t, false)); d != "" {
+			if d := generationtest.DiffHost(before, f.tree(t, false)); d != "" {
 				t.Errorf("the refusal changed the host:\n%s", d)
 			}
 			if c, l, r := f.counters(t); c != calls || l != loads || r != regs {

@@ -3,22 +3,15 @@ package install
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
-	"io/fs"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
@@ -32,6 +25,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/fakehost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -207,100 +201,13 @@ func (f *runFixture) changingCalls() []string {
 	return out
 }
 
-// fileInfo is what a tree comparison looks at of one entry.
-type fileInfo struct {
-	Mode      fs.FileMode
-	UID, GID  uint32
-	Size      int64
-	SHA256    string
-	Link      string
-	Inode     uint64
-	MTime     syscall.Timespec
-	CTime     syscall.Timespec
-	withTimes bool
-}
-
-func (i fileInfo) String() string {
-	s := fmt.Sprintf("%v %d:%d %d %.12s %s", i.Mode, i.UID, i.GID, i.Size, i.SHA256, i.Link)
-	if i.withTimes {
-		s += fmt.Sprintf(" ino %d mtime %d.%09d ctime %d.%09d", i.Inode, i.MTime.Sec, i.MTime.Nsec, i.CTime.Sec, i.CTime.Nsec)
-	}
-	return s
-}
-
 // tree records every entry below the host's /etc and /var/lib and the
 // fake engine's directory: path, mode, owner, size, sha256 and link
 // target; with times, also the inode, mtime and ctime.
 func (f *runFixture) tree(t *testing.T, times bool) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	for _, dir := range []string{filepath.Join(f.host.Root, "etc"), filepath.Join(f.host.Root, "var/lib"), filepath.Join(f.base, "engine")} {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			var st syscall.Stat_t
-			if err := syscall.Lstat(p, &st); err != nil {
-				return err
-			}
-			fi := fileInfo{Mode: fs.FileMode(st.Mode & 0o7777), UID: st.Uid, GID: st.Gid, Size: st.Size, withTimes: times,
-				Inode: st.Ino, MTime: st.Mtim, CTime: st.Ctim}
-			fi.Mode |= d.Type()
-			switch {
-			case d.Type().IsRegular():
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				s := sha256.Sum256(data)
-				fi.SHA256 = hex.EncodeToString(s[:])
-			case d.Type()&fs.ModeSymlink != 0:
-				fi.Link, _ = os.Readlink(p)
-			}
-			if d.IsDir() && !times {
-				fi.Size = 0 // a directory's size says nothing of its entries, which are listed
-			}
-			out[p] = fi.String()
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
-
-// treeDiff lists how two trees differ. The host lock, which a command may
-// create even when it changes nothing (CONTRACT §10), is no difference:
-// its file added, and the times of the run directory that creating it
-// changed.
-func treeDiff(a, b map[string]string) string {
-	for k := range b {
-		if _, ok := a[k]; !ok && strings.HasSuffix(k, "/run/oac-node.lock") {
-			b = maps.Clone(b)
-			delete(b, k)
-			run := strings.TrimSuffix(k, "/oac-node.lock")
-			if v, ok := a[run]; ok {
-				b[run] = v
-			}
-			break
-		}
-	}
-	var d []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok {
-			d = append(d, "removed "+k)
-		} else if w != v {
-			d = append(d, fmt.Sprintf("changed %s: %s -> %s", k, v, w))
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			d = append(d, "added "+k)
-		}
-	}
-	sort.Strings(d)
-	return strings.Join(d, "\n")
+	return treetest.SnapshotPaths(t, treetest.Options{Owner: true, Times: times},
+		filepath.Join(f.host.Root, "etc"), filepath.Join(f.host.Root, "var/lib"), filepath.Join(f.base, "engine"))
 }
 
 // runCounters are the fakes' counts of what changed outside the tree.
@@ -339,7 +246,7 @@ func TestRerunOfAHealthyNodeWritesNothing(t *testing.T) {
 	if rep.Condition != workflow.Complete {
 		t.Fatalf("rerun: condition %s", rep.Condition)
 	}
-	if d := treeDiff(before, f.tree(t, true)); d != "" {
+	if d := generationtest.DiffHost(before, f.tree(t, true)); d != "" {
 		t.Errorf("the rerun changed the host:\n%s", d)
 	}
 	if c, l, r := f.counters(t); c != calls || l != loads || r != regs {

@@ -21,6 +21,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -210,7 +211,7 @@ func TestInstallRefusesWithoutSpace(t *testing.T) {
 	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 		t.Fatalf("error %v, want the space refusal", err)
 	}
-	if d := treeDiff(before, r.tree(t, true)); d != "" {
+	if d := generationtest.DiffHost(before, r.tree(t, true)); d != "" {
 		t.Errorf("the refusal changed:\n%s", d)
 	}
 	if got := r.nodeFileRequests(); len(got) != 0 {
@@ -239,13 +240,13 @@ func TestInstallFromBundleRefusesWithoutSpace(t *testing.T) {
 	r := newBundleRun(t)
 	r.writeBundle(t, r.sel.Commit)
 	fakeSpace(t, spaceNeed(r.cur, r.sel, release.ProviderDocker, false)-1)
-	host := generationtest.Snapshot(t, r.f.host.Root)
+	host := treetest.Snapshot(t, r.f.host.Root, treetest.Options{})
 	_, err := Run(context.Background(), r.cmd)
 	var ref *Refusal
 	if !errors.As(err, &ref) || ref.Check.Name != CheckSpaceName || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 		t.Fatalf("error %v, want the space refusal", err)
 	}
-	if d := generationtest.DiffHost(host, generationtest.Snapshot(t, r.f.host.Root)); d != "" {
+	if d := generationtest.DiffHost(host, treetest.Snapshot(t, r.f.host.Root, treetest.Options{})); d != "" {
 		t.Errorf("the host root changed:\n%s", d)
 	}
 	fakeSpace(t, spaceNeed(r.cur, r.sel, release.ProviderDocker, false))

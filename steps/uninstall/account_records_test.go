@@ -13,6 +13,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -76,7 +77,7 @@ func TestUninstallRefusesAnAccountNotRecorded(t *testing.T) {
 			f.install(t)
 			f.deleteAccount(t)
 			tc.mend(t, f)
-			before, calls := generationtest.Snapshot(t, f.host.Root), len(f.accts.Calls())
+			before, calls := treetest.Snapshot(t, f.host.Root, treetest.Options{}), len(f.accts.Calls())
 			_, err := f.uninstall(t, false)
 			if !errors.Is(err, accounts.ErrNotRecorded) || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("uninstall: %v, want the account refusal", err)
@@ -86,7 +87,7 @@ func TestUninstallRefusesAnAccountNotRecorded(t *testing.T) {
 					t.Errorf("the refusal lacks %q: %v", want, err)
 				}
 			}
-			if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
+			if d := generationtest.DiffHost(before, treetest.Snapshot(t, f.host.Root, treetest.Options{})); d != "" {
 				t.Errorf("the refusal changed the host:\n%s", d)
 			}
 			if c := f.accts.Calls(); len(c) != calls {

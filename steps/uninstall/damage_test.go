@@ -10,6 +10,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -39,13 +40,13 @@ func TestUninstallRefusesADamagedBookkeeping(t *testing.T) {
 			data, err := os.ReadFile(db)
 			must(t, err)
 			must(t, os.WriteFile(db, tc.damage(data), 0o600))
-			before := generationtest.Snapshot(t, f.host.Root)
+			before := treetest.Snapshot(t, f.host.Root, treetest.Options{})
 			_, err = f.uninstall(t, false)
 			if !errors.Is(err, bookkeeping.ErrDamaged) || !strings.Contains(err.Error(), "installer.db.damaged") ||
 				!strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 				t.Fatalf("uninstall: %v, want the damage refusal with its recovery", err)
 			}
-			if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
+			if d := generationtest.DiffHost(before, treetest.Snapshot(t, f.host.Root, treetest.Options{})); d != "" {
 				t.Errorf("the refusal changed the host:\n%s", d)
 			}
 			if !f.systemd.Enabled(layout.UnitName(id)) || f.children.Load() != 0 {
@@ -81,13 +82,13 @@ func TestUninstallNeedsCoreWhenRootRecordsARegistration(t *testing.T) {
 	for _, rel := range []string{"registered.json", "state/node/identity.json"} {
 		must(t, os.Remove(filepath.Join(f.host.NodeRoot(id), rel)))
 	}
-	before := generationtest.Snapshot(t, f.host.Root)
+	before := treetest.Snapshot(t, f.host.Root, treetest.Options{})
 	_, err := f.uninstall(t, false)
 	if err == nil || !strings.Contains(err.Error(), "registered with Core") || !strings.Contains(err.Error(), "--force") ||
 		!strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 		t.Fatalf("uninstall: %v, want a refusal asking for Core's consent", err)
 	}
-	if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
+	if d := generationtest.DiffHost(before, treetest.Snapshot(t, f.host.Root, treetest.Options{})); d != "" {
 		t.Errorf("the refusal changed the host:\n%s", d)
 	}
 	if !f.systemd.Enabled(layout.UnitName(id)) {

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -22,7 +22,6 @@ import (
 type victimDir struct {
 	dir    string
 	before map[string]string
-	mtimes map[string]unix.Timespec
 }
 
 func newVictimDir(t *testing.T, f *hostFixture) *victimDir {
@@ -36,7 +35,7 @@ func newVictimDir(t *testing.T, f *hostFixture) *victimDir {
 	for _, p := range []string{"shadow", id + "/registered.json", "nodes/" + id + "/registered.json", ".oac/nodes/" + id + "/registered.json"} {
 		writeFile(t, filepath.Join(dir, p), "root-secret\n", 0o644)
 	}
-	v := &victimDir{dir: dir, before: generationtest.Snapshot(t, dir), mtimes: mtimes(t, dir)}
+	v := &victimDir{dir: dir, before: treetest.Snapshot(t, dir, victimOptions)}
 	return v
 }
 
@@ -51,32 +50,18 @@ func accountVictimDir(t *testing.T, f *hostFixture) *victimDir {
 		}
 		return os.Lchown(p, u.UID, u.GID)
 	}))
-	v.before, v.mtimes = generationtest.Snapshot(t, v.dir), mtimes(t, v.dir)
+	v.before = treetest.Snapshot(t, v.dir, victimOptions)
 	return v
 }
 
-func mtimes(t *testing.T, dir string) map[string]unix.Timespec {
-	out := map[string]unix.Timespec{}
-	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		var st unix.Stat_t
-		if err == nil && unix.Lstat(p, &st) == nil {
-			out[p] = st.Mtim
-		}
-		return nil
-	})
-	return out
-}
+// victimOptions make a victim directory's snapshot show any change of
+// its entries' bytes, modes, owners or mtimes.
+var victimOptions = treetest.Options{Owner: true, MTime: true}
 
 func (v *victimDir) check(t *testing.T) {
 	t.Helper()
-	if d := generationtest.Diff(v.before, generationtest.Snapshot(t, v.dir)); d != "" {
+	if d := treetest.Diff(v.before, treetest.Snapshot(t, v.dir, victimOptions)); d != "" {
 		t.Errorf("the link's target %s changed:\n%s", v.dir, d)
-	}
-	after := mtimes(t, v.dir)
-	for p, m := range v.mtimes {
-		if after[p] != m {
-			t.Errorf("the mtime of %s changed", p)
-		}
 	}
 }
 
@@ -174,7 +159,7 @@ func TestUninstallOfAHostileHome(t *testing.T) {
 			if out, err := exec.Command("chown", "-h", "-R", "--", fmt.Sprintf("%d:%d", u.UID, u.GID), f.host.Home()).CombinedOutput(); err != nil && tc.name != "home a link" {
 				t.Fatalf("chown: %v %s", err, out)
 			}
-			outside := generationtest.Snapshot(t, filepath.Join(f.host.Root, "etc"))
+			outside := treetest.Snapshot(t, filepath.Join(f.host.Root, "etc"), treetest.Options{})
 			rep, err := f.uninstallWithin(t, false)
 			out := f.out.String()
 			forced := err != nil
@@ -185,7 +170,7 @@ func TestUninstallOfAHostileHome(t *testing.T) {
 				if !strings.Contains(err.Error(), "symbolic link") || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
 					t.Errorf("the refusal does not say why: %v", err)
 				}
-				if d := generationtest.Diff(outside, generationtest.Snapshot(t, filepath.Join(f.host.Root, "etc"))); d != "" {
+				if d := treetest.Diff(outside, treetest.Snapshot(t, filepath.Join(f.host.Root, "etc"), treetest.Options{})); d != "" {
 					t.Errorf("the refused run changed /etc:\n%s", d)
 				}
 				f.out.Reset()

@@ -28,6 +28,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/fakehost"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -99,7 +100,7 @@ func (f *hostFixture) user(t *testing.T) accounts.User {
 func (f *hostFixture) install(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	f.before = generationtest.Snapshot(t, f.host.Root)
+	f.before = treetest.Snapshot(t, f.host.Root, treetest.Options{})
 	_, lerr := f.dbs.LookupUser(layout.Account)
 	created := errors.Is(lerr, accounts.ErrNotFound)
 	var homeMode *os.FileMode
@@ -231,7 +232,7 @@ func (f *hostFixture) uninstall(t *testing.T, force bool) (*workflow.Report, err
 // leftovers is what differs from the host before the installation, but
 // for what stays by design: the journals and the host lock.
 func (f *hostFixture) leftovers(t *testing.T) string {
-	before, after := maps.Clone(f.before), generationtest.Snapshot(t, f.host.Root)
+	before, after := maps.Clone(f.before), treetest.Snapshot(t, f.host.Root, treetest.Options{})
 	for _, m := range []map[string]string{before, after} {
 		for k := range m {
 			if k == "run/oac-node.lock" || strings.HasPrefix(k, "var/lib/oac-node-install") {
@@ -239,7 +240,7 @@ func (f *hostFixture) leftovers(t *testing.T) string {
 			}
 		}
 	}
-	return generationtest.Diff(before, after)
+	return treetest.Diff(before, after)
 }
 
 func (f *hostFixture) engine(t *testing.T) dockertest.FileState {
@@ -286,13 +287,13 @@ func TestUninstallLeavesTheHostAsBeforeTheInstallation(t *testing.T) {
 	}
 
 	t.Run("rerun after completion is a no-op", func(t *testing.T) {
-		before, n := generationtest.Snapshot(t, f.host.Root), f.children.Load()
+		before, n := treetest.Snapshot(t, f.host.Root, treetest.Options{}), f.children.Load()
 		f.out.Reset()
 		rep, err := f.uninstall(t, false)
 		if err != nil || rep.Condition != workflow.Complete {
 			t.Fatalf("%v %v", rep, err)
 		}
-		if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" || f.children.Load() != n {
+		if d := generationtest.DiffHost(before, treetest.Snapshot(t, f.host.Root, treetest.Options{})); d != "" || f.children.Load() != n {
 			t.Errorf("the rerun changed the host or ran a child:\n%s", d)
 		}
 		if !strings.Contains(f.out.String(), "already uninstalled") {
@@ -356,7 +357,7 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 			f := newHostFixture(t)
 			f.install(t)
 			f.status.Store(int32(tc.status))
-			installed := generationtest.Snapshot(t, f.host.Root)
+			installed := treetest.Snapshot(t, f.host.Root, treetest.Options{})
 			_, err := f.uninstall(t, false)
 			if err == nil {
 				t.Fatal("uninstall went on")
@@ -369,7 +370,7 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 			if tc.not != "" && strings.Contains(err.Error(), tc.not) {
 				t.Errorf("the refusal names %q: %v", tc.not, err)
 			}
-			if d := generationtest.DiffHost(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
+			if d := generationtest.DiffHost(installed, treetest.Snapshot(t, f.host.Root, treetest.Options{})); d != "" {
 				t.Errorf("the refusal changed the host:\n%s", d)
 			}
 			if len(f.engine(t).Nets) != 1 || f.systemd.Enabled(layout.UnitName(id)) == false {
@@ -381,23 +382,23 @@ func TestUninstallRefusalsChangeNothing(t *testing.T) {
 		f := newHostFixture(t)
 		f.install(t)
 		f.core.Close()
-		installed := generationtest.Snapshot(t, f.host.Root)
+		installed := treetest.Snapshot(t, f.host.Root, treetest.Options{})
 		_, err := f.uninstall(t, false)
 		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(workflow.Message(err), "Nothing was changed.") {
 			t.Fatalf("err %v", err)
 		}
-		if d := generationtest.DiffHost(installed, generationtest.Snapshot(t, f.host.Root)); d != "" {
+		if d := generationtest.DiffHost(installed, treetest.Snapshot(t, f.host.Root, treetest.Options{})); d != "" {
 			t.Errorf("the refusal changed the host:\n%s", d)
 		}
 	})
 	t.Run("no record without --force", func(t *testing.T) {
 		f := newHostFixture(t)
-		before := generationtest.Snapshot(t, f.host.Root)
+		before := treetest.Snapshot(t, f.host.Root, treetest.Options{})
 		_, err := f.uninstall(t, false)
 		if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(workflow.Message(err), "Nothing was changed.") {
 			t.Fatalf("err %v", err)
 		}
-		if d := generationtest.DiffHost(before, generationtest.Snapshot(t, f.host.Root)); d != "" {
+		if d := generationtest.DiffHost(before, treetest.Snapshot(t, f.host.Root, treetest.Options{})); d != "" {
 			t.Errorf("the refusal changed the host:\n%s", d)
 		}
 	})

@@ -1,9 +1,21 @@
 // Package crashharness kills a workflow process at every journal point and
 // checks that rerunning it converges on the state an uninterrupted run
-// leaves. It exists only in test builds (-tags crashtest), which also compile
-// the failpoints of package journal/safefile; the shipped binary has neither.
+// leaves. It is test support only, imported by tests; the shipped binary
+// never holds it. Run, the harness for a process in a sandbox directory,
+// exists only in test builds with -tags crashtest, which also compile the
+// failpoints of package journal/safefile.
 //
-// The process under test is any command (the test binary re-executed into a
+// The parts any crash test shares are in every build, for tests that drive
+// a crashtest build of their own (the command's end-to-end crash tests in
+// a test host): CountTo and CrashAt are the environment a crashtest build
+// reads; Points reads the failpoints an uninterrupted run passed and
+// places each in its workflow step by the journal's records; Sample picks
+// the points a test runs (every k-th, every point of some states, a cap,
+// overridden by OAC_E2E_CRASH_EVERY, _MAX, _POINTS and _PART); Tally runs
+// each point as the subtest point-NNN, counts what the reruns did and
+// times the points' phases.
+//
+// Run's process under test is any command (the test binary re-executed into a
 // helper test, or the installer binary built with -tags crashtest) that runs
 // a workflow in a sandbox directory. The harness:
 //
@@ -16,7 +28,8 @@
 //  3. reruns it without a crash point. Where the crash left one of the
 //     target's Inspect states interrupted, the rerun must refuse and change
 //     nothing; anywhere else it must succeed, the sandbox must equal the
-//     uninterrupted run's, file by file, with contents and modes, and the
+//     uninterrupted run's, file by file, with contents and modes (package
+//     treetest's snapshot), and the
 //     journal's outcome must be the same.
 //
 // In PowerCut mode every sandbox is a power-cut file system (package

@@ -4,21 +4,18 @@ package crashharness
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/powercut"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 )
 
 // Mode is how the harness interrupts the process under test.
@@ -91,7 +88,7 @@ type harness struct {
 	t    *testing.T
 	tgt  Target
 	base string
-	want map[string]entry
+	want treetest.Tree
 	// wantOutcome is the uninterrupted run's outcome.
 	wantOutcome string
 	sum         Summary
@@ -114,12 +111,14 @@ func Run(t *testing.T, tgt Target) Summary {
 
 	sb := h.sandbox("uninterrupted")
 	countFile := h.countFile("points")
-	if out, err := h.run(sb, "OAC_CRASH_COUNT="+countFile); err != nil {
+	out, err := h.run(sb, CountTo(countFile))
+	if err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
 	}
-	h.sum.Points = readPoints(t, countFile)
+	if h.sum.Points, err = readCount(countFile); err != nil {
+		t.Fatal(err)
+	}
 	h.want = h.snapshot(sb)
-	var err error
 	if h.wantOutcome, err = tgt.Outcome(sb.dir); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +159,7 @@ func (h *harness) point(n int) {
 	var env []string
 	countFile := h.countFile(fmt.Sprintf("points-%03d", n))
 	if recrash {
-		env = append(env, "OAC_CRASH_COUNT="+countFile)
+		env = append(env, CountTo(countFile))
 	}
 	if out, err := h.run(sb, env...); err != nil {
 		t.Fatalf("%s: rerun after the %s failed: %v\n%s", name, h.tgt.Mode, err, out)
@@ -223,7 +222,7 @@ func (h *harness) recrash(n, m int) string {
 // crash runs the process to its n-th point, where it dies, then cuts
 // power. It reports whether the process finished before reaching it.
 func (h *harness) crash(sb *sandbox, name string, n int) (finished bool) {
-	out, err := h.run(sb, fmt.Sprintf("OAC_CRASH_AT=%d", n))
+	out, err := h.run(sb, CrashAt(n))
 	if err != nil && !killed(err) {
 		h.t.Fatalf("%s: the crashing run failed instead of dying: %v\n%s", name, err, out)
 	}
@@ -245,8 +244,8 @@ func (h *harness) refusal(sb *sandbox, name string) bool {
 	if out, err := h.run(sb); err == nil {
 		t.Fatalf("%s: the rerun resumed the interrupted Inspect state %q\n%s", name, state, out)
 	}
-	if after := h.snapshot(sb); !equal(before, after) {
-		t.Fatalf("%s: the refusing rerun changed the sandbox:\n%s", name, diff(before, after))
+	if d := treetest.Diff(before, h.snapshot(sb)); d != "" {
+		t.Fatalf("%s: the refusing rerun changed the sandbox:\n%s", name, d)
 	}
 	return true
 }
@@ -254,8 +253,8 @@ func (h *harness) refusal(sb *sandbox, name string) bool {
 // check compares the sandbox with the uninterrupted run.
 func (h *harness) check(sb *sandbox, name string) {
 	t := h.t
-	if got := h.snapshot(sb); !equal(h.want, got) {
-		t.Fatalf("%s: final state differs from the uninterrupted run:\n%s", name, diff(h.want, got))
+	if d := treetest.Diff(h.want, h.snapshot(sb)); d != "" {
+		t.Fatalf("%s: final state differs from the uninterrupted run (was: uninterrupted, now: this run):\n%s", name, d)
 	}
 	got, err := h.tgt.Outcome(sb.dir)
 	if err != nil {
@@ -340,18 +339,6 @@ func (h *harness) countFile(name string) string {
 	return p
 }
 
-func readPoints(t *testing.T, file string) []string {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err == nil && len(data) == 0 {
-		err = errors.New("the run passed none")
-	}
-	if err != nil {
-		t.Fatalf("no failpoints recorded (is the target built with -tags crashtest?): %v", err)
-	}
-	return strings.Fields(string(data))
-}
-
 func (h *harness) run(sb *sandbox, env ...string) ([]byte, error) {
 	cmd := h.tgt.Command(sb.dir)
 	if cmd.Env == nil {
@@ -359,7 +346,7 @@ func (h *harness) run(sb *sandbox, env ...string) ([]byte, error) {
 	}
 	clean := cmd.Env[:0:0]
 	for _, e := range cmd.Env {
-		if !strings.HasPrefix(e, "OAC_CRASH_AT=") && !strings.HasPrefix(e, "OAC_CRASH_COUNT=") {
+		if !strings.HasPrefix(e, EnvCrashAt+"=") && !strings.HasPrefix(e, EnvCrashCount+"=") {
 			clean = append(clean, e)
 		}
 	}
@@ -379,80 +366,16 @@ func killed(err error) bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
-// entry is one sandbox path: type, mode and content hash.
-type entry string
-
-func (h *harness) snapshot(sb *sandbox) map[string]entry {
-	t := h.t
-	t.Helper()
-	dir := sb.dir
-	out := map[string]entry{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
+// snapshot is the sandbox's entries below its top (treetest's
+// descriptions: type, mode, size and content hash, link target), but for
+// those the target ignores.
+func (h *harness) snapshot(sb *sandbox) treetest.Tree {
+	h.t.Helper()
+	out := treetest.Snapshot(h.t, sb.dir, treetest.Options{})
+	for rel := range out {
 		if rel == "." || (h.tgt.Ignore != nil && h.tgt.Ignore(rel)) {
-			return nil
+			delete(out, rel)
 		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			out[rel] = entry(fmt.Sprintf("file %v %d %s", info.Mode().Perm(), len(data), hex.EncodeToString(sum[:8])))
-		case info.IsDir():
-			out[rel] = entry(fmt.Sprintf("dir %v", info.Mode().Perm()))
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			out[rel] = entry("symlink " + target)
-		default:
-			out[rel] = entry(fmt.Sprintf("other %v", info.Mode()))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
-}
-
-func equal(a, b map[string]entry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func diff(want, got map[string]entry) string {
-	keys := map[string]bool{}
-	for k := range want {
-		keys[k] = true
-	}
-	for k := range got {
-		keys[k] = true
-	}
-	var names []string
-	for k := range keys {
-		if want[k] != got[k] {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, k := range names {
-		fmt.Fprintf(&b, "  %s: want %q, got %q\n", k, want[k], got[k])
-	}
-	return b.String()
 }

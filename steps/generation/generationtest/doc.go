@@ -2,8 +2,9 @@
 // against: fixture releases (a real Runtime image archive, a seccomp
 // profile and a fake msb), one TLS origin serving them through the real
 // console handler together with a fake Core configuration route, a node
-// root as an installation leaves it, and Snapshot/Diff of a directory tree
-// to prove that a run changed nothing, or only what it should.
+// root as an installation leaves it, and DiffHost: treetest's diff of two
+// snapshots of a host root, which allows for the host lock a command may
+// create even when it changes nothing.
 //
 // The tests of steps/generation, steps/install, steps/uninstall and the
 // command's import it; it runs in the test's process, as whatever account

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +26,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/steps/record/release/releasetest"
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 )
 
 // Identities of the test node.
@@ -456,55 +456,29 @@ func Mkdir(t testing.TB, p string) {
 	}
 }
 
-// Snapshot lists every entry below dir with its mode and content hash.
-func Snapshot(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		switch {
-		case fi.Mode().IsRegular():
-			data, _ := os.ReadFile(p)
-			out[rel] = fmt.Sprintf("%v %s", fi.Mode(), release.SHA256Hex(data))
-		default:
-			out[rel] = fi.Mode().String()
-		}
-		return nil
-	})
-	return out
-}
-
 // HostLock is the host lock's path in a snapshot of a host root.
 const HostLock = "run/oac-node.lock"
 
-// DiffHost is Diff of two snapshots of a host root, except that the host
-// lock is no difference when b has it and a has not: a command may create
-// it even when it changes nothing (CONTRACT §10).
-func DiffHost(a, b map[string]string) string {
-	if _, ok := a[HostLock]; !ok {
-		if _, ok := b[HostLock]; ok {
-			b = maps.Clone(b)
-			delete(b, HostLock)
+// DiffHost is treetest.Diff of two snapshots holding a host root (keyed
+// relative to the root or by full path), except that the host lock is no
+// difference when after has it and before has not: a command may create
+// it even when it changes nothing (CONTRACT §10). Nor are then the times
+// of the lock's directory, which change with the new entry.
+func DiffHost(before, after treetest.Tree) string {
+	for k := range after {
+		if k != HostLock && !strings.HasSuffix(k, "/"+HostLock) {
+			continue
 		}
-	}
-	return Diff(a, b)
-}
-
-// Diff describes how two snapshots differ ("" when equal).
-func Diff(a, b map[string]string) string {
-	var d []string
-	for k, v := range a {
-		if b[k] != v {
-			d = append(d, fmt.Sprintf("%s: %q -> %q", k, v, b[k]))
+		if _, ok := before[k]; ok {
+			break
 		}
-	}
-	for k, v := range b {
-		if _, ok := a[k]; !ok {
-			d = append(d, fmt.Sprintf("%s: added %q", k, v))
+		after = maps.Clone(after)
+		delete(after, k)
+		run := filepath.Dir(k)
+		if v, ok := before[run]; ok && treetest.WithoutTimes(v) == treetest.WithoutTimes(after[run]) {
+			after[run] = v
 		}
+		break
 	}
-	return strings.Join(d, "\n")
+	return treetest.Diff(before, after)
 }

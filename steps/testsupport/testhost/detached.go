@@ -317,19 +317,3 @@ func procStart(pid int) (uint64, bool) {
 // ticks after boot, to tell it from a later process given the same pid;
 // false when there is no such process.
 func ProcessStart(pid int) (uint64, bool) { return procStart(pid) }
-
-// Snapshot is what the machine's watched paths hold (see Start: the
-// account databases, /etc/systemd/system, /etc/oac-node, the core
-// pattern), to be saved by one process and compared by a later one.
-type Snapshot map[string]string
-
-// TakeSnapshot reads the machine's watched paths.
-func TakeSnapshot() (Snapshot, error) {
-	s, err := takeSnapshot()
-	return Snapshot(s), err
-}
-
-// Diff lists what differs from before to after, sorted.
-func (before Snapshot) Diff(after Snapshot) []string {
-	return snapshot(before).diff(snapshot(after))
-}

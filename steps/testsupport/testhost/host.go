@@ -116,17 +116,17 @@ func start(t testing.TB, o Options, prepare func(*Host) error) *Host {
 			t.Skipf("testhost: %s is not installed", tool)
 		}
 	}
-	before, err := takeSnapshot()
+	before, err := TakeSnapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		after, err := takeSnapshot()
+		after, err := TakeSnapshot()
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		if d := before.diff(after); len(d) > 0 {
+		if d := before.Diff(after); len(d) > 0 {
 			t.Errorf("testhost: the machine changed:\n%s", strings.Join(d, "\n"))
 		}
 	})

@@ -1,14 +1,12 @@
 package testhost
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+
+	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 )
 
 // watched are the machine's paths a test host must leave as they were:
@@ -20,63 +18,35 @@ var watched = []string{
 	"/etc/systemd/system", "/etc/oac-node", "/proc/sys/kernel/core_pattern",
 }
 
-// snapshot maps each path under the watched trees to a description of
-// what is there: type and mode, and the link target or content hash.
-type snapshot map[string]string
+// Snapshot is what the machine's watched paths hold (see Start: the
+// account databases, /etc/systemd/system, /etc/oac-node, the core
+// pattern), to be saved by one process and compared by a later one: each
+// path below them mapped to treetest's description (type and mode, and
+// the link target or size and content hash), or "absent" for a watched
+// path that is not there.
+type Snapshot map[string]string
 
-func takeSnapshot() (snapshot, error) {
-	s := snapshot{}
+// TakeSnapshot reads the machine's watched paths.
+func TakeSnapshot() (Snapshot, error) {
+	s := Snapshot{}
 	for _, root := range watched {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if errors.Is(err, fs.ErrNotExist) {
-				s[p] = "absent"
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			desc := fmt.Sprintf("%v", fi.Mode())
-			switch {
-			case fi.Mode()&fs.ModeSymlink != 0:
-				target, _ := os.Readlink(p)
-				desc += " -> " + target
-			case fi.Mode().IsRegular():
-				b, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				sum := sha256.Sum256(b)
-				desc += " " + hex.EncodeToString(sum[:])
-			}
-			s[p] = desc
-			return nil
-		})
+		if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+			s[root] = "absent"
+			continue
+		}
+		tree, err := treetest.Read(root, treetest.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("snapshot %s: %w", root, err)
+			return nil, err
+		}
+		for rel, desc := range tree {
+			s[filepath.Join(root, rel)] = desc
 		}
 	}
 	return s, nil
 }
 
-// diff lists what differs between two snapshots, sorted.
-func (before snapshot) diff(after snapshot) []string {
-	var out []string
-	for p, was := range before {
-		if now, ok := after[p]; !ok {
-			out = append(out, fmt.Sprintf("%s: was %s, now gone", p, was))
-		} else if now != was {
-			out = append(out, fmt.Sprintf("%s: was %s, now %s", p, was, now))
-		}
-	}
-	for p, now := range after {
-		if _, ok := before[p]; !ok {
-			out = append(out, fmt.Sprintf("%s: new, %s", p, now))
-		}
-	}
-	sort.Strings(out)
-	return out
+// Diff lists what differs from before to after, sorted (treetest.Diff's
+// lines).
+func (before Snapshot) Diff(after Snapshot) []string {
+	return treetest.DiffLines(treetest.Tree(before), treetest.Tree(after))
 }

@@ -36,16 +36,16 @@ func TestSnapshotSeesChanges(t *testing.T) {
 		{"mode", func() { os.Chmod(file, 0o600) }, "-rw-------"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before, err := takeSnapshot()
+			before, err := TakeSnapshot()
 			if err != nil {
 				t.Fatal(err)
 			}
 			tc.change()
-			after, err := takeSnapshot()
+			after, err := TakeSnapshot()
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := strings.Join(before.diff(after), "\n")
+			d := strings.Join(before.Diff(after), "\n")
 			if (tc.want == "") != (d == "") || !strings.Contains(d, tc.want) {
 				t.Fatalf("diff %q, want one with %q", d, tc.want)
 			}
