@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/host/core"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -24,7 +26,7 @@ func configurationDoc(t *testing.T) map[string]any {
 
 func TestParseConfiguration(t *testing.T) {
 	good, _ := json.Marshal(configurationDoc(t))
-	c, err := ParseConfiguration(good)
+	c, err := core.ParseConfiguration(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +70,8 @@ func TestParseConfiguration(t *testing.T) {
 			d := configurationDoc(t)
 			f(d)
 			data, _ := json.Marshal(d)
-			_, err := ParseConfiguration(data)
-			if !errors.Is(err, ErrCoreAnswer) {
+			_, err := core.ParseConfiguration(data)
+			if !errors.Is(err, core.ErrAnswer) {
 				t.Fatalf("ParseConfiguration: %v, want ErrCoreAnswer", err)
 			}
 			if strings.ContainsAny(err.Error(), "\x1b\a\u009b") || strings.Contains(err.Error(), "evil") {
@@ -77,13 +79,13 @@ func TestParseConfiguration(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseConfiguration([]byte(`[]`)); !errors.Is(err, ErrCoreAnswer) {
+	if _, err := core.ParseConfiguration([]byte(`[]`)); !errors.Is(err, core.ErrAnswer) {
 		t.Errorf("array: %v", err)
 	}
 }
 
 func TestCoreClient(t *testing.T) {
-	id := &NodeIdentity{Credential: testCredential, CoreURL: ""}
+	id := &noderoot.NodeIdentity{Credential: testCredential, CoreURL: ""}
 	id.Identity.NodeID = "7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
 	good, _ := json.Marshal(configurationDoc(t))
 	const secretBody = "body-text-that-must-never-appear"
@@ -101,15 +103,15 @@ func TestCoreClient(t *testing.T) {
 			}
 			w.Write(good)
 		}, nil, 0},
-		{"unauthorized", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusUnauthorized) }, ErrCoreRejected, 401},
-		{"wrong route", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusNotFound) }, ErrCoreRejected, 404},
-		{"resetting", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusConflict) }, ErrCoreRejected, 409},
+		{"unauthorized", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusUnauthorized) }, core.ErrRejected, 401},
+		{"wrong route", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusNotFound) }, core.ErrRejected, 404},
+		{"resetting", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusConflict) }, core.ErrRejected, 409},
 		{"redirect is not followed", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "https://elsewhere.example/api/v1/sandbox-node/configuration", http.StatusFound)
-		}, ErrCoreRejected, 302},
+		}, core.ErrRejected, 302},
 		{"too large", func(w http.ResponseWriter, r *http.Request) {
-			w.Write([]byte(`{"pad":"` + strings.Repeat("x", MaxConfigurationSize) + `"}`))
-		}, ErrCoreAnswer, 0},
+			w.Write([]byte(`{"pad":"` + strings.Repeat("x", core.MaxConfigurationSize) + `"}`))
+		}, core.ErrAnswer, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,7 +130,7 @@ func TestCoreClient(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Configuration: %v, want %v", err, tc.want)
 			}
-			var se *CoreStatusError
+			var se *core.StatusError
 			if tc.code != 0 && (!errors.As(err, &se) || se.Code != tc.code) {
 				t.Errorf("status %v, want %d", err, tc.code)
 			}
@@ -158,7 +160,7 @@ func TestParseNodeIdentity(t *testing.T) {
 		}
 	}
 	data, _ := json.Marshal(doc())
-	id, err := ParseNodeIdentity(data)
+	id, err := noderoot.ParseNodeIdentity(data)
 	if err != nil || id.Identity.NodeID == "" || id.OwnerEpoch != 3 {
 		t.Fatalf("%+v %v", id, err)
 	}
@@ -177,8 +179,8 @@ func TestParseNodeIdentity(t *testing.T) {
 			d := doc()
 			f(d)
 			data, _ := json.Marshal(d)
-			_, err := ParseNodeIdentity(data)
-			if !errors.Is(err, ErrIdentity) {
+			_, err := noderoot.ParseNodeIdentity(data)
+			if !errors.Is(err, noderoot.ErrIdentity) {
 				t.Fatalf("ParseNodeIdentity: %v", err)
 			}
 			if strings.Contains(err.Error(), testCredential) {
@@ -189,29 +191,29 @@ func TestParseNodeIdentity(t *testing.T) {
 }
 
 func TestNodeRecords(t *testing.T) {
-	if p, err := ParsePreparation([]byte(`{"source_url": "https://console.example"}`)); err != nil || p.SourceURL != "https://console.example" {
+	if p, err := noderoot.ParsePreparation([]byte(`{"source_url": "https://console.example"}`)); err != nil || p.SourceURL != "https://console.example" {
 		t.Fatalf("%v %v", p, err)
 	}
 	for _, bad := range []string{`{}`, `{"source_url": "https://console.example/path"}`, `{"source_url": "x", "other": 1}`, `{"source_url": 5}`} {
-		if _, err := ParsePreparation([]byte(bad)); !errors.Is(err, ErrRecord) {
+		if _, err := noderoot.ParsePreparation([]byte(bad)); !errors.Is(err, noderoot.ErrRecord) {
 			t.Errorf("preparation.json %s: %v", bad, err)
 		}
 	}
-	ra := &RuntimeArtifacts{InstallationID: testID, SourceCommit: commitA, SHA256: map[string]string{release.PathSeccomp: strings.Repeat("1", 64), PathUnpacked: strings.Repeat("2", 64)}}
+	ra := &noderoot.RuntimeArtifacts{InstallationID: testID, SourceCommit: commitA, SHA256: map[string]string{release.PathSeccomp: strings.Repeat("1", 64), noderoot.PathUnpacked: strings.Repeat("2", 64)}}
 	data, err := ra.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := ParseRuntimeArtifacts(data)
-	if err != nil || back.SHA256[PathUnpacked] != ra.SHA256[PathUnpacked] {
+	back, err := noderoot.ParseRuntimeArtifacts(data)
+	if err != nil || back.SHA256[noderoot.PathUnpacked] != ra.SHA256[noderoot.PathUnpacked] {
 		t.Fatalf("%+v %v", back, err)
 	}
-	for _, bad := range []*RuntimeArtifacts{
+	for _, bad := range []*noderoot.RuntimeArtifacts{
 		{InstallationID: testID, SourceCommit: commitA, SHA256: map[string]string{release.PathNode: strings.Repeat("1", 64)}},
 		{InstallationID: testID, SourceCommit: commitA, SHA256: map[string]string{release.PathSeccomp: "abc"}},
 		{InstallationID: testID, SourceCommit: "main", SHA256: map[string]string{release.PathSeccomp: strings.Repeat("1", 64)}},
 	} {
-		if _, err := bad.Marshal(); !errors.Is(err, ErrRecord) {
+		if _, err := bad.Marshal(); !errors.Is(err, noderoot.ErrRecord) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/download/downloadtest"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
@@ -40,12 +42,12 @@ func setIdentity(t *testing.T, n *testNode, change func(map[string]any)) {
 
 // specificationEnv is an Env for preparing generation 2 of a Docker node
 // whose Core (the test server) answers spec for it.
-func specificationEnv(t *testing.T) (*testNode, *Env) {
+func specificationEnv(t *testing.T) (*testNode, *noderoot.Env) {
 	t.Helper()
 	n, _, other := dockerNode(t)
 	spec := other.Spec(t, release.ProviderDocker, 2)
 	n.srv.SetSpec(2, spec)
-	e, err := NewEnv(n.options(ActionPrepare, 2, spec))
+	e, err := noderoot.NewEnv(n.options(noderoot.ActionPrepare, 2, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +72,8 @@ func TestCoreOriginPolicy(t *testing.T) {
 		{"https", "https://core.example", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id := &NodeIdentity{Credential: testCredential, CoreURL: tc.coreURL, AllowInsecureOrigin: tc.insecure}
-			_, err := NewCoreClient(id, nil, download.ProxyEnv{})
+			id := &noderoot.NodeIdentity{Credential: testCredential, CoreURL: tc.coreURL, AllowInsecureOrigin: tc.insecure}
+			_, err := noderoot.NewCoreClient(id, nil, download.ProxyEnv{})
 			if refused := errors.Is(err, provider.ErrInsecureOrigin); refused != tc.refused || (err != nil && !refused) {
 				t.Errorf("NewCoreClient: %v, want refused %v", err, tc.refused)
 			}
@@ -81,7 +83,7 @@ func TestCoreOriginPolicy(t *testing.T) {
 		n, e := specificationEnv(t)
 		setIdentity(t, n, func(d map[string]any) { d["core_url"] = "http://core.example" })
 		_, err := e.Specification(context.Background())
-		if !errors.Is(err, provider.ErrInsecureOrigin) || !errors.Is(err, ErrIdentity) {
+		if !errors.Is(err, provider.ErrInsecureOrigin) || !errors.Is(err, noderoot.ErrIdentity) {
 			t.Fatalf("Specification: %v, want ErrIdentity and ErrInsecureOrigin", err)
 		}
 	})
@@ -156,9 +158,9 @@ func seen(p *downloadtest.Proxy) []string {
 }
 
 // testCoreClient is a Core client without a proxy.
-func testCoreClient(t *testing.T, id *NodeIdentity, roots *x509.CertPool) *CoreClient {
+func testCoreClient(t *testing.T, id *noderoot.NodeIdentity, roots *x509.CertPool) *core.Client {
 	t.Helper()
-	c, err := NewCoreClient(id, trust.Only(roots), download.ProxyEnv{})
+	c, err := noderoot.NewCoreClient(id, trust.Only(roots), download.ProxyEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/host/core"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -32,11 +34,11 @@ func TestRecordsAndAnswersRefuseCaseVariantsAndDuplicates(t *testing.T) {
 		})
 		return d
 	}
-	if _, err := ParseNodeIdentity(identity()); err != nil {
+	if _, err := noderoot.ParseNodeIdentity(identity()); err != nil {
 		t.Fatalf("the base identity is refused: %v", err)
 	}
 	configuration, _ := json.Marshal(configurationDoc(t))
-	if _, err := ParseConfiguration(configuration); err != nil {
+	if _, err := core.ParseConfiguration(configuration); err != nil {
 		t.Fatalf("the base configuration is refused: %v", err)
 	}
 	for _, tc := range []struct {
@@ -45,19 +47,19 @@ func TestRecordsAndAnswersRefuseCaseVariantsAndDuplicates(t *testing.T) {
 		read func([]byte) error
 		want error
 	}{
-		{"preparation case variant", []byte(`{"SOURCE_URL":"https://a.example","source_url":"https://b.example"}`), parsePreparationErr, ErrRecord},
-		{"preparation case variant alone", []byte(`{"Source_URL":"https://a.example"}`), parsePreparationErr, ErrRecord},
-		{"preparation duplicate", []byte(`{"source_url":"https://a.example","source_url":"https://b.example"}`), parsePreparationErr, ErrRecord},
-		{"runtime artifacts duplicate path", []byte(artifacts(`"` + release.PathSeccomp + `":"` + sum + `","` + release.PathSeccomp + `":"` + strings.Repeat("2", 64) + `"`)), parseRuntimeArtifactsErr, ErrRecord},
-		{"runtime artifacts case variant", prefix([]byte(artifacts(`"`+release.PathSeccomp+`":"`+sum+`"`)), `"Source_Commit":"`+commitA+`"`), parseRuntimeArtifactsErr, ErrRecord},
-		{"identity case variant", prefix(identity(), `"Core_URL":"https://other.example"`), parseNodeIdentityErr, ErrIdentity},
-		{"identity duplicate", prefix(identity(), `"core_url":"https://other.example"`), parseNodeIdentityErr, ErrIdentity},
-		{"identity duplicate inner key", []byte(strings.Replace(string(identity()), `"identity":{`, `"identity":{"node_id":"00000000-0000-4000-8000-000000000000",`, 1)), parseNodeIdentityErr, ErrIdentity},
-		{"identity missing inner key", []byte(strings.Replace(string(identity()), `"max_active":1,`, ``, 1)), parseNodeIdentityErr, ErrIdentity},
-		{"configuration case variant", prefix(configuration, `"GENERATION":9`), parseConfigurationErr, ErrCoreAnswer},
-		{"configuration duplicate", prefix(configuration, `"generation":9`), parseConfigurationErr, ErrCoreAnswer},
-		{"configuration integer with a fraction", []byte(strings.Replace(string(configuration), `"generation":3`, `"generation":3.0`, 1)), parseConfigurationErr, ErrCoreAnswer},
-		{"configuration duplicate in an unknown key", prefix(configuration, `"newest":{"a":1,"a":2}`), parseConfigurationErr, ErrCoreAnswer},
+		{"preparation case variant", []byte(`{"SOURCE_URL":"https://a.example","source_url":"https://b.example"}`), parsePreparationErr, noderoot.ErrRecord},
+		{"preparation case variant alone", []byte(`{"Source_URL":"https://a.example"}`), parsePreparationErr, noderoot.ErrRecord},
+		{"preparation duplicate", []byte(`{"source_url":"https://a.example","source_url":"https://b.example"}`), parsePreparationErr, noderoot.ErrRecord},
+		{"runtime artifacts duplicate path", []byte(artifacts(`"` + release.PathSeccomp + `":"` + sum + `","` + release.PathSeccomp + `":"` + strings.Repeat("2", 64) + `"`)), parseRuntimeArtifactsErr, noderoot.ErrRecord},
+		{"runtime artifacts case variant", prefix([]byte(artifacts(`"`+release.PathSeccomp+`":"`+sum+`"`)), `"Source_Commit":"`+commitA+`"`), parseRuntimeArtifactsErr, noderoot.ErrRecord},
+		{"identity case variant", prefix(identity(), `"Core_URL":"https://other.example"`), parseNodeIdentityErr, noderoot.ErrIdentity},
+		{"identity duplicate", prefix(identity(), `"core_url":"https://other.example"`), parseNodeIdentityErr, noderoot.ErrIdentity},
+		{"identity duplicate inner key", []byte(strings.Replace(string(identity()), `"identity":{`, `"identity":{"node_id":"00000000-0000-4000-8000-000000000000",`, 1)), parseNodeIdentityErr, noderoot.ErrIdentity},
+		{"identity missing inner key", []byte(strings.Replace(string(identity()), `"max_active":1,`, ``, 1)), parseNodeIdentityErr, noderoot.ErrIdentity},
+		{"configuration case variant", prefix(configuration, `"GENERATION":9`), parseConfigurationErr, core.ErrAnswer},
+		{"configuration duplicate", prefix(configuration, `"generation":9`), parseConfigurationErr, core.ErrAnswer},
+		{"configuration integer with a fraction", []byte(strings.Replace(string(configuration), `"generation":3`, `"generation":3.0`, 1)), parseConfigurationErr, core.ErrAnswer},
+		{"configuration duplicate in an unknown key", prefix(configuration, `"newest":{"a":1,"a":2}`), parseConfigurationErr, core.ErrAnswer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.read(tc.doc)
@@ -86,7 +88,7 @@ func TestCoreIdentityAnswerIsStrict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(tc.body)) }))
 			defer srv.Close()
-			id := &NodeIdentity{Credential: testCredential, CoreURL: srv.URL}
+			id := &noderoot.NodeIdentity{Credential: testCredential, CoreURL: srv.URL}
 			pool := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 			a, status, err := coreIdentity(context.Background(), testCoreClient(t, id, pool))
 			if tc.ok != (err == nil) {
@@ -96,7 +98,10 @@ func TestCoreIdentityAnswerIsStrict(t *testing.T) {
 	}
 }
 
-func parsePreparationErr(data []byte) error      { _, err := ParsePreparation(data); return err }
-func parseRuntimeArtifactsErr(data []byte) error { _, err := ParseRuntimeArtifacts(data); return err }
-func parseNodeIdentityErr(data []byte) error     { _, err := ParseNodeIdentity(data); return err }
-func parseConfigurationErr(data []byte) error    { _, err := ParseConfiguration(data); return err }
+func parsePreparationErr(data []byte) error { _, err := noderoot.ParsePreparation(data); return err }
+func parseRuntimeArtifactsErr(data []byte) error {
+	_, err := noderoot.ParseRuntimeArtifacts(data)
+	return err
+}
+func parseNodeIdentityErr(data []byte) error  { _, err := noderoot.ParseNodeIdentity(data); return err }
+func parseConfigurationErr(data []byte) error { _, err := core.ParseConfiguration(data); return err }
