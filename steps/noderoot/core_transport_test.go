@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/download/downloadtest"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
-	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
@@ -42,12 +41,12 @@ func setIdentity(t *testing.T, n *testNode, change func(map[string]any)) {
 
 // specificationEnv is an Env for preparing generation 2 of a Docker node
 // whose Core (the test server) answers spec for it.
-func specificationEnv(t *testing.T) (*testNode, *noderoot.Env) {
+func specificationEnv(t *testing.T) (*testNode, *Env) {
 	t.Helper()
 	n, _, other := dockerNode(t)
 	spec := other.Spec(t, release.ProviderDocker, 2)
 	n.srv.SetSpec(2, spec)
-	e, err := noderoot.NewEnv(n.options(noderoot.ActionPrepare, 2, spec))
+	e, err := NewEnv(n.options(ActionPrepare, 2, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +71,8 @@ func TestCoreOriginPolicy(t *testing.T) {
 		{"https", "https://core.example", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id := &noderoot.NodeIdentity{Credential: testCredential, CoreURL: tc.coreURL, AllowInsecureOrigin: tc.insecure}
-			_, err := noderoot.NewCoreClient(id, nil, download.ProxyEnv{})
+			id := &NodeIdentity{Credential: testCredential, CoreURL: tc.coreURL, AllowInsecureOrigin: tc.insecure}
+			_, err := NewCoreClient(id, nil, download.ProxyEnv{})
 			if refused := errors.Is(err, provider.ErrInsecureOrigin); refused != tc.refused || (err != nil && !refused) {
 				t.Errorf("NewCoreClient: %v, want refused %v", err, tc.refused)
 			}
@@ -83,7 +82,7 @@ func TestCoreOriginPolicy(t *testing.T) {
 		n, e := specificationEnv(t)
 		setIdentity(t, n, func(d map[string]any) { d["core_url"] = "http://core.example" })
 		_, err := e.Specification(context.Background())
-		if !errors.Is(err, provider.ErrInsecureOrigin) || !errors.Is(err, noderoot.ErrIdentity) {
+		if !errors.Is(err, provider.ErrInsecureOrigin) || !errors.Is(err, ErrIdentity) {
 			t.Fatalf("Specification: %v, want ErrIdentity and ErrInsecureOrigin", err)
 		}
 	})
@@ -158,9 +157,9 @@ func seen(p *downloadtest.Proxy) []string {
 }
 
 // testCoreClient is a Core client without a proxy.
-func testCoreClient(t *testing.T, id *noderoot.NodeIdentity, roots *x509.CertPool) *core.Client {
+func testCoreClient(t *testing.T, id *NodeIdentity, roots *x509.CertPool) *core.Client {
 	t.Helper()
-	c, err := noderoot.NewCoreClient(id, trust.Only(roots), download.ProxyEnv{})
+	c, err := NewCoreClient(id, trust.Only(roots), download.ProxyEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}

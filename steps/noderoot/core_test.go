@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -85,7 +84,7 @@ func TestParseConfiguration(t *testing.T) {
 }
 
 func TestCoreClient(t *testing.T) {
-	id := &noderoot.NodeIdentity{Credential: testCredential, CoreURL: ""}
+	id := &NodeIdentity{Credential: testCredential, CoreURL: ""}
 	id.Identity.NodeID = "7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
 	good, _ := json.Marshal(configurationDoc(t))
 	const secretBody = "body-text-that-must-never-appear"
@@ -160,7 +159,7 @@ func TestParseNodeIdentity(t *testing.T) {
 		}
 	}
 	data, _ := json.Marshal(doc())
-	id, err := noderoot.ParseNodeIdentity(data)
+	id, err := ParseNodeIdentity(data)
 	if err != nil || id.Identity.NodeID == "" || id.OwnerEpoch != 3 {
 		t.Fatalf("%+v %v", id, err)
 	}
@@ -179,8 +178,8 @@ func TestParseNodeIdentity(t *testing.T) {
 			d := doc()
 			f(d)
 			data, _ := json.Marshal(d)
-			_, err := noderoot.ParseNodeIdentity(data)
-			if !errors.Is(err, noderoot.ErrIdentity) {
+			_, err := ParseNodeIdentity(data)
+			if !errors.Is(err, ErrIdentity) {
 				t.Fatalf("ParseNodeIdentity: %v", err)
 			}
 			if strings.Contains(err.Error(), testCredential) {
@@ -191,29 +190,29 @@ func TestParseNodeIdentity(t *testing.T) {
 }
 
 func TestNodeRecords(t *testing.T) {
-	if p, err := noderoot.ParsePreparation([]byte(`{"source_url": "https://console.example"}`)); err != nil || p.SourceURL != "https://console.example" {
+	if p, err := ParsePreparation([]byte(`{"source_url": "https://console.example"}`)); err != nil || p.SourceURL != "https://console.example" {
 		t.Fatalf("%v %v", p, err)
 	}
 	for _, bad := range []string{`{}`, `{"source_url": "https://console.example/path"}`, `{"source_url": "x", "other": 1}`, `{"source_url": 5}`} {
-		if _, err := noderoot.ParsePreparation([]byte(bad)); !errors.Is(err, noderoot.ErrRecord) {
+		if _, err := ParsePreparation([]byte(bad)); !errors.Is(err, ErrRecord) {
 			t.Errorf("preparation.json %s: %v", bad, err)
 		}
 	}
-	ra := &noderoot.RuntimeArtifacts{InstallationID: testID, SourceCommit: commitA, SHA256: map[string]string{release.PathSeccomp: strings.Repeat("1", 64), noderoot.PathUnpacked: strings.Repeat("2", 64)}}
+	ra := &RuntimeArtifacts{InstallationID: testID, SourceCommit: commitA, SHA256: map[string]string{release.PathSeccomp: strings.Repeat("1", 64), PathUnpacked: strings.Repeat("2", 64)}}
 	data, err := ra.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := noderoot.ParseRuntimeArtifacts(data)
-	if err != nil || back.SHA256[noderoot.PathUnpacked] != ra.SHA256[noderoot.PathUnpacked] {
+	back, err := ParseRuntimeArtifacts(data)
+	if err != nil || back.SHA256[PathUnpacked] != ra.SHA256[PathUnpacked] {
 		t.Fatalf("%+v %v", back, err)
 	}
-	for _, bad := range []*noderoot.RuntimeArtifacts{
+	for _, bad := range []*RuntimeArtifacts{
 		{InstallationID: testID, SourceCommit: commitA, SHA256: map[string]string{release.PathNode: strings.Repeat("1", 64)}},
 		{InstallationID: testID, SourceCommit: commitA, SHA256: map[string]string{release.PathSeccomp: "abc"}},
 		{InstallationID: testID, SourceCommit: "main", SHA256: map[string]string{release.PathSeccomp: strings.Repeat("1", 64)}},
 	} {
-		if _, err := bad.Marshal(); !errors.Is(err, noderoot.ErrRecord) {
+		if _, err := bad.Marshal(); !errors.Is(err, ErrRecord) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}
