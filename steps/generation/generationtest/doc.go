@@ -5,7 +5,8 @@
 // root as an installation leaves it, and Snapshot/Diff of a directory tree
 // to prove that a run changed nothing, or only what it should.
 //
-// The tests of steps/generation, steps/install, steps/uninstall and the
+// The tests of steps/generation, steps/noderoot, steps/install,
+// steps/uninstall and the
 // command's import it; it runs in the test's process, as whatever account
 // the test runs as, and only under the test's temporary directories. It
 // is never part of the shipped installer: the fixtures' releases are
