@@ -6,9 +6,9 @@
 // to prove that a run changed nothing, or only what it should.
 //
 // The tests of steps/generation, steps/noderoot, steps/install,
-// steps/uninstall and the
-// command's import it; it runs in the test's process, as whatever account
-// the test runs as, and only under the test's temporary directories. It
+// steps/uninstall and the command's import it; it runs in the test's
+// process, as whatever account the test runs as, and only under the test's
+// temporary directories. It
 // is never part of the shipped installer: the fixtures' releases are
 // removed by Cleanup, which each importing test binary calls from
 // TestMain.
