@@ -8,7 +8,7 @@ import (
 )
 
 // releaseFilesStep removes the generation's release files: it decides and
-// checks everything first (see planRemoval: shared directories stay, every
+// checks everything first (see noderoot.PlanRemoval: shared directories stay, every
 // remaining file is hash-checked against the node's own record) and only
 // then removes, fsyncing each directory. Files already gone are skipped, so
 // an interrupted removal finishes on rerun.

@@ -146,8 +146,8 @@ func (e *Env) FetchReleaseFile(ctx context.Context, src, name string) ([]byte, e
 }
 
 // Download implements Data: req.URL is set to the artifact's versioned
-// Console URL, so downloads stay pinned to the release even if the
-// Console's current release changes meanwhile.
+// console URL, so downloads stay pinned to the release even if the
+// console's current release changes meanwhile.
 func (e *Env) Download(ctx context.Context, src string, req download.Request) error {
 	c, source, err := e.Console()
 	if err != nil {

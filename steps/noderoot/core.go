@@ -23,11 +23,11 @@ type ConfigurationReader interface {
 // that the identity's recorded insecure-origin policy does not allow:
 // the node credential never travels in clear text to a host that is not
 // loopback unless the node was installed with --allow-insecure-origin.
-func NewCoreClient(id *NodeIdentity, roots *trust.Roots, Proxy download.ProxyEnv) (*core.Client, error) {
+func NewCoreClient(id *NodeIdentity, roots *trust.Roots, proxy download.ProxyEnv) (*core.Client, error) {
 	if err := provider.CheckOriginPolicy(id.CoreURL, id.AllowInsecureOrigin); err != nil {
 		return nil, fmt.Errorf("%w: core_url: %w", ErrIdentity, err)
 	}
-	proxyFunc, err := Proxy.ProxyFunc()
+	proxyFunc, err := proxy.ProxyFunc()
 	if err != nil {
 		return nil, fmt.Errorf("Core client: %w", err)
 	}

@@ -48,7 +48,7 @@ type Data interface {
 	FetchReleaseFile(ctx context.Context, sourceCommit, name string) ([]byte, error)
 	// Download publishes one verified artifact of a release: req.URL holds
 	// the artifact's released file name, which becomes its versioned
-	// Console URL. Transfer failures are *ArtifactError.
+	// console URL. Transfer failures are *ArtifactError.
 	Download(ctx context.Context, sourceCommit string, req download.Request) error
 	// Docker is the Docker Engine of the node's configuration.
 	Docker(ctx context.Context) (Docker, error)

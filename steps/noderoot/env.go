@@ -191,6 +191,8 @@ func (e *Env) UID() int { return e.opts.UID }
 // Logf implements Data.
 func (e *Env) Logf(format string, args ...any) { fmt.Fprintf(e.opts.Log, format+"\n", args...) }
 
+// RecordName is generation g's entry of the generations directory with
+// suffix (".lease", ".json", ".preparing", ".collecting", ".dropped").
 func RecordName(g int64, suffix string) string { return strconv.FormatInt(g, 10) + suffix }
 
 // Present reports whether a generations-directory entry exists (in any

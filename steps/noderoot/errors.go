@@ -49,7 +49,8 @@ func (e *ArtifactError) Unwrap() error { return e.Err }
 // Class is the journal's error class.
 func (e *ArtifactError) Class() string { return "artifact" }
 
-// Artifact wraps err (nil stays nil).
+// Artifact wraps err as an *ArtifactError (nil stays nil; an error that
+// already holds one stays as it is).
 func Artifact(err error) error {
 	if err == nil {
 		return nil
@@ -75,8 +76,11 @@ func IsArtifactFailure(err error) bool {
 // does, when nothing was (workflow.Message).
 type RefusalError = workflow.Refusal
 
+// Refusal is err refused with the operator's next step hint ("" for
+// none): a *RefusalError, a refusal that changed nothing.
 func Refusal(hint string, err error) error { return &RefusalError{Err: err, Hint: hint} }
 
+// Refusef is a Refusal of sentinel with a formatted detail.
 func Refusef(sentinel error, hint, format string, args ...any) error {
 	return &RefusalError{Err: fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...)), Hint: hint}
 }

@@ -13,7 +13,7 @@ import (
 
 // Retained is a configuration that keeps references on the node: a
 // published <h>.json or the base provider.json of a generation that is not
-// Dropped, or the plan of a generation still being prepared.
+// dropped, or the plan of a generation still being prepared.
 type Retained struct {
 	Generation int64
 	Where      string

@@ -22,7 +22,7 @@ type Removal struct {
 }
 
 // PlanRemoval decides what collecting gc removes: nothing when another
-// Retained configuration uses the same release directory; otherwise every
+// retained configuration uses the same release directory; otherwise every
 // Runtime file present there, each hash-checked against the node's local
 // proof (the release copies in releases/<src>, or runtime-artifacts.json
 // for the node root's original files). An unknown hash, changed bytes, a
