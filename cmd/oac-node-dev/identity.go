@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
@@ -37,7 +37,7 @@ func lockState(stateDir string) (*safefile.FileLock, error) {
 
 // readIdentity reads identity.json strictly (the installer's parser); it
 // must be a private regular file. A missing file is os.ErrNotExist.
-func readIdentity(stateDir string) (*generation.NodeIdentity, error) {
+func readIdentity(stateDir string) (*noderoot.NodeIdentity, error) {
 	path := filepath.Join(stateDir, layout.IdentityFileName)
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -51,11 +51,11 @@ func readIdentity(stateDir string) (*generation.NodeIdentity, error) {
 	if !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
 		return nil, fmt.Errorf("%s must be a regular file of mode 0600", path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, generation.MaxIdentitySize+1))
+	data, err := io.ReadAll(io.LimitReader(f, noderoot.MaxIdentitySize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	id, err := generation.ParseNodeIdentity(data)
+	id, err := noderoot.ParseNodeIdentity(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -68,7 +68,7 @@ const identityTemp = ".identity-"
 
 // writeIdentity publishes identity.json atomically: temporary file
 // .identity-*, fsync, rename, fsync of the directory.
-func writeIdentity(stateDir string, id *generation.NodeIdentity) error {
+func writeIdentity(stateDir string, id *noderoot.NodeIdentity) error {
 	data, err := json.Marshal(id)
 	if err != nil {
 		return err

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
@@ -123,7 +123,7 @@ func (e *env) registerAt(t *testing.T, origin, tokenFile string, extra ...string
 	return code, stdout.String(), stderr.String()
 }
 
-func (e *env) identity(t *testing.T) *generation.NodeIdentity {
+func (e *env) identity(t *testing.T) *noderoot.NodeIdentity {
 	t.Helper()
 	id, err := readIdentity(e.state)
 	if err != nil {

@@ -18,7 +18,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
@@ -146,7 +147,7 @@ func registerNode(ctx context.Context, f registerFlags, stdout, stderr io.Writer
 			return finish(f.stateDir, id, done, stdout)
 		}
 	case errors.Is(err, os.ErrNotExist):
-		var conf *generation.Configuration
+		var conf *core.Configuration
 		if conf, err = readConfiguration(ctx, client, token); err != nil {
 			var ce *coreError
 			if errors.As(err, &ce) {
@@ -210,7 +211,7 @@ func registerNode(ctx context.Context, f registerFlags, stdout, stderr io.Writer
 
 // confirmed asks the identity route whether Core knows the node under
 // this credential: the identity when it does, nil when Core answers 401.
-func confirmed(ctx context.Context, client *coreClient, id *generation.NodeIdentity) (*enrollment, error) {
+func confirmed(ctx context.Context, client *coreClient, id *noderoot.NodeIdentity) (*enrollment, error) {
 	var got enrollment
 	err := client.do(ctx, http.MethodGet, "/api/v1/sandbox-node/identity?node_id="+id.Identity.NodeID, id.Credential, nil, nil, &got)
 	var ce *coreError
@@ -225,7 +226,7 @@ func confirmed(ctx context.Context, client *coreClient, id *generation.NodeIdent
 
 // finish checks Core's identity against ours, stores Core's capacity and
 // prints the enrollment line.
-func finish(stateDir string, id *generation.NodeIdentity, got *enrollment, stdout io.Writer) (int, error) {
+func finish(stateDir string, id *noderoot.NodeIdentity, got *enrollment, stdout io.Writer) (int, error) {
 	if got.NodeID != id.Identity.NodeID || got.InstallationID != id.Identity.InstallationID || got.Provider != id.Identity.Provider ||
 		got.DeploymentGeneration != id.Identity.DeploymentGeneration || got.SpecificationDigest != id.Identity.SpecificationDigest {
 		return exitError, errors.New("Core confirmed a different node identity")
@@ -246,20 +247,20 @@ func finish(stateDir string, id *generation.NodeIdentity, got *enrollment, stdou
 
 // readConfiguration reads Core's configuration with the token (which it
 // does not consume) and validates it with the installer's parser.
-func readConfiguration(ctx context.Context, client *coreClient, token string) (*generation.Configuration, error) {
+func readConfiguration(ctx context.Context, client *coreClient, token string) (*core.Configuration, error) {
 	var raw json.RawMessage
 	if err := client.do(ctx, http.MethodGet, "/api/v1/sandbox-node/configuration", token, nil, nil, &raw); err != nil {
 		return nil, err
 	}
-	return generation.ParseConfiguration(raw)
+	return core.ParseConfiguration(raw)
 }
 
 // newIdentity makes the node's identity: a new node id and a credential of
 // 32 random bytes (64 hex).
-func newIdentity(cfg *provider.Config, conf *generation.Configuration, f registerFlags, caSHA string) *generation.NodeIdentity {
+func newIdentity(cfg *provider.Config, conf *core.Configuration, f registerFlags, caSHA string) *noderoot.NodeIdentity {
 	var secret [32]byte
 	rand.Read(secret[:])
-	id := &generation.NodeIdentity{Credential: hex.EncodeToString(secret[:]), CoreURL: f.coreURL, AllowInsecureOrigin: f.insecure}
+	id := &noderoot.NodeIdentity{Credential: hex.EncodeToString(secret[:]), CoreURL: f.coreURL, AllowInsecureOrigin: f.insecure}
 	id.Identity.NodeID = uuid.NewString()
 	id.Identity.InstallationID = cfg.InstallationID
 	id.Identity.Provider = cfg.Provider

@@ -14,7 +14,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
@@ -27,7 +27,7 @@ var errRejected = errors.New("Core no longer accepts this node's credential (HTT
 
 type node struct {
 	cfg  *provider.Config
-	id   *generation.NodeIdentity
+	id   *noderoot.NodeIdentity
 	tls  *tls.Config
 	gens *generations // nil without the retained helper
 	log  io.Writer

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -45,7 +46,7 @@ func runGenerationHelper(ctx context.Context, c *cli, f *installerFlags) error {
 	if err != nil {
 		return err
 	}
-	e, err := generation.NewEnv(generation.Options{
+	e, err := noderoot.NewEnv(noderoot.Options{
 		Action: f.generationAction,
 		Identity: lease.Identity{
 			InstallationID:      f.installationID,
@@ -54,7 +55,7 @@ func runGenerationHelper(ctx context.Context, c *cli, f *installerFlags) error {
 		},
 		Home: home,
 		UID:  os.Getuid(),
-		Docker: func(_ context.Context, host string) (generation.Docker, error) {
+		Docker: func(_ context.Context, host string) (noderoot.Docker, error) {
 			return docker.New(host)
 		},
 		Log: stdout,
@@ -64,7 +65,7 @@ func runGenerationHelper(ctx context.Context, c *cli, f *installerFlags) error {
 	}
 	defer e.Close()
 	if _, err := generation.Run(ctx, e); err != nil {
-		if generation.IsArtifactFailure(err) {
+		if noderoot.IsArtifactFailure(err) {
 			fmt.Fprintf(stderr, "generation helper: %v\n", err)
 			return &helperExit{code: exitTransfer, msg: helperTransferLine}
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
@@ -18,6 +19,6 @@ var childRoles = map[string]privsep.Handler{
 		return status.Serve(ctx, c)
 	},
 	generation.InstallRole: generation.ServeInstallStep(generation.InstallAdapters{
-		Docker: func(_ context.Context, host string) (generation.Docker, error) { return docker.New(host) },
+		Docker: func(_ context.Context, host string) (noderoot.Docker, error) { return docker.New(host) },
 	}),
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -13,7 +14,7 @@ import (
 // the installation, generation and specification digest, with
 // native_complete false, before any native or release deletion. An
 // existing journal is kept as it is (native_complete never goes back).
-type collectingStep struct{ d Data }
+type collectingStep struct{ d noderoot.Data }
 
 func (s collectingStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	if facts[factDropped] == "true" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -24,7 +25,7 @@ import (
 // byte (ErrNativeKept) and native_complete stays false. Its policy is
 // Verify: after an interruption, a complete inventory says whether the
 // image is gone.
-type nativeStep struct{ d Data }
+type nativeStep struct{ d noderoot.Data }
 
 func (s nativeStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	if facts[factDropped] == "true" {
@@ -81,8 +82,8 @@ func (s nativeStep) Verify(ctx context.Context, facts workflow.Facts) (workflow.
 
 // nativeTarget is a microsandbox image collection may remove.
 type nativeTarget struct {
-	d      Data
-	cli    Microsandbox
+	d      noderoot.Data
+	cli    noderoot.Microsandbox
 	ref    microsandbox.Reference
 	store  string
 	shared bool // another retained generation uses the store (with another image)
@@ -102,7 +103,7 @@ func (s nativeStep) native(ctx context.Context) (*nativeTarget, error) {
 		return nil, err
 	}
 	if col.Identity != id {
-		return nil, fmt.Errorf("%w: the collection journal is for %s", ErrSpecification, col.Identity)
+		return nil, fmt.Errorf("%w: the collection journal is for %s", noderoot.ErrSpecification, col.Identity)
 	}
 	if col.NativeComplete {
 		return nil, nil
@@ -119,7 +120,7 @@ func (s nativeStep) native(ctx context.Context) (*nativeTarget, error) {
 		d.Logf("generation %d was never imported: nothing native to remove", id.Generation)
 		return nil, nil
 	}
-	others, err := retainedConfigs(d, id.Generation)
+	others, err := noderoot.RetainedConfigs(d, id.Generation)
 	if err != nil {
 		return nil, kept(err)
 	}
@@ -134,7 +135,7 @@ func (s nativeStep) native(ctx context.Context) (*nativeTarget, error) {
 			n.shared = true
 		}
 	}
-	if n.cli, n.ref, err = microsandboxFor(d, c); err != nil {
+	if n.cli, n.ref, err = noderoot.MicrosandboxFor(d, c); err != nil {
 		return nil, kept(err)
 	}
 	return n, nil

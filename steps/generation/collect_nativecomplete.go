@@ -3,6 +3,7 @@ package generation
 import (
 	"context"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -10,7 +11,7 @@ import (
 // nativeCompleteStep persists native_complete true in the collection
 // journal, before any release file is removed: a retry then finishes a
 // partly removed release without running an already removed helper.
-type nativeCompleteStep struct{ d Data }
+type nativeCompleteStep struct{ d noderoot.Data }
 
 func (s nativeCompleteStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	if facts[factDropped] == "true" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -42,7 +43,7 @@ func readCollecting(t *testing.T, n *testNode, g int64) lease.Collecting {
 func TestCollectDocker(t *testing.T) {
 	t.Parallel()
 	n, b, spec := preparedNode(t)
-	if err := n.run(ActionCollect, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionCollect, 2, spec); err != nil {
 		t.Fatalf("collect: %v\n%s", err, n.log)
 	}
 	if got := listDir(t, n.path("releases", commitB)); len(got) != 2 || got[0] != release.SumsName || got[1] != release.ManifestName {
@@ -62,10 +63,10 @@ func TestCollectDocker(t *testing.T) {
 	if _, found, _ := resolveFake(n, b); !found {
 		t.Error("a Docker image was removed")
 	}
-	if err := n.run(ActionCollect, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionCollect, 2, spec); err != nil {
 		t.Errorf("collecting again: %v", err)
 	}
-	err := n.run(ActionPrepare, 2, spec)
+	err := n.run(noderoot.ActionPrepare, 2, spec)
 	if !errors.Is(err, lease.ErrDropped) {
 		t.Errorf("preparing a dropped generation: %v", err)
 	}
@@ -80,17 +81,17 @@ func TestCollectKeepsFilesAnotherGenerationUses(t *testing.T) {
 	n, b, spec := preparedNode(t)
 	spec4 := b.Spec(t, release.ProviderDocker, 3)
 	n.srv.SetSpec(4, spec4)
-	if err := n.run(ActionPrepare, 4, spec4); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 4, spec4); err != nil {
 		t.Fatal(err)
 	}
 	before := treetest.Snapshot(t, n.path("releases"), treetest.Options{})
-	if err := n.run(ActionCollect, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionCollect, 2, spec); err != nil {
 		t.Fatalf("collect 2: %v", err)
 	}
 	if d := treetest.Diff(before, treetest.Snapshot(t, n.path("releases"), treetest.Options{})); d != "" {
 		t.Errorf("files generation 4 uses were removed:\n%s", d)
 	}
-	if err := n.run(ActionCollect, 4, spec4); err != nil {
+	if err := n.run(noderoot.ActionCollect, 4, spec4); err != nil {
 		t.Fatalf("collect 4: %v", err)
 	}
 	if got := listDir(t, n.path("releases", commitB)); len(got) != 2 {
@@ -105,10 +106,10 @@ func TestCollectBaseGeneration(t *testing.T) {
 		n, a, _ := dockerNode(t)
 		spec3 := a.Spec(t, release.ProviderDocker, 4)
 		n.srv.SetSpec(3, spec3)
-		if err := n.run(ActionPrepare, 3, spec3); err != nil {
+		if err := n.run(noderoot.ActionPrepare, 3, spec3); err != nil {
 			t.Fatal(err)
 		}
-		if err := n.run(ActionCollect, 1, n.baseCfg.Specification); err != nil {
+		if err := n.run(noderoot.ActionCollect, 1, n.baseCfg.Specification); err != nil {
 			t.Fatalf("collect 1: %v\n%s", err, n.log)
 		}
 		if _, err := os.Stat(n.path(release.PathSeccomp)); err != nil {
@@ -118,7 +119,7 @@ func TestCollectBaseGeneration(t *testing.T) {
 	t.Run("root Runtime files proven by runtime-artifacts.json go", func(t *testing.T) {
 		t.Parallel()
 		n, _, _ := dockerNode(t)
-		if err := n.run(ActionCollect, 1, n.baseCfg.Specification); err != nil {
+		if err := n.run(noderoot.ActionCollect, 1, n.baseCfg.Specification); err != nil {
 			t.Fatalf("collect 1: %v\n%s", err, n.log)
 		}
 		if _, err := os.Stat(n.path(release.PathSeccomp)); !errors.Is(err, os.ErrNotExist) {
@@ -141,29 +142,29 @@ func TestCollectRefusals(t *testing.T) {
 		{"changed bytes", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
 			os.WriteFile(n.path("releases", commitB, release.PathRuntimeImage), []byte("other"), 0o600)
 			return 2, spec
-		}, ErrUnprovenFile},
+		}, noderoot.ErrUnprovenFile},
 		{"a link", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
 			p := n.path("releases", commitB, release.PathSeccomp)
 			os.Remove(p)
 			os.Symlink(n.path("provider.json"), p)
 			return 2, spec
-		}, ErrUnprovenFile},
+		}, noderoot.ErrUnprovenFile},
 		{"a hard link", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
 			os.Link(n.path("releases", commitB, release.PathSeccomp), n.path("seccomp-copy"))
 			return 2, spec
-		}, ErrUnprovenFile},
+		}, noderoot.ErrUnprovenFile},
 		{"unknown hash: no release copies", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
 			os.Remove(n.path("releases", commitB, release.ManifestName))
 			return 2, spec
-		}, ErrUnprovenFile},
+		}, noderoot.ErrUnprovenFile},
 		{"unknown hash: root files without runtime-artifacts.json", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
 			os.Remove(n.path("runtime-artifacts.json"))
 			return 1, n.baseCfg.Specification
-		}, ErrUnprovenFile},
+		}, noderoot.ErrUnprovenFile},
 		{"an unreadable retained configuration", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
 			os.WriteFile(n.gen("5.json"), []byte("{"), 0o600)
 			return 2, spec
-		}, ErrReferenced},
+		}, noderoot.ErrReferenced},
 		{"another specification", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) (int64, *release.Specification) {
 			return 2, b.Spec(t, release.ProviderDocker, 8)
 		}, lease.ErrIdentityMismatch},
@@ -185,7 +186,7 @@ func TestCollectRefusals(t *testing.T) {
 			}
 			t.Cleanup(func() { l.Unlock() })
 			return 2, spec
-		}, ErrInstallLocked},
+		}, noderoot.ErrInstallLocked},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,7 +194,7 @@ func TestCollectRefusals(t *testing.T) {
 			n, b, spec := preparedNode(t)
 			g, s := tc.setup(t, n, b, spec)
 			var err error
-			unchanged(t, n, func() { err = n.run(ActionCollect, g, s) })
+			unchanged(t, n, func() { err = n.run(noderoot.ActionCollect, g, s) })
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("collect: %v, want %v", err, tc.want)
 			}
@@ -228,7 +229,7 @@ func (n *testNode) storeImage(t *testing.T, c *provider.Config) string {
 func TestMicrosandboxPrepareAndCollect(t *testing.T) {
 	t.Parallel()
 	n, b, spec := microNode(t)
-	if err := n.run(ActionPrepare, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	final := readConfig(t, n.gen("2.json"))
@@ -242,7 +243,7 @@ func TestMicrosandboxPrepareAndCollect(t *testing.T) {
 	if err := microsandbox.CheckStoreOwner(want, testID, os.Getuid()); err != nil {
 		t.Errorf("store ownership: %v", err)
 	}
-	if err := n.run(ActionCollect, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionCollect, 2, spec); err != nil {
 		t.Fatalf("collect: %v\n%s", err, n.log)
 	}
 	if _, err := os.Stat(n.storeImage(t, final)); !errors.Is(err, os.ErrNotExist) {
@@ -262,7 +263,7 @@ func TestMicrosandboxInventoryFailureKeepsEveryByte(t *testing.T) {
 		t.Run(fail, func(t *testing.T) {
 			t.Parallel()
 			n, _, spec := microNode(t)
-			if err := n.run(ActionPrepare, 2, spec); err != nil {
+			if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 				t.Fatalf("prepare: %v\n%s", err, n.log)
 			}
 			final := readConfig(t, n.gen("2.json"))
@@ -273,7 +274,7 @@ func TestMicrosandboxInventoryFailureKeepsEveryByte(t *testing.T) {
 			os.WriteFile(filepath.Join(final.Microsandbox.RuntimeHome, ".fake", fail), []byte(content), 0o600)
 			releases := treetest.Snapshot(t, n.path("releases"), treetest.Options{})
 			store := treetest.Snapshot(t, final.Microsandbox.RuntimeHome, treetest.Options{})
-			err := n.run(ActionCollect, 2, spec)
+			err := n.run(noderoot.ActionCollect, 2, spec)
 			if !errors.Is(err, ErrNativeKept) {
 				t.Fatalf("collect: %v, want ErrNativeKept", err)
 			}
@@ -291,7 +292,7 @@ func TestMicrosandboxInventoryFailureKeepsEveryByte(t *testing.T) {
 			}
 			// Once msb answers, the same command finishes the collection.
 			os.Remove(filepath.Join(final.Microsandbox.RuntimeHome, ".fake", fail))
-			if err := n.run(ActionCollect, 2, spec); err != nil {
+			if err := n.run(noderoot.ActionCollect, 2, spec); err != nil {
 				t.Fatalf("collect after the failure cleared: %v\n%s", err, n.log)
 			}
 			if _, err := os.Stat(n.storeImage(t, final)); !errors.Is(err, os.ErrNotExist) {
@@ -304,7 +305,7 @@ func TestMicrosandboxInventoryFailureKeepsEveryByte(t *testing.T) {
 func TestMicrosandboxCollectNeverImportedSkipsNative(t *testing.T) {
 	t.Parallel()
 	n, _, spec := microNode(t)
-	e, err := NewEnv(n.options(ActionPrepare, 2, spec))
+	e, err := noderoot.NewEnv(n.options(noderoot.ActionPrepare, 2, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestMicrosandboxCollectNeverImportedSkipsNative(t *testing.T) {
 	// msb would fail every query: collection must not need it.
 	os.MkdirAll(filepath.Join(plan.Microsandbox.RuntimeHome, ".fake"), 0o700)
 	os.WriteFile(filepath.Join(plan.Microsandbox.RuntimeHome, ".fake", "fail-list"), nil, 0o600)
-	if err := n.run(ActionCollect, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionCollect, 2, spec); err != nil {
 		t.Fatalf("collect: %v\n%s", err, n.log)
 	}
 	if !readCollecting(t, n, 2).NativeComplete {
@@ -332,11 +333,11 @@ func TestMicrosandboxCollectNeverImportedSkipsNative(t *testing.T) {
 func TestMicrosandboxCollectMissingRuntimeStaysRetained(t *testing.T) {
 	t.Parallel()
 	n, _, spec := microNode(t)
-	if err := n.run(ActionPrepare, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(n.path("releases", commitB, release.PathMicroRuntime))
-	err := n.run(ActionCollect, 2, spec)
+	err := n.run(noderoot.ActionCollect, 2, spec)
 	if !errors.Is(err, ErrNativeKept) {
 		t.Fatalf("collect without msb: %v", err)
 	}

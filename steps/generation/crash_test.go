@@ -37,17 +37,17 @@ func TestGenerationCrashChild(t *testing.T) {
 		t.Skip("runs only as the crash harness's child process")
 	}
 	g, _ := strconv.ParseInt(os.Getenv("OAC_GEN_CRASH_GENERATION"), 10, 64)
-	opts := Options{
+	opts := noderoot.Options{
 		Action:   os.Getenv("OAC_GEN_CRASH_ACTION"),
 		Identity: lease.Identity{InstallationID: testID, Generation: g, SpecificationDigest: os.Getenv("OAC_GEN_CRASH_DIGEST")},
 		Home:     home,
 		UID:      os.Getuid(),
-		Docker: func(context.Context, string) (Docker, error) {
+		Docker: func(context.Context, string) (noderoot.Docker, error) {
 			return &dockertest.FileEngine{Path: filepath.Join(home, "docker-engine.json")}, nil
 		},
 		Log: os.Stderr,
 	}
-	e, err := NewEnv(opts)
+	e, err := noderoot.NewEnv(opts)
 	if err == nil {
 		_, err = Run(context.Background(), e)
 		e.Close()
@@ -198,13 +198,13 @@ func runCrash(t *testing.T, c crashCase) crashharness.Summary {
 			// name inode numbers, which differ between sandboxes.
 			return strings.Contains(rel, "/journals/") || strings.HasSuffix(rel, "/journals") || strings.HasSuffix(rel, ".lease-identity")
 		},
-		Mode:    c.mode,
+		Mode:    c.Mode,
 		Recrash: c.recrash,
 	})
 	for _, n := range sum.Refused {
 		// A power cut loses the lease created at this point with its
 		// directory entry; a SIGKILL leaves it without its identity.
-		if c.mode == crashharness.Kill && sum.Points[n-1] == "lease-created" && !identityMissing[fmt.Sprintf("crash-%03d", n)] {
+		if c.Mode == crashharness.Kill && sum.Points[n-1] == "lease-created" && !identityMissing[fmt.Sprintf("crash-%03d", n)] {
 			t.Errorf("point %d (lease-created): leases does not report identity-missing", n)
 		}
 	}
@@ -226,7 +226,7 @@ func TestPowerCutPrepare(t *testing.T) {
 }
 
 func prepareCase(mode crashharness.Mode) crashCase {
-	return crashCase{action: ActionPrepare, mode: mode, inspect: []string{string(workflow.PrepareLease)}}
+	return crashCase{action: noderoot.ActionPrepare, mode: mode, inspect: []string{string(workflow.PrepareLease)}}
 }
 
 func checkPrepare(t *testing.T, sum crashharness.Summary) {
@@ -257,8 +257,8 @@ func TestPowerCutRepair(t *testing.T) {
 // repairCase repairs a prepared generation whose seccomp profile and
 // Runtime archive were removed and whose image the engine forgot.
 func repairCase(mode crashharness.Mode) crashCase {
-	return crashCase{action: ActionRepair, mode: mode, prepare: func(t *testing.T, n crashNode, b *fixtureRelease, spec *release.Specification) {
-		if err := n.run(ActionPrepare, 2, spec); err != nil {
+	return crashCase{action: noderoot.ActionRepair, mode: mode, prepare: func(t *testing.T, n crashNode, b *fixtureRelease, spec *release.Specification) {
+		if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 			t.Fatalf("prepare: %v", err)
 		}
 		for _, rel := range []string{release.PathSeccomp, release.PathRuntimeImage} {
@@ -282,8 +282,8 @@ func TestPowerCutCollect(t *testing.T) {
 
 // collectCase collects a prepared generation.
 func collectCase(mode crashharness.Mode) crashCase {
-	return crashCase{action: ActionCollect, mode: mode, prepare: func(t *testing.T, n crashNode, b *fixtureRelease, spec *release.Specification) {
-		if err := n.run(ActionPrepare, 2, spec); err != nil {
+	return crashCase{action: noderoot.ActionCollect, mode: mode, prepare: func(t *testing.T, n crashNode, b *fixtureRelease, spec *release.Specification) {
+		if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 			t.Fatalf("prepare: %v", err)
 		}
 	}}

@@ -20,7 +20,7 @@ func TestPresentFilesAreMadeDurable(t *testing.T) {
 	file := n.path("releases", commitB, release.PathSeccomp)
 	dir := filepath.Dir(file)
 	f, d := safefile.SyncCount(file), safefile.SyncCount(dir)
-	if err := n.run(ActionRepair, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionRepair, 2, spec); err != nil {
 		t.Fatalf("repair: %v\n%s", err, n.log)
 	}
 	if safefile.SyncCount(file) == f || safefile.SyncCount(dir) == d {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
@@ -30,8 +31,8 @@ func TestWithTheDockerEngine(t *testing.T) {
 	srv.SetSpec(2, spec)
 	run := func(action string) error {
 		opts := n.options(action, 2, spec)
-		opts.Docker = func(context.Context, string) (Docker, error) { return dk, nil }
-		e, err := NewEnv(opts)
+		opts.Docker = func(context.Context, string) (noderoot.Docker, error) { return dk, nil }
+		e, err := noderoot.NewEnv(opts)
 		if err != nil {
 			return err
 		}
@@ -39,7 +40,7 @@ func TestWithTheDockerEngine(t *testing.T) {
 		_, err = Run(cx, e)
 		return err
 	}
-	if err := run(ActionPrepare); err != nil {
+	if err := run(noderoot.ActionPrepare); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	final := readConfig(t, n.gen("2.json"))
@@ -49,10 +50,10 @@ func TestWithTheDockerEngine(t *testing.T) {
 	if _, goos, arch, err := dk.ImageInspect(cx, final.Docker.Image); err != nil || goos != "linux" || arch != "amd64" {
 		t.Fatalf("the engine does not hold %s: %s/%s %v", final.Docker.Image, goos, arch, err)
 	}
-	if err := run(ActionRepair); err != nil {
+	if err := run(noderoot.ActionRepair); err != nil {
 		t.Fatalf("repair: %v\n%s", err, n.log)
 	}
-	if err := run(ActionCollect); err != nil {
+	if err := run(noderoot.ActionCollect); err != nil {
 		t.Fatalf("collect: %v\n%s", err, n.log)
 	}
 	if _, _, _, err := dk.ImageInspect(cx, final.Docker.Image); err != nil {

@@ -1,24 +1,10 @@
 package generation
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/openagentcore/oac-node-install/steps/host/download"
-	"github.com/openagentcore/oac-node-install/workflow"
-)
+import "errors"
 
 // ErrNotLocked: a step ran without the installation lock or the
 // generation's exclusive lease held by this process.
 var ErrNotLocked = errors.New("the installation lock and the generation's lease are not held")
-
-// ErrInstallLocked: another process holds the node's install.lock.
-var ErrInstallLocked = errors.New("Another node installation is running")
-
-// ErrSpecification: Core's specification for the generation is not the
-// one the node asked for (digest), or a retained configuration holds a
-// different specification.
-var ErrSpecification = errors.New("specification differs")
 
 // ErrPlanDrift: an existing preparation plan or final configuration is not
 // the one this preparation computes.
@@ -28,26 +14,8 @@ var ErrPlanDrift = errors.New("preparation plan drifted")
 // configuration nor an exact preparation plan; it never reconstructs one.
 var ErrNoConfiguration = errors.New("no provider configuration and no exact preparation plan")
 
-// ErrConflict: a file exists with other bytes than its release declares,
-// or is not a private regular file. Nothing is replaced.
-var ErrConflict = errors.New("file exists with conflicting bytes")
-
-// ErrCollecting: the generation has a collection journal; it cannot be
-// prepared or repaired.
-var ErrCollecting = errors.New("generation is being collected")
-
 // ErrNotReady: the provider's readiness probe failed after repair.
 var ErrNotReady = errors.New("provider is not ready for the generation")
-
-// ErrReferenced: collection found that what it would remove is still
-// referenced, or could not prove that it is not (an unreadable retained
-// configuration).
-var ErrReferenced = errors.New("still referenced")
-
-// ErrUnprovenFile: collection found a file to remove whose hash no local
-// record proves (unknown hash, changed bytes, a link or a non-regular
-// file). Nothing was removed.
-var ErrUnprovenFile = errors.New("file to remove is not proven private")
 
 // ErrNativeKept: microsandbox native removal could not be completed (an
 // inventory failed or was malformed, the store is in use or not provably
@@ -58,50 +26,3 @@ var ErrNativeKept = errors.New("native removal kept every byte")
 // ErrBaseGeneration: the action does not apply to the node's base
 // generation in that way (its configuration is provider.json).
 var ErrBaseGeneration = errors.New("base generation")
-
-// ArtifactError is a failure to obtain or prove the bytes of a release: an
-// artifact or metadata transfer (download.ErrTransfer), a checksum or size
-// mismatch of downloaded bytes, release metadata that does not verify, a
-// release that is not the specification's, or an image archive whose
-// identity is not the release's. The generation helper exits 65 for it.
-type ArtifactError struct{ Err error }
-
-func (e *ArtifactError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the cause.
-func (e *ArtifactError) Unwrap() error { return e.Err }
-
-// Class is the journal's error class.
-func (e *ArtifactError) Class() string { return "artifact" }
-
-// artifactErr wraps err (nil stays nil).
-func artifactErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ae *ArtifactError
-	if errors.As(err, &ae) {
-		return err
-	}
-	return &ArtifactError{Err: err}
-}
-
-// IsArtifactFailure reports whether err is an artifact transfer, checksum
-// or provenance failure: an *ArtifactError, or a download transfer error
-// anywhere in its chain.
-func IsArtifactFailure(err error) bool {
-	var ae *ArtifactError
-	return errors.As(err, &ae) || errors.Is(err, download.ErrTransfer)
-}
-
-// RefusalError is a refusal that changed nothing: what was refused and the
-// operator's next step. It is the one refusal type, workflow.Refusal: its
-// text does not say that nothing was changed; the command that prints it
-// does, when nothing was (workflow.Message).
-type RefusalError = workflow.Refusal
-
-func refusal(hint string, err error) error { return &RefusalError{Err: err, Hint: hint} }
-
-func refusef(sentinel error, hint, format string, args ...any) error {
-	return &RefusalError{Err: fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...)), Hint: hint}
-}

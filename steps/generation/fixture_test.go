@@ -11,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -61,13 +62,13 @@ func setupNode(t testing.TB, home string, srv *generationtest.Server, providerNa
 }
 
 // options are the helper options of a run on this node.
-func (n *testNode) options(action string, g int64, spec *release.Specification) Options {
-	return Options{
+func (n *testNode) options(action string, g int64, spec *release.Specification) noderoot.Options {
+	return noderoot.Options{
 		Action:   action,
 		Identity: lease.Identity{InstallationID: testID, Generation: g, SpecificationDigest: spec.Digest()},
 		Home:     n.home,
 		UID:      os.Getuid(),
-		Docker:   func(context.Context, string) (Docker, error) { return n.docker, nil },
+		Docker:   func(context.Context, string) (noderoot.Docker, error) { return n.docker, nil },
 		Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond, time.Millisecond}, StallWindow: 5 * time.Second},
 		Log:      n.log,
 	}
@@ -75,7 +76,7 @@ func (n *testNode) options(action string, g int64, spec *release.Specification) 
 
 // run runs one helper action for generation g with specification spec.
 func (n *testNode) run(action string, g int64, spec *release.Specification) error {
-	e, err := NewEnv(n.options(action, g, spec))
+	e, err := noderoot.NewEnv(n.options(action, g, spec))
 	if err != nil {
 		return err
 	}

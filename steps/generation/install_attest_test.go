@@ -10,6 +10,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -24,8 +25,8 @@ import (
 // engine already holding the image (warm) neither downloads nor imports.
 func TestInstallRuntimeWithAttestedArchive(t *testing.T) {
 	rel := generationtest.BuildAttestedRelease(t, commitA)
-	id, err := image.IdentifyReader(bytes.NewReader(rel.Bytes[PathUnpacked]))
-	if err != nil || id != rel.Image || !bytes.Contains(rel.Bytes[PathUnpacked], []byte(`"vnd.docker.reference.type":"attestation-manifest"`)) {
+	id, err := image.IdentifyReader(bytes.NewReader(rel.Bytes[noderoot.PathUnpacked]))
+	if err != nil || id != rel.Image || !bytes.Contains(rel.Bytes[noderoot.PathUnpacked], []byte(`"vnd.docker.reference.type":"attestation-manifest"`)) {
 		t.Fatalf("the attested release's archive: %+v, %v; release says %+v", id, err, rel.Image)
 	}
 	if rel.Manifest.ImageManifestDigests[release.ImageRuntime] != rel.Image.ManifestDigest {
@@ -43,7 +44,7 @@ func TestInstallRuntimeWithAttestedArchive(t *testing.T) {
 			if err != nil || st.Loads != 1 || len(st.Images) != 1 || st.Images[0] != rel.Image {
 				t.Fatalf("engine after install: %+v, %v; want one load of %+v", st, err, rel.Image)
 			}
-			if _, err := os.Lstat(f.root(PathUnpacked)); !os.IsNotExist(err) {
+			if _, err := os.Lstat(f.root(noderoot.PathUnpacked)); !os.IsNotExist(err) {
 				t.Errorf("the unpacked archive stays after the import: %v", err)
 			}
 			gets := f.srv.Count(archive)
@@ -113,7 +114,7 @@ func TestInstallRuntimeAttestedWithTheDockerEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts := f.options()
-		opts.Docker = func(context.Context, string) (Docker, error) { return engine, nil }
+		opts.Docker = func(context.Context, string) (noderoot.Docker, error) { return engine, nil }
 		e, err := NewInstallEnv(cx, opts)
 		if err != nil {
 			t.Fatal(err)

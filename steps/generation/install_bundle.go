@@ -9,130 +9,32 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
-
-// An offline bundle (--bundle DIR) is a copy of the console's /node-install/
-// tree: each file sits at the path its console URL names below
-// /node-install/.
-//
-//	DIR/                                 the console's current release
-//	  manifest.json  SHA256SUMS  oac-node-install
-//	  runtime/seccomp.json
-//	  artifacts/oac-<commit>-linux-amd64-<suffix> ...
-//	  releases/<source_commit>/          another release (Core's selected
-//	    manifest.json  SHA256SUMS        Runtime when it is not the current
-//	    runtime/seccomp.json             one), with the same names
-//	    artifacts/...
-//
-// The node program comes from the current release, the Runtime files from
-// the release Core selected; a bundle without the selected release is
-// refused, never replaced by the current Runtime. Every directory and file
-// of a bundle is root's and writable by neither group nor others; root
-// checks all of it before the first change, and the service account, which
-// copies from it, opens every file beneath the bundle without following a
-// link and verifies the bytes again as it copies them.
-const (
-	BundleReleasesDir  = "releases"
-	BundleArtifactsDir = "artifacts"
-)
-
-// BundleExpect is what every directory and file of a bundle must be.
-var BundleExpect = safefile.Expect{UID: 0, DenyMode: 0o022}
-
-// BundleReleaseDir is the directory, relative to the bundle, holding the
-// files of release src in a bundle whose own release is current.
-func BundleReleaseDir(current, src string) string {
-	if src == current {
-		return "."
-	}
-	return path.Join(BundleReleasesDir, src)
-}
-
-// ErrBundle: the offline bundle lacks what the installation needs or holds
-// something else.
-var ErrBundle = errors.New("the offline bundle")
-
-// ReadBundleRelease reads and verifies the metadata of the release in dir
-// (relative to the bundle b) for provider: manifest.json and SHA256SUMS,
-// regular files as BundleExpect says, at most release.MaxMetadataSize
-// bytes, opened beneath b without following a link, decoded strictly, the
-// manifest listed in SHA256SUMS with its sha256. want, when not "", is the
-// source commit the manifest must name. A missing file matches
-// os.ErrNotExist. Errors name the files; callers add ErrBundle.
-func ReadBundleRelease(b *safefile.Root, dir, provider, want string) (*Metadata, error) {
-	exp := BundleExpect
-	exp.MaxSize = release.MaxMetadataSize
-	m, err := b.ReadFile(path.Join(dir, release.ManifestName), exp)
-	if err != nil {
-		return nil, err
-	}
-	s, err := b.ReadFile(path.Join(dir, release.SumsName), exp)
-	if err != nil {
-		return nil, err
-	}
-	r, err := release.VerifyRelease(m, s, provider)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", b.Join(dir), err)
-	}
-	if want != "" && r.Manifest.SourceCommit != want {
-		return nil, fmt.Errorf("%s holds release %s, not %s", b.Join(dir), r.Manifest.SourceCommit, want)
-	}
-	return &Metadata{Release: r, Manifest: m, Sums: s}, nil
-}
-
-// BundleFile is one file of a bundle an installation copies, with the
-// bytes it must hold. Size is 0 where the release declares none (the
-// seccomp profile, proven by SHA256SUMS alone).
-type BundleFile struct {
-	Rel    string // below the bundle
-	SHA256 string
-	Size   int64
-}
-
-// BundleFiles are the files of a bundle an installation of provider copies:
-// the node program of the current release cur, and the Runtime files of
-// the selected release sel (the image archive, the seccomp profile, and
-// microsandbox's runtime files).
-func BundleFiles(cur, sel *Metadata) []BundleFile {
-	ccommit := cur.Release.Manifest.SourceCommit
-	node := cur.Release.Manifest.Artifacts[release.PathNode]
-	out := []BundleFile{{Rel: path.Join(BundleArtifactsDir, node.Filename), SHA256: node.SHA256, Size: node.Size}}
-	dir := BundleReleaseDir(ccommit, sel.Release.Manifest.SourceCommit)
-	for _, f := range releaseFiles(sel.Release) {
-		switch {
-		case f.Rel == PathUnpacked:
-		case f.Filename == "":
-			out = append(out, BundleFile{Rel: path.Join(dir, f.Rel), SHA256: f.SHA256})
-		default:
-			out = append(out, BundleFile{Rel: path.Join(dir, BundleArtifactsDir, f.Filename), SHA256: f.SHA256, Size: f.Size})
-		}
-	}
-	return out
-}
 
 // openBundle opens the installation's bundle directory.
 func (e *InstallEnv) openBundle() (*safefile.Root, error) {
 	b, err := safefile.OpenRoot(e.in.Bundle)
 	if err != nil {
-		return nil, refusal("Give --bundle the offline bundle's directory", fmt.Errorf("%w: %w", ErrBundle, err))
+		return nil, noderoot.Refusal("Give --bundle the offline bundle's directory", fmt.Errorf("%w: %w", noderoot.ErrBundle, err))
 	}
 	return b, nil
 }
 
 // bundleCurrent is CurrentRelease of a bundle: its own release.
-func (e *InstallEnv) bundleCurrent() (*Metadata, error) {
+func (e *InstallEnv) bundleCurrent() (*noderoot.Metadata, error) {
 	b, err := e.openBundle()
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	md, err := ReadBundleRelease(b, ".", e.base.Provider, "")
+	md, err := noderoot.ReadBundleRelease(b, ".", e.base.Provider, "")
 	if err != nil {
-		return nil, artifactErr(fmt.Errorf("%w: %w", ErrBundle, err))
+		return nil, noderoot.Artifact(fmt.Errorf("%w: %w", noderoot.ErrBundle, err))
 	}
 	e.current = md
-	e.releases[md.Release.Manifest.SourceCommit] = md
+	e.KeepRelease(md)
 	return md, nil
 }
 
@@ -140,11 +42,11 @@ func (e *InstallEnv) bundleCurrent() (*Metadata, error) {
 // release other than the current one is in releases/<src>/. A bundle
 // without it is refused: the current Runtime never stands in for the
 // selected one.
-func (e *InstallEnv) Release(ctx context.Context, src string) (*Metadata, error) {
+func (e *InstallEnv) Release(ctx context.Context, src string) (*noderoot.Metadata, error) {
 	if e.in.Bundle == "" {
 		return e.Env.Release(ctx, src)
 	}
-	if md, ok := e.releases[src]; ok {
+	if md, ok := e.KeptRelease(src); ok {
 		return md, nil
 	}
 	if !release.IsCommit(src) {
@@ -159,16 +61,16 @@ func (e *InstallEnv) Release(ctx context.Context, src string) (*Metadata, error)
 		return nil, err
 	}
 	defer b.Close()
-	dir := BundleReleaseDir(cur.Release.Manifest.SourceCommit, src)
-	md, err := ReadBundleRelease(b, dir, e.base.Provider, src)
+	dir := noderoot.BundleReleaseDir(cur.Release.Manifest.SourceCommit, src)
+	md, err := noderoot.ReadBundleRelease(b, dir, e.base.Provider, src)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, refusef(ErrBundle, "Make the bundle from a console that holds Core's selected release",
+		return nil, noderoot.Refusef(noderoot.ErrBundle, "Make the bundle from a console that holds Core's selected release",
 			"%s holds release %s only; Core selected the Runtime of release %s (%s)", e.in.Bundle, cur.Release.Manifest.SourceCommit, src, err)
 	}
 	if err != nil {
-		return nil, artifactErr(fmt.Errorf("%w: %w", ErrBundle, err))
+		return nil, noderoot.Artifact(fmt.Errorf("%w: %w", noderoot.ErrBundle, err))
 	}
-	e.releases[src] = md
+	e.KeepRelease(md)
 	return md, nil
 }
 
@@ -187,11 +89,11 @@ func (e *InstallEnv) FetchReleaseFile(ctx context.Context, src, name string) ([]
 		return nil, err
 	}
 	defer b.Close()
-	exp := BundleExpect
+	exp := noderoot.BundleExpect
 	exp.MaxSize = release.MaxMetadataSize
-	data, err := b.ReadFile(path.Join(BundleReleaseDir(cur.Release.Manifest.SourceCommit, src), name), exp)
+	data, err := b.ReadFile(path.Join(noderoot.BundleReleaseDir(cur.Release.Manifest.SourceCommit, src), name), exp)
 	if err != nil {
-		return nil, artifactErr(fmt.Errorf("%w: %w", ErrBundle, err))
+		return nil, noderoot.Artifact(fmt.Errorf("%w: %w", noderoot.ErrBundle, err))
 	}
 	return data, nil
 }
@@ -214,10 +116,10 @@ func (e *InstallEnv) Download(ctx context.Context, src string, req download.Requ
 		return err
 	}
 	defer b.Close()
-	rel := path.Join(BundleReleaseDir(cur.Release.Manifest.SourceCommit, src), BundleArtifactsDir, req.URL)
-	err = download.CopyLocal(ctx, download.LocalSource{Root: b, Rel: rel, Expect: BundleExpect}, req)
+	rel := path.Join(noderoot.BundleReleaseDir(cur.Release.Manifest.SourceCommit, src), noderoot.BundleArtifactsDir, req.URL)
+	err = download.CopyLocal(ctx, download.LocalSource{Root: b, Rel: rel, Expect: noderoot.BundleExpect}, req)
 	if errors.Is(err, download.ErrTransfer) {
-		return artifactErr(err)
+		return noderoot.Artifact(err)
 	}
 	return err
 }

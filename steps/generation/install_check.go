@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -101,7 +102,7 @@ func (s nodeRootStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 		}
 		d.Close()
 	}
-	names, err := e.root.ReadDir()
+	names, err := e.Root().ReadDir()
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
@@ -118,14 +119,14 @@ func (s nodeRootStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	old, err := e.readPrivate(layout.CoreCAFile, 1<<20)
+	old, err := e.ReadPrivate(layout.CoreCAFile, 1<<20)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return notDone, workflow.Result{}, nil
 	case err != nil:
 		return 0, workflow.Result{}, err
 	case !bytes.Equal(old, ca) && registered:
-		return 0, workflow.Result{}, refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", safefile.ErrConflict))
+		return 0, workflow.Result{}, noderoot.Refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", safefile.ErrConflict))
 	case !bytes.Equal(old, ca):
 		return notDone, workflow.Result{}, nil
 	case registered:
@@ -135,21 +136,21 @@ func (s nodeRootStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 }
 
 // recordState compares a node record with what writeRecord would write.
-func (e *InstallEnv) recordState(rel string, v map[string]any) (fileState, error) {
+func (e *InstallEnv) recordState(rel string, v map[string]any) (noderoot.FileState, error) {
 	want, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return 0, err
 	}
-	got, err := e.readPrivate(rel, 1<<16)
+	got, err := e.ReadPrivate(rel, 1<<16)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fileMissing, nil
+		return noderoot.FileMissing, nil
 	case err != nil:
 		return 0, err
 	case !bytes.Equal(got, append(want, '\n')):
-		return 0, fmt.Errorf("%w: %s differs from what this command computes", ErrConflict, rel)
+		return 0, fmt.Errorf("%w: %s differs from what this command computes", noderoot.ErrConflict, rel)
 	}
-	return fileOK, nil
+	return noderoot.FileOK, nil
 }
 
 // Check: the three records hold what this run computes; a registered
@@ -166,14 +167,14 @@ func (s metadataStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 		return 0, workflow.Result{}, err
 	}
 	if err := release.MatchRelease(spec, sel.Release.Manifest); err != nil {
-		return 0, workflow.Result{}, artifactErr(err)
+		return 0, workflow.Result{}, noderoot.Artifact(err)
 	}
 	registered, err := e.Registered()
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
 	sums := map[string]any{}
-	for _, f := range releaseFiles(sel.Release) {
+	for _, f := range noderoot.ReleaseFiles(sel.Release) {
 		sums[f.Rel] = f.SHA256
 	}
 	out := done
@@ -187,13 +188,13 @@ func (s metadataStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 	} {
 		st, err := e.recordState(r.rel, r.v)
 		switch {
-		case errors.Is(err, ErrConflict) && registered:
+		case errors.Is(err, noderoot.ErrConflict) && registered:
 			return 0, workflow.Result{}, refusalIfConflict(err)
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, noderoot.ErrConflict):
 			out = notDone
 		case err != nil:
 			return 0, workflow.Result{}, err
-		case st == fileMissing:
+		case st == noderoot.FileMissing:
 			out = notDone
 		}
 	}
@@ -222,33 +223,33 @@ func (s installDownloadStep) Check(ctx context.Context, _ workflow.Facts) (workf
 		return 0, workflow.Result{}, err
 	}
 	node := cur.Release.Manifest.Artifacts[release.PathNode]
-	st, err := checkFile(e, release.PathNode, runtimeFile{Rel: release.PathNode, SHA256: node.SHA256, Size: node.Size, Filename: node.Filename})
+	st, err := noderoot.CheckFile(e, release.PathNode, noderoot.RuntimeFile{Rel: release.PathNode, SHA256: node.SHA256, Size: node.Size, Filename: node.Filename})
 	switch {
-	case errors.Is(err, ErrConflict) && registered:
-		return 0, workflow.Result{}, refusal("A registered node keeps its node program: remove the node in Web, run this command with --uninstall, then add the node again with a new command", fmt.Errorf("%s differs from the current release's node program: %w", release.PathNode, err))
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, noderoot.ErrConflict) && registered:
+		return 0, workflow.Result{}, noderoot.Refusal("A registered node keeps its node program: remove the node in Web, run this command with --uninstall, then add the node again with a new command", fmt.Errorf("%s differs from the current release's node program: %w", release.PathNode, err))
+	case errors.Is(err, noderoot.ErrConflict):
 		return notDone, workflow.Result{}, nil
 	case err != nil:
 		return 0, workflow.Result{}, err
-	case st == fileMissing:
+	case st == noderoot.FileMissing:
 		return notDone, workflow.Result{}, nil
 	}
-	_, warm, err := imageHeld(ctx, e, e.base)
+	_, warm, err := noderoot.ImageHeld(ctx, e, e.base)
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	for _, f := range releaseFiles(sel.Release) {
-		if f.Rel == PathUnpacked || (f.Rel == release.PathRuntimeImage && warm) {
+	for _, f := range noderoot.ReleaseFiles(sel.Release) {
+		if f.Rel == noderoot.PathUnpacked || (f.Rel == release.PathRuntimeImage && warm) {
 			continue
 		}
-		st, err := checkFile(e, f.Rel, f)
-		if errors.Is(err, ErrConflict) && registered {
+		st, err := noderoot.CheckFile(e, f.Rel, f)
+		if errors.Is(err, noderoot.ErrConflict) && registered {
 			// Once registered no node file is replaced (CONTRACT §10):
 			// refused here, before the lock's writes, not by the run.
-			return 0, workflow.Result{}, refusal("A registered node's files are not replaced: remove the node in Web, run this command with --uninstall, then add the node again with a new command",
+			return 0, workflow.Result{}, noderoot.Refusal("A registered node's files are not replaced: remove the node in Web, run this command with --uninstall, then add the node again with a new command",
 				fmt.Errorf("%s differs from the release's: %w", f.Rel, err))
 		}
-		if errors.Is(err, ErrConflict) || (err == nil && st == fileMissing) {
+		if errors.Is(err, noderoot.ErrConflict) || (err == nil && st == noderoot.FileMissing) {
 			return notDone, workflow.Result{}, nil
 		}
 		if err != nil {
@@ -282,7 +283,7 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	f, err := e.root.OpenFile(layout.HelperFile, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+	f, err := e.Root().OpenFile(layout.HelperFile, safefile.Expect{UID: e.UID(), Mode: 0o700, MaxSize: MaxHelperSize})
 	same := false
 	if err == nil {
 		same, err = sameBytes(data, io.LimitReader(f, MaxHelperSize+1))
@@ -294,7 +295,7 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	case err == nil && same:
 		return done, workflow.Result{}, nil
 	case registered && (err == nil || errors.Is(err, safefile.ErrUnsafe)):
-		return 0, workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", layout.HelperFile, safefile.ErrConflict))
+		return 0, workflow.Result{}, noderoot.Refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", layout.HelperFile, safefile.ErrConflict))
 	case registered:
 		return 0, workflow.Result{}, err
 	}
@@ -334,20 +335,20 @@ func (s installLeaseStep) Check(ctx context.Context, _ workflow.Facts) (workflow
 	if err != nil || !ok {
 		return notDone, workflow.Result{}, err
 	}
-	l, err := lease.Open(e.node.Generations(), e.opts.Identity, e.opts.UID)
+	l, err := lease.Open(e.Node().Generations(), e.Identity(), e.UID())
 	if err != nil {
-		return 0, workflow.Result{}, refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("lease of generation %d: %w", e.opts.Identity.Generation, err))
+		return 0, workflow.Result{}, noderoot.Refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("lease of generation %d: %w", e.Identity().Generation, err))
 	}
 	return done, workflow.Result{}, l.Close()
 }
 
 // Check: the provider holds the image and no unpacked copy is left.
 func (s runtimeStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	id, held, err := imageHeld(ctx, s.e, s.e.base)
+	id, held, err := noderoot.ImageHeld(ctx, s.e, s.e.base)
 	if err != nil || !held {
 		return notDone, workflow.Result{}, err
 	}
-	if _, err := os.Lstat(s.e.node.Root + "/" + PathUnpacked); err == nil {
+	if _, err := os.Lstat(s.e.Node().Root + "/" + noderoot.PathUnpacked); err == nil {
 		return notDone, workflow.Result{}, nil
 	}
 	return done, workflow.Result{Facts: map[string]string{factImageID: id}}, nil
@@ -384,14 +385,14 @@ func (s providerConfigStep) Check(ctx context.Context, facts workflow.Facts) (wo
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
-	old, err := e.readPrivate(layout.ProviderConfigFile, provider.MaxSize)
+	old, err := e.ReadPrivate(layout.ProviderConfigFile, provider.MaxSize)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return notDone, workflow.Result{}, nil
 	case err == nil && bytes.Equal(old, data):
 		return done, workflow.Result{}, nil
 	case registered:
-		return 0, workflow.Result{}, refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", safefile.ErrConflict))
+		return 0, workflow.Result{}, noderoot.Refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", safefile.ErrConflict))
 	}
 	return notDone, workflow.Result{}, nil
 }
@@ -404,27 +405,27 @@ func (s registerStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 	// account's (a link, a device, too large) is refused here, before the
 	// workflow writes anything, not when the register step meets it.
 	const hostile = "The node's registration record is not as the installer left it; inspect it"
-	reg, err := e.readPrivate(layout.RegisteredFile, 4096)
+	reg, err := e.ReadPrivate(layout.RegisteredFile, 4096)
 	if errors.Is(err, os.ErrNotExist) {
 		return notDone, workflow.Result{}, nil
 	}
 	if err != nil {
-		return 0, workflow.Result{}, refusal(hostile, err)
+		return 0, workflow.Result{}, noderoot.Refusal(hostile, err)
 	}
-	inst, err := e.readPrivate(layout.InstallationFile, 4096)
+	inst, err := e.ReadPrivate(layout.InstallationFile, 4096)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, workflow.Result{}, refusal(hostile, err)
+		return 0, workflow.Result{}, noderoot.Refusal(hostile, err)
 	}
 	if !bytes.Equal(reg, inst) {
-		return 0, workflow.Result{}, refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
+		return 0, workflow.Result{}, noderoot.Refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
 	}
 	// A registered node without its identity has lost its credential: it
 	// can neither reach Core nor be confirmed removed.
-	if _, err := os.Lstat(e.node.Identity()); errors.Is(err, os.ErrNotExist) {
-		return 0, workflow.Result{}, refusal("Remove the node in Web, run this command with --uninstall --force, then add the node again with a new command",
+	if _, err := os.Lstat(e.Node().Identity()); errors.Is(err, os.ErrNotExist) {
+		return 0, workflow.Result{}, noderoot.Refusal("Remove the node in Web, run this command with --uninstall --force, then add the node again with a new command",
 			fmt.Errorf("registered.json is there but state/node/identity.json, the node's credential, is gone"))
 	} else if err != nil {
-		return 0, workflow.Result{}, refusal(hostile, err)
+		return 0, workflow.Result{}, noderoot.Refusal(hostile, err)
 	}
 	return done, workflow.Result{}, nil
 }
@@ -433,15 +434,15 @@ func (s registerStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 // anything else leaves the wait to the run.
 func (s waitReadyStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	e := s.e
-	nid, err := e.nodeIdentity()
-	if err != nil || nid.CoreURL != trimOrigin(e.in.CoreOrigin) || nid.AllowInsecureOrigin != e.in.AllowInsecureOrigin {
+	nid, err := e.NodeIdentity()
+	if err != nil || nid.CoreURL != noderoot.TrimOrigin(e.in.CoreOrigin) || nid.AllowInsecureOrigin != e.in.AllowInsecureOrigin {
 		return notDone, workflow.Result{}, nil
 	}
-	pool, err := e.certPool()
+	pool, err := e.CertPool()
 	if err != nil {
 		return notDone, workflow.Result{}, nil
 	}
-	c, err := NewCoreClient(nid, pool, e.proxy())
+	c, err := noderoot.NewCoreClient(nid, pool, e.Proxy())
 	if err != nil {
 		return notDone, workflow.Result{}, nil
 	}

@@ -8,8 +8,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -56,8 +58,8 @@ type InstallStepResult struct {
 
 // InstallAdapters are the host adapters the child's steps use.
 type InstallAdapters struct {
-	Docker       func(ctx context.Context, host string) (Docker, error)
-	Microsandbox func(msb, store, firmware string) Microsandbox
+	Docker       func(ctx context.Context, host string) (noderoot.Docker, error)
+	Microsandbox func(msb, store, firmware string) noderoot.Microsandbox
 	Register     Registrar
 }
 
@@ -96,7 +98,7 @@ func ServeInstallStep(a InstallAdapters) privsep.Handler {
 
 // serveInstallStep runs or verifies the one step of req.
 func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, req InstallStepRequest) (InstallStepResult, error) {
-	conf, err := ParseConfiguration(req.Configuration)
+	conf, err := core.ParseConfiguration(req.Configuration)
 	if err != nil {
 		return InstallStepResult{}, err
 	}
@@ -134,8 +136,8 @@ func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, 
 // classify gives a step's error its privsep class by type: a refusal
 // changed nothing, an artifact failure is a transfer failure.
 func classify(err error) error {
-	var ref *RefusalError
-	var art *ArtifactError
+	var ref *noderoot.RefusalError
+	var art *noderoot.ArtifactError
 	var rej *RegistrationRejected
 	switch {
 	case err == nil:

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -42,41 +43,41 @@ func (s installDownloadStep) Run(ctx context.Context, _ workflow.Facts) (workflo
 		e.Logf("copy the node's files from the offline bundle %s", e.in.Bundle)
 	}
 	node := cur.Release.Manifest.Artifacts[release.PathNode]
-	nodeFile := runtimeFile{Rel: release.PathNode, SHA256: node.SHA256, Size: node.Size, Filename: node.Filename}
-	files := append([]runtimeFile{nodeFile}, releaseFiles(sel.Release)...)
+	nodeFile := noderoot.RuntimeFile{Rel: release.PathNode, SHA256: node.SHA256, Size: node.Size, Filename: node.Filename}
+	files := append([]noderoot.RuntimeFile{nodeFile}, noderoot.ReleaseFiles(sel.Release)...)
 	if !registered {
 		if err := dropDisposable(e, files); err != nil {
 			return workflow.Result{}, err
 		}
 	}
-	if _, err := checkFile(e, release.PathNode, nodeFile); errors.Is(err, ErrConflict) {
-		return workflow.Result{}, refusal("A registered node keeps its node program: remove the node in Web, run this command with --uninstall, then add the node again with a new command", fmt.Errorf("%s differs from the current release's node program: %w", release.PathNode, err))
+	if _, err := noderoot.CheckFile(e, release.PathNode, nodeFile); errors.Is(err, noderoot.ErrConflict) {
+		return workflow.Result{}, noderoot.Refusal("A registered node keeps its node program: remove the node in Web, run this command with --uninstall, then add the node again with a new command", fmt.Errorf("%s differs from the current release's node program: %w", release.PathNode, err))
 	}
-	_, warm, err := imageHeld(ctx, e, e.base)
+	_, warm, err := noderoot.ImageHeld(ctx, e, e.base)
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := fetchMissing(ctx, e, ".", sel, !warm); err != nil {
+	if err := noderoot.FetchMissing(ctx, e, ".", sel, !warm); err != nil {
 		return workflow.Result{}, err
 	}
-	st, err := checkFile(e, release.PathNode, nodeFile)
+	st, err := noderoot.CheckFile(e, release.PathNode, nodeFile)
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if st == fileMissing {
-		n, err := download.Missing(filepath.Join(e.node.Root, release.PathNode), node.Size)
+	if st == noderoot.FileMissing {
+		n, err := download.Missing(filepath.Join(e.Node().Root, release.PathNode), node.Size)
 		if err != nil {
 			return workflow.Result{}, err
 		}
-		if err := download.CheckSpace(e.node.Root, n); err != nil {
+		if err := download.CheckSpace(e.Node().Root, n); err != nil {
 			return workflow.Result{}, err
 		}
 		e.Logf("download %s", release.PathNode)
-		if err := fetchFile(ctx, e, cur.Release.Manifest.SourceCommit, release.PathNode, nodeFile); err != nil {
+		if err := noderoot.FetchFile(ctx, e, cur.Release.Manifest.SourceCommit, release.PathNode, nodeFile); err != nil {
 			return workflow.Result{}, err
 		}
 	} else {
-		clearPartial(filepath.Join(e.node.Root, release.PathNode))
+		noderoot.ClearPartial(filepath.Join(e.Node().Root, release.PathNode))
 	}
 	facts := map[string]string{}
 	if warm {
@@ -88,17 +89,17 @@ func (s installDownloadStep) Run(ctx context.Context, _ workflow.Facts) (workflo
 // dropDisposable removes the files of an unregistered node that are not
 // what this run needs (an earlier attempt's, or of another release), so
 // that they are downloaded again. Files that match stay.
-func dropDisposable(e *InstallEnv, files []runtimeFile) error {
+func dropDisposable(e *InstallEnv, files []noderoot.RuntimeFile) error {
 	for _, f := range files {
 		if f.SHA256 == "" {
 			continue
 		}
-		_, err := checkFile(e, f.Rel, f)
-		if !errors.Is(err, ErrConflict) {
+		_, err := noderoot.CheckFile(e, f.Rel, f)
+		if !errors.Is(err, noderoot.ErrConflict) {
 			continue
 		}
 		e.Logf("replace %s: it is not the file this installation needs", f.Rel)
-		if err := e.root.Remove(f.Rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := e.Root().Remove(f.Rel); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("replace %s: %w", f.Rel, err)
 		}
 	}

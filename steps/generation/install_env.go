@@ -15,8 +15,10 @@ import (
 	"strconv"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -52,11 +54,11 @@ type InstallOptions struct {
 	// when Core and the console use the system roots.
 	CoreCA []byte
 	// Configuration is Core's configuration answer root validated.
-	Configuration *Configuration
+	Configuration *core.Configuration
 	// Docker connects to the Docker Engine at host.
-	Docker func(ctx context.Context, host string) (Docker, error)
+	Docker func(ctx context.Context, host string) (noderoot.Docker, error)
 	// Microsandbox drives msb for one store (nil: the real CLI).
-	Microsandbox func(msb, store, firmware string) Microsandbox
+	Microsandbox func(msb, store, firmware string) noderoot.Microsandbox
 	// Download shapes the console client; RootCAs and Proxy are filled in
 	// when zero (system roots plus CoreCA; the process environment).
 	Download download.Options
@@ -81,9 +83,12 @@ type InstallOptions struct {
 // configuration is the one the installation writes (provider.json), plus
 // what only an installation does.
 type InstallEnv struct {
-	*Env
+	*noderoot.Env
 	in      InstallOptions
-	current *Metadata
+	spec    *release.Specification // Core's specification of the enrolled generation
+	base    *provider.Config       // the provider.json the installation writes
+	source  string                 // the console origin, no trailing slash
+	current *noderoot.Metadata
 	token   string
 }
 
@@ -138,7 +143,7 @@ func EnsureNodeRoot(home, installationID string, uid int) error {
 func CheckNodeRoot(home, installationID string, uid int) error {
 	h, err := safefile.OpenRoot(home)
 	if err != nil {
-		return refusal("The service account's home is not as the installer left it; inspect it", fmt.Errorf("home %s: %w", home, err))
+		return noderoot.Refusal("The service account's home is not as the installer left it; inspect it", fmt.Errorf("home %s: %w", home, err))
 	}
 	defer h.Close()
 	for _, rel := range nodeRootDirs(installationID) {
@@ -147,7 +152,7 @@ func CheckNodeRoot(home, installationID string, uid int) error {
 			return nil // and everything below it is missing too
 		}
 		if err != nil {
-			return refusal("The node root is not as the installer left it (a link, another owner or another mode); inspect it", err)
+			return noderoot.Refusal("The node root is not as the installer left it (a link, another owner or another mode); inspect it", err)
 		}
 		d.Close()
 	}
@@ -162,7 +167,7 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 		return nil, errors.New("installation: no Core configuration")
 	}
 	if conf.InstallationID != in.InstallationID {
-		return nil, fmt.Errorf("%w: Core answered for installation %s", ErrCoreAnswer, conf.InstallationID)
+		return nil, fmt.Errorf("%w: Core answered for installation %s", core.ErrAnswer, conf.InstallationID)
 	}
 	if !filepath.IsAbs(in.Home) {
 		return nil, fmt.Errorf("installation: home %q is not an absolute path", in.Home)
@@ -176,7 +181,7 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 	if in.Log == nil {
 		in.Log = io.Discard
 	}
-	opts := Options{
+	opts := noderoot.Options{
 		Action: ActionInstall,
 		Identity: lease.Identity{
 			InstallationID:      in.InstallationID,
@@ -191,35 +196,23 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 		Log:          in.Log,
 		Progress:     in.Progress,
 	}
-	if err := opts.Identity.Validate(); err != nil {
+	env, err := noderoot.Open(opts)
+	if err != nil {
 		return nil, err
 	}
-	node := layout.Node{Root: layout.NodeRootIn(in.Home, in.InstallationID)}
-	root, err := safefile.OpenRoot(node.Root)
-	if err != nil {
-		return nil, fmt.Errorf("node root: %w", err)
-	}
-	if d, err := root.OpenDir(".", safefile.Expect{UID: in.UID, Mode: 0o700}); err != nil {
-		root.Close()
-		return nil, fmt.Errorf("node root: %w", err)
-	} else {
-		d.Close()
-	}
-	e := &InstallEnv{Env: &Env{opts: opts, node: node, root: root, releases: map[string]*Metadata{}}, in: in}
-	e.spec = conf.Specification
+	e := &InstallEnv{Env: env, in: in, spec: conf.Specification}
 	// The operator's CA and the proxy settings are checked now; the
 	// system roots and the client are built when a step first needs them
-	// (certPool, console).
+	// (CertPool, Console).
 	roots, err := trust.New(in.CoreCA)
 	if err != nil {
 		e.Close()
 		return nil, errCoreCA
 	}
-	dopts := in.Download
-	if dopts.Proxy == (download.ProxyEnv{}) {
-		dopts.Proxy = download.ProxyEnvFromEnviron(os.Environ())
+	check := in.Download
+	if check.Proxy == (download.ProxyEnv{}) {
+		check.Proxy = download.ProxyEnvFromEnviron(os.Environ())
 	}
-	check := dopts
 	if check.RootCAs == nil {
 		check.RootCAs = x509.NewCertPool()
 	}
@@ -229,21 +222,7 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 		return nil, err
 	}
 	c.Close()
-	e.rootsFunc = func() (*trust.Roots, error) { return roots, nil }
-	source := trimOrigin(in.SourceURL)
-	e.consoleFunc = func() (*download.Client, string, error) {
-		o := dopts
-		if o.RootCAs == nil {
-			roots, err := e.certPool()
-			if err != nil {
-				return nil, "", err
-			}
-			o.Trust = roots
-		}
-		c, err := download.NewClient(o)
-		return c, source, err
-	}
-	e.source = source
+	e.source = noderoot.TrimOrigin(in.SourceURL)
 	addrs, err := e.coreAddrs(ctx)
 	if err != nil {
 		e.Close()
@@ -251,7 +230,7 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 	}
 	base, err := provider.Base(provider.BaseInput{
 		InstallationID: in.InstallationID, CoreOrigin: in.CoreOrigin, Generation: conf.Generation,
-		Specification: conf.Specification, Root: node.Root, Home: in.Home,
+		Specification: conf.Specification, Root: e.Node().Root, Home: in.Home,
 		Image: conf.Specification.Runtime.ImageID, CoreAddrs: addrs,
 	})
 	if err != nil {
@@ -259,17 +238,11 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 		return nil, err
 	}
 	e.base = base
+	e.Bind(noderoot.Preset{Specification: e.spec, Base: base, Roots: roots, Source: e.source})
 	return e, nil
 }
 
 var errCoreCA = errors.New("the Core CA file holds no PEM certificate")
-
-func trimOrigin(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
-}
 
 // coreAddrs resolves Core's origin for the microsandbox network policy;
 // Docker nodes need none.
@@ -317,32 +290,32 @@ func (e *InstallEnv) Install() InstallOptions { return e.in }
 
 // CurrentRelease is the verified metadata of the console's current
 // release, whose node program the installation runs.
-func (e *InstallEnv) CurrentRelease(ctx context.Context) (*Metadata, error) {
+func (e *InstallEnv) CurrentRelease(ctx context.Context) (*noderoot.Metadata, error) {
 	if e.current != nil {
 		return e.current, nil
 	}
 	if e.in.Bundle != "" {
 		return e.bundleCurrent()
 	}
-	client, source, err := e.console()
+	client, source, err := e.Console()
 	if err != nil {
 		return nil, err
 	}
 	m, err := client.FetchMetadata(ctx, source+"/node-install/"+release.ManifestName, release.MaxMetadataSize)
 	if err != nil {
-		return nil, artifactErr(err)
+		return nil, noderoot.Artifact(err)
 	}
 	s, err := client.FetchMetadata(ctx, source+"/node-install/"+release.SumsName, release.MaxMetadataSize)
 	if err != nil {
-		return nil, artifactErr(err)
+		return nil, noderoot.Artifact(err)
 	}
 	r, err := release.VerifyRelease(m, s, e.base.Provider)
 	if err != nil {
-		return nil, artifactErr(fmt.Errorf("the console's current release at %s: %w", e.source, err))
+		return nil, noderoot.Artifact(fmt.Errorf("the console's current release at %s: %w", e.source, err))
 	}
-	md := &Metadata{Release: r, Manifest: m, Sums: s}
+	md := &noderoot.Metadata{Release: r, Manifest: m, Sums: s}
 	e.current = md
-	e.releases[r.Manifest.SourceCommit] = md
+	e.KeepRelease(md)
 	return md, nil
 }
 
@@ -357,11 +330,11 @@ func (e *InstallEnv) writeRecord(rel string, v map[string]any, replace bool) err
 	}
 	data = append(data, '\n')
 	if replace {
-		return e.root.AtomicWrite(rel, data, 0o600)
+		return e.Root().AtomicWrite(rel, data, 0o600)
 	}
-	if err := e.root.PublishOnce(rel, data, 0o600); err != nil {
+	if err := e.Root().PublishOnce(rel, data, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
-			return fmt.Errorf("%w: %w", ErrConflict, err)
+			return fmt.Errorf("%w: %w", noderoot.ErrConflict, err)
 		}
 		return err
 	}
@@ -371,5 +344,5 @@ func (e *InstallEnv) writeRecord(rel string, v map[string]any, replace bool) err
 // Registered reports whether registered.json exists: once it does, no node
 // file is replaced.
 func (e *InstallEnv) Registered() (bool, error) {
-	return safefile.Exists(e.node.Registered())
+	return safefile.Exists(e.Node().Registered())
 }

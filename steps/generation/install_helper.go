@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -41,15 +42,15 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 		return workflow.Result{}, err
 	}
 	if !registered {
-		old, err := e.root.ReadFile(layout.HelperFile, safefile.Expect{UID: e.opts.UID, Mode: 0o700, MaxSize: MaxHelperSize})
+		old, err := e.Root().ReadFile(layout.HelperFile, safefile.Expect{UID: e.UID(), Mode: 0o700, MaxSize: MaxHelperSize})
 		if err == nil && bytes.Equal(old, data) {
-			return workflow.Result{}, e.root.PublishOnce(layout.HelperFile, data, 0o700)
+			return workflow.Result{}, e.Root().PublishOnce(layout.HelperFile, data, 0o700)
 		}
-		return workflow.Result{}, e.root.AtomicWrite(layout.HelperFile, data, 0o700)
+		return workflow.Result{}, e.Root().AtomicWrite(layout.HelperFile, data, 0o700)
 	}
-	if err := e.root.PublishOnce(layout.HelperFile, data, 0o700); err != nil {
+	if err := e.Root().PublishOnce(layout.HelperFile, data, 0o700); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
-			return workflow.Result{}, refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", layout.HelperFile, err))
+			return workflow.Result{}, noderoot.Refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", layout.HelperFile, err))
 		}
 		return workflow.Result{}, err
 	}

@@ -37,20 +37,20 @@ func TestInstallEnvBuildsRootsOnFirstUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if e.roots != nil || e.client != nil {
+	if roots, console := e.Built(); roots || console {
 		t.Fatal("the roots or the console client were built with the environment")
 	}
 	steps := InstallSteps(e)
 	if _, err := steps[workflow.InstallNodeRoot].Run(ctx, workflow.Facts{}); err != nil {
 		t.Fatal(err)
 	}
-	if e.roots != nil || e.client != nil {
+	if roots, console := e.Built(); roots || console {
 		t.Fatal("the node root step, which connects nowhere, built the roots or the console client")
 	}
 	if _, err := steps[workflow.InstallMetadata].Run(ctx, workflow.Facts{}); err != nil {
 		t.Fatal(err)
 	}
-	if e.roots == nil || e.client == nil {
+	if roots, console := e.Built(); !roots || !console {
 		t.Fatal("the metadata step fetched without the roots and the console client of the environment")
 	}
 }

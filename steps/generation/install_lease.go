@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -16,20 +17,20 @@ type installLeaseStep struct{ e *InstallEnv }
 
 func (s installLeaseStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
-	id := e.opts.Identity
+	id := e.Identity()
 	ok, err := e.LeaseExists()
 	if err != nil {
 		return workflow.Result{}, err
 	}
 	var l *lease.Lease
 	if ok {
-		l, err = lease.Open(e.node.Generations(), id, e.opts.UID)
+		l, err = lease.Open(e.Node().Generations(), id, e.UID())
 	} else {
 		e.Logf("initialize the lease of generation %d", id.Generation)
-		l, err = lease.Initialize(e.node.Generations(), id, e.opts.UID)
+		l, err = lease.Initialize(e.Node().Generations(), id, e.UID())
 	}
 	if err != nil {
-		return workflow.Result{}, refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("lease of generation %d: %w", id.Generation, err))
+		return workflow.Result{}, noderoot.Refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("lease of generation %d: %w", id.Generation, err))
 	}
 	return workflow.Result{}, l.Close()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -29,7 +30,7 @@ func (s metadataStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		return workflow.Result{}, err
 	}
 	if err := release.MatchRelease(spec, sel.Release.Manifest); err != nil {
-		return workflow.Result{}, artifactErr(err)
+		return workflow.Result{}, noderoot.Artifact(err)
 	}
 	registered, err := e.Registered()
 	if err != nil {
@@ -43,7 +44,7 @@ func (s metadataStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		return workflow.Result{}, refusalIfConflict(err)
 	}
 	sums := map[string]any{}
-	for _, f := range releaseFiles(sel.Release) {
+	for _, f := range noderoot.ReleaseFiles(sel.Release) {
 		sums[f.Rel] = f.SHA256
 	}
 	ra := map[string]any{"installation_id": e.in.InstallationID, "source_commit": spec.Runtime.SourceCommit, "sha256": sums}
@@ -63,10 +64,10 @@ func (e *InstallEnv) installationRecord() map[string]any {
 	rec := map[string]any{
 		"installation_id":      e.in.InstallationID,
 		"provider":             e.base.Provider,
-		"core_url":             trimOrigin(e.in.CoreOrigin),
+		"core_url":             noderoot.TrimOrigin(e.in.CoreOrigin),
 		"source_commit":        e.spec.Runtime.SourceCommit,
-		"generation":           e.opts.Identity.Generation,
-		"specification_digest": e.opts.Identity.SpecificationDigest,
+		"generation":           e.Identity().Generation,
+		"specification_digest": e.Identity().SpecificationDigest,
 	}
 	if e.in.AllowInsecureOrigin {
 		rec["allow_insecure_origin"] = true
@@ -77,8 +78,8 @@ func (e *InstallEnv) installationRecord() map[string]any {
 // refusalIfConflict turns a registered node's conflicting record into a
 // refusal that names the way forward.
 func refusalIfConflict(err error) error {
-	if errors.Is(err, ErrConflict) {
-		return refusal("This node is registered for another deployment; remove it in Web, run --uninstall, then add it again with a new command", err)
+	if errors.Is(err, noderoot.ErrConflict) {
+		return noderoot.Refusal("This node is registered for another deployment; remove it in Web, run --uninstall, then add it again with a new command", err)
 	}
 	return err
 }

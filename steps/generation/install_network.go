@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -89,7 +90,7 @@ func networkExists(ctx context.Context, n DockerNetworks, name, id string) (bool
 		return false, err
 	}
 	if got.Labels[InstallationLabel] != id {
-		return false, refusal("Another node of this installation may use this Docker Engine; remove it first", fmt.Errorf("the Docker network %s exists and is not labelled %s=%s", name, InstallationLabel, id))
+		return false, noderoot.Refusal("Another node of this installation may use this Docker Engine; remove it first", fmt.Errorf("the Docker network %s exists and is not labelled %s=%s", name, InstallationLabel, id))
 	}
 	return true, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -34,15 +35,15 @@ func (s nodeRootStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		return workflow.Result{}, err
 	}
 	if registered {
-		if err := e.root.PublishOnce(layout.CoreCAFile, ca, 0o600); err != nil {
+		if err := e.Root().PublishOnce(layout.CoreCAFile, ca, 0o600); err != nil {
 			if errors.Is(err, safefile.ErrConflict) {
-				return workflow.Result{}, refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", err))
+				return workflow.Result{}, noderoot.Refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", err))
 			}
 			return workflow.Result{}, err
 		}
 		return workflow.Result{}, nil
 	}
-	return workflow.Result{Facts: map[string]string{"core_ca_sha256": release.SHA256Hex(ca)}}, e.root.AtomicWrite(layout.CoreCAFile, ca, 0o600)
+	return workflow.Result{Facts: map[string]string{"core_ca_sha256": release.SHA256Hex(ca)}}, e.Root().AtomicWrite(layout.CoreCAFile, ca, 0o600)
 }
 
 // tokenFilePrefix names the private temporary files that hold the
@@ -52,7 +53,7 @@ const tokenFilePrefix = ".enrollment-"
 // removeTokenFiles removes every enrollment token file in the node root
 // (only regular files; anything else there is refused).
 func removeTokenFiles(e *InstallEnv) error {
-	names, err := e.root.ReadDir()
+	names, err := e.Root().ReadDir()
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func removeTokenFiles(e *InstallEnv) error {
 		if !strings.HasPrefix(n, tokenFilePrefix) {
 			continue
 		}
-		if err := e.root.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := e.Root().Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove the leftover token file %s: %w", n, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -38,14 +39,14 @@ func (s providerConfigStep) Run(ctx context.Context, facts workflow.Facts) (work
 		return workflow.Result{}, err
 	}
 	if !registered {
-		old, err := e.readPrivate(layout.ProviderConfigFile, provider.MaxSize)
+		old, err := e.ReadPrivate(layout.ProviderConfigFile, provider.MaxSize)
 		if err != nil || string(old) != string(data) {
-			return workflow.Result{}, e.root.AtomicWrite(layout.ProviderConfigFile, data, 0o600)
+			return workflow.Result{}, e.Root().AtomicWrite(layout.ProviderConfigFile, data, 0o600)
 		}
 	}
-	if err := e.root.PublishOnce(layout.ProviderConfigFile, data, 0o600); err != nil {
+	if err := e.Root().PublishOnce(layout.ProviderConfigFile, data, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
-			return workflow.Result{}, refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", err))
+			return workflow.Result{}, noderoot.Refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", err))
 		}
 		return workflow.Result{}, err
 	}

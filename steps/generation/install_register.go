@@ -16,6 +16,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -125,13 +126,13 @@ func (e *InstallEnv) Token() string { return e.token }
 
 func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
-	inst, err := e.readPrivate(layout.InstallationFile, 4096)
+	inst, err := e.ReadPrivate(layout.InstallationFile, 4096)
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if reg, err := e.readPrivate(layout.RegisteredFile, 4096); err == nil {
+	if reg, err := e.ReadPrivate(layout.RegisteredFile, 4096); err == nil {
 		if !bytes.Equal(reg, inst) {
-			return workflow.Result{}, refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
+			return workflow.Result{}, noderoot.Refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
 		}
 		return workflow.Result{}, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -143,7 +144,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		// lost): the node program confirms the identity with Core first
 		// and enrolls only when Core does not know it, which then needs a
 		// valid token. Its command line requires a token file.
-		if _, err := os.Lstat(e.node.Identity()); err != nil {
+		if _, err := os.Lstat(e.Node().Identity()); err != nil {
 			return workflow.Result{}, errors.New("this node is not registered yet and the command gave no enrollment token; run the command Web generated, which passes it on standard input")
 		}
 		e.Logf("finish the interrupted registration (the node program confirms the node with Core)")
@@ -156,11 +157,11 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 	defer os.Remove(tokenFile)
 	host, _ := os.Hostname()
 	req := RegisterRequest{
-		Program: filepath.Join(e.node.Root, release.PathNode), Config: e.node.ProviderConfig(), StateDir: e.node.StateDir(),
-		CoreURL: trimOrigin(e.in.CoreOrigin), Name: host, TokenFile: tokenFile, AllowInsecureOrigin: e.in.AllowInsecureOrigin,
+		Program: filepath.Join(e.Node().Root, release.PathNode), Config: e.Node().ProviderConfig(), StateDir: e.Node().StateDir(),
+		CoreURL: noderoot.TrimOrigin(e.in.CoreOrigin), Name: host, TokenFile: tokenFile, AllowInsecureOrigin: e.in.AllowInsecureOrigin,
 	}
 	if len(e.in.CoreCA) > 0 {
-		req.CoreCA = filepath.Join(e.node.Root, layout.CoreCAFile)
+		req.CoreCA = filepath.Join(e.Node().Root, layout.CoreCAFile)
 	}
 	reg := e.in.Register
 	if reg == nil {
@@ -181,7 +182,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := e.root.PublishOnce(layout.RegisteredFile, inst, 0o600); err != nil {
+	if err := e.Root().PublishOnce(layout.RegisteredFile, inst, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, fmt.Errorf("registered.json: %w", err)
 		}
@@ -194,7 +195,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 // program recovers a lost enrollment answer under the identity it wrote
 // before enrolling, so a second registration never enrolls twice).
 func (s registerStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	if _, err := os.Lstat(s.e.node.Registered()); err == nil {
+	if _, err := os.Lstat(s.e.Node().Registered()); err == nil {
 		return workflow.Done, workflow.Result{}, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return workflow.Unknown, workflow.Result{}, err
@@ -212,7 +213,7 @@ func writeTokenFile(e *InstallEnv, token string) (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	p := filepath.Join(e.node.Root, tokenFilePrefix+hex.EncodeToString(b[:]))
+	p := filepath.Join(e.Node().Root, tokenFilePrefix+hex.EncodeToString(b[:]))
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("create the token file: %w", err)
@@ -233,7 +234,7 @@ func writeTokenFile(e *InstallEnv, token string) (string, error) {
 func discardUnregistered(ctx context.Context, e *InstallEnv) error {
 	var errs []error
 	for _, rel := range []string{layout.InstallationFile, layout.ProviderConfigFile, layout.NodeIdentityFile} {
-		if err := e.root.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := e.Root().Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -3,6 +3,7 @@ package generation
 import (
 	"context"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -16,11 +17,11 @@ type runtimeStep struct{ e *InstallEnv }
 const factImageID = "image"
 
 func (s runtimeStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
-	id, err := importImage(ctx, s.e, s.e.base, ".")
+	id, err := noderoot.ImportImage(ctx, s.e, s.e.base, ".")
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := removeUnpacked(s.e, "."); err != nil {
+	if err := noderoot.RemoveUnpacked(s.e, "."); err != nil {
 		return workflow.Result{}, err
 	}
 	return workflow.Result{Facts: map[string]string{factImageID: id}}, nil
@@ -30,14 +31,14 @@ func (s runtimeStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 // unpacked copy is removed), absent is not done. A provider that cannot
 // answer leaves the outcome unknown.
 func (s runtimeStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	id, held, err := imageHeld(ctx, s.e, s.e.base)
+	id, held, err := noderoot.ImageHeld(ctx, s.e, s.e.base)
 	switch {
 	case err != nil:
 		return workflow.Unknown, workflow.Result{}, err
 	case !held:
 		return workflow.NotDone, workflow.Result{}, nil
 	}
-	if err := removeUnpacked(s.e, "."); err != nil {
+	if err := noderoot.RemoveUnpacked(s.e, "."); err != nil {
 		return workflow.Unknown, workflow.Result{}, err
 	}
 	return workflow.Done, workflow.Result{Facts: map[string]string{factImageID: id}}, nil

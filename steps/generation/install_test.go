@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
@@ -78,9 +80,9 @@ func newInstallFixture(t *testing.T) *installFixture {
 func (f *installFixture) options() InstallOptions {
 	return InstallOptions{
 		InstallationID: testID, Home: f.home, UID: os.Getuid(), SourceURL: f.srv.URL, CoreOrigin: f.srv.URL, CoreCA: f.srv.CA,
-		Configuration: &Configuration{InstallationID: testID, Provider: release.ProviderDocker, CoreURL: f.srv.URL, Generation: 1,
+		Configuration: &core.Configuration{InstallationID: testID, Provider: release.ProviderDocker, CoreURL: f.srv.URL, Generation: 1,
 			Specification: f.spec, SpecificationDigest: f.spec.Digest(), MaxActive: 2, MaxRetained: 4},
-		Docker:   func(context.Context, string) (Docker, error) { return f.docker, nil },
+		Docker:   func(context.Context, string) (noderoot.Docker, error) { return f.docker, nil },
 		Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond}, StallWindow: 5 * time.Second},
 		Helper:   func() ([]byte, error) { return f.helper, nil },
 		Register: f.reg,
@@ -138,7 +140,7 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 			t.Errorf("%s: %v %v", rel, fi, err)
 		}
 	}
-	if _, err := os.Lstat(f.root(PathUnpacked)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(f.root(noderoot.PathUnpacked)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the unpacked archive stays after the import: %v", err)
 	}
 	inst, _ := os.ReadFile(f.root("installation.json"))
@@ -191,7 +193,7 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := f.run("")
-	var ref *RefusalError
+	var ref *noderoot.RefusalError
 	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "--uninstall") {
 		t.Fatalf("a different node program on a registered node: %v", err)
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -65,25 +67,25 @@ type identityAnswer struct {
 	ProviderReady        bool   `json:"provider_ready,omitempty"`
 }
 
-var identityAnswerFormat = strictjson.Format{MaxSize: MaxConfigurationSize, AllowUnknownKeys: true}
+var identityAnswerFormat = strictjson.Format{MaxSize: core.MaxConfigurationSize, AllowUnknownKeys: true}
 
 func (s waitReadyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
-	nid, err := e.nodeIdentity()
+	nid, err := e.NodeIdentity()
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if nid.CoreURL != trimOrigin(e.in.CoreOrigin) {
-		return workflow.Result{}, fmt.Errorf("%w: identity.json names Core %s, this command %s", ErrIdentity, nid.CoreURL, e.in.CoreOrigin)
+	if nid.CoreURL != noderoot.TrimOrigin(e.in.CoreOrigin) {
+		return workflow.Result{}, fmt.Errorf("%w: identity.json names Core %s, this command %s", noderoot.ErrIdentity, nid.CoreURL, e.in.CoreOrigin)
 	}
 	if nid.AllowInsecureOrigin != e.in.AllowInsecureOrigin {
-		return workflow.Result{}, fmt.Errorf("%w: identity.json's insecure-origin policy differs from this command's", ErrIdentity)
+		return workflow.Result{}, fmt.Errorf("%w: identity.json's insecure-origin policy differs from this command's", noderoot.ErrIdentity)
 	}
-	pool, err := e.certPool()
+	pool, err := e.CertPool()
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	c, err := NewCoreClient(nid, pool, e.proxy())
+	c, err := noderoot.NewCoreClient(nid, pool, e.Proxy())
 	if err != nil {
 		return workflow.Result{}, err
 	}
@@ -150,7 +152,7 @@ func pollUntil(ctx context.Context, deadline time.Time, poll func(context.Contex
 }
 
 // coreIdentity reads Core's identity route once with the node credential.
-func coreIdentity(ctx context.Context, c *CoreClient) (*identityAnswer, int, error) {
+func coreIdentity(ctx context.Context, c *core.Client) (*identityAnswer, int, error) {
 	body, status, err := c.IdentityAnswer(ctx)
 	if err != nil || status != http.StatusOK {
 		return nil, status, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -14,7 +15,7 @@ import (
 // preparation whenever the lease exists (a new generation's lease is
 // initialized by the next state).
 type lockStep struct {
-	d      Data
+	d      noderoot.Data
 	action string
 }
 
@@ -28,7 +29,7 @@ func (s lockStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, e
 		if err != nil {
 			return workflow.Result{}, workflow.Unchanged(err)
 		}
-		if s.action != ActionPrepare || exists {
+		if s.action != noderoot.ActionPrepare || exists {
 			return workflow.Result{}, workflow.Unchanged(fmt.Errorf("%w: the lease of generation %d", ErrNotLocked, s.d.Identity().Generation))
 		}
 	}

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // lockStub is a Data whose locks are as the test says.
 type lockStub struct {
-	Data
+	noderoot.Data
 	install, lease, exists bool
 }
 
@@ -25,12 +26,12 @@ func TestLockStepRequiresTheLocks(t *testing.T) {
 		stub   lockStub
 		ok     bool
 	}{
-		{"everything held", ActionRepair, lockStub{install: true, lease: true, exists: true}, true},
-		{"no install lock", ActionCollect, lockStub{lease: true, exists: true}, false},
-		{"repair without the lease", ActionRepair, lockStub{install: true, exists: true}, false},
-		{"collect without the lease", ActionCollect, lockStub{install: true}, false},
-		{"prepare of a new generation", ActionPrepare, lockStub{install: true}, true},
-		{"prepare with an existing lease not held", ActionPrepare, lockStub{install: true, exists: true}, false},
+		{"everything held", noderoot.ActionRepair, lockStub{install: true, lease: true, exists: true}, true},
+		{"no install lock", noderoot.ActionCollect, lockStub{lease: true, exists: true}, false},
+		{"repair without the lease", noderoot.ActionRepair, lockStub{install: true, exists: true}, false},
+		{"collect without the lease", noderoot.ActionCollect, lockStub{install: true}, false},
+		{"prepare of a new generation", noderoot.ActionPrepare, lockStub{install: true}, true},
+		{"prepare with an existing lease not held", noderoot.ActionPrepare, lockStub{install: true, exists: true}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,7 +52,7 @@ func TestRepairProbeRefusesAnotherLocalImage(t *testing.T) {
 	// The engine now identifies the image by its manifest digest: the
 	// configured local ID no longer names it.
 	n.docker.ContainerdStore = true
-	err := n.run(ActionRepair, 2, spec)
+	err := n.run(noderoot.ActionRepair, 2, spec)
 	if !errors.Is(err, ErrNotReady) {
 		t.Fatalf("repair: %v, want ErrNotReady", err)
 	}

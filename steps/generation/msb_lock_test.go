@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -15,7 +16,7 @@ import (
 // done.
 func TestMicrosandboxInheritsInstallLock(t *testing.T) {
 	n, _, other := dockerNode(t)
-	e, err := NewEnv(n.options(ActionPrepare, 2, other.Spec(t, release.ProviderDocker, 2)))
+	e, err := noderoot.NewEnv(n.options(noderoot.ActionPrepare, 2, other.Spec(t, release.ProviderDocker, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -13,12 +14,12 @@ import (
 // the import's unpacked archive (the downloaded archive stays for repair)
 // and then the plan, fsyncing the directory. Until the plan is gone an
 // interruption revalidates the same plan and final identity.
-type clearPlanStep struct{ d Data }
+type clearPlanStep struct{ d noderoot.Data }
 
 func (s clearPlanStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	d := s.d
 	g := d.Identity().Generation
-	final, ok, err := readFinal(d, g)
+	final, ok, err := noderoot.ReadFinal(d, g)
 	if err != nil {
 		return workflow.Result{}, err
 	}
@@ -29,19 +30,19 @@ func (s clearPlanStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resu
 	// plan and final identity, or refuses.
 	if _, plan, err := recordedPlan(d); err == nil {
 		if err := provider.CheckFinal(final, plan); err != nil {
-			return workflow.Result{}, workflow.Unchanged(refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
+			return workflow.Result{}, workflow.Unchanged(noderoot.Refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
 		}
-	} else if _, _, present, _ := readPlan(d, g); present {
-		return workflow.Result{}, workflow.Unchanged(refusal("Inspect it with `oac-node-install leases`", err))
+	} else if _, _, present, _ := noderoot.ReadPlan(d, g); present {
+		return workflow.Result{}, workflow.Unchanged(noderoot.Refusal("Inspect it with `oac-node-install leases`", err))
 	}
-	if err := checkIdentity(d, final); err != nil {
-		return workflow.Result{}, workflow.Unchanged(refusal("", err))
+	if err := noderoot.CheckIdentity(d, final); err != nil {
+		return workflow.Result{}, workflow.Unchanged(noderoot.Refusal("", err))
 	}
-	dir, err := releaseRel(d, final)
+	dir, err := noderoot.ReleaseRel(d, final)
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := removeUnpacked(d, dir); err != nil {
+	if err := noderoot.RemoveUnpacked(d, dir); err != nil {
 		return workflow.Result{}, err
 	}
 	return workflow.Result{}, lease.RemovePreparing(d.Node().Generations(), g, d.UID())

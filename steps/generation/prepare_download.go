@@ -3,6 +3,7 @@ package generation
 import (
 	"context"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -13,7 +14,7 @@ import (
 // release's manifest.json and SHA256SUMS copies (for a releases/ directory),
 // the seccomp profile, the microsandbox native files, and the image archive
 // unless the provider already holds the image.
-type downloadStep struct{ d Data }
+type downloadStep struct{ d noderoot.Data }
 
 func (s downloadStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	if facts[factPublished] == "true" {
@@ -29,9 +30,9 @@ func (s downloadStep) Run(ctx context.Context, facts workflow.Facts) (workflow.R
 // restoreFiles downloads what a configuration's release directory misses:
 // everything but the image archive, then the archive if the provider does
 // not already hold the image.
-func restoreFiles(ctx context.Context, d Data, c *provider.Config) error {
+func restoreFiles(ctx context.Context, d noderoot.Data, c *provider.Config) error {
 	spec := c.Specification
-	dir, err := releaseRel(d, c)
+	dir, err := noderoot.ReleaseRel(d, c)
 	if err != nil {
 		return err
 	}
@@ -40,14 +41,14 @@ func restoreFiles(ctx context.Context, d Data, c *provider.Config) error {
 		return err
 	}
 	if err := release.MatchRelease(spec, md.Release.Manifest); err != nil {
-		return artifactErr(err)
+		return noderoot.Artifact(err)
 	}
-	if err := fetchMissing(ctx, d, dir, md, false); err != nil {
+	if err := noderoot.FetchMissing(ctx, d, dir, md, false); err != nil {
 		return err
 	}
-	_, held, err := imageHeld(ctx, d, c)
+	_, held, err := noderoot.ImageHeld(ctx, d, c)
 	if err != nil || held {
 		return err
 	}
-	return fetchMissing(ctx, d, dir, md, true)
+	return noderoot.FetchMissing(ctx, d, dir, md, true)
 }

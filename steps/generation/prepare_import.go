@@ -3,7 +3,9 @@ package generation
 import (
 	"context"
 	"fmt"
+	"os"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -15,7 +17,7 @@ import (
 // reference in the plan's store. An image the provider already holds is not
 // loaded again. Its policy is Verify: after an interruption, the provider
 // says whether the import happened.
-type importStep struct{ d Data }
+type importStep struct{ d noderoot.Data }
 
 func (s importStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	if facts[factPublished] == "true" {
@@ -28,11 +30,11 @@ func (s importStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Res
 	if !p.ImportStarted {
 		return workflow.Result{}, fmt.Errorf("the plan of generation %d does not record import_started", p.Generation)
 	}
-	dir, err := releaseRel(s.d, plan)
+	dir, err := noderoot.ReleaseRel(s.d, plan)
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	id, err := importImage(ctx, s.d, plan, dir)
+	id, err := noderoot.ImportImage(ctx, s.d, plan, dir)
 	if err != nil {
 		return workflow.Result{}, err
 	}
@@ -59,7 +61,7 @@ func (s importStep) Verify(ctx context.Context, facts workflow.Facts) (workflow.
 		if err != nil {
 			return workflow.Unknown, workflow.Result{}, err
 		}
-		id, found, err := image.Resolve(ctx, dk, wantImage(plan))
+		id, found, err := image.Resolve(ctx, dk, noderoot.WantImage(plan))
 		switch {
 		case err != nil:
 			return workflow.Unknown, workflow.Result{}, err
@@ -73,11 +75,11 @@ func (s importStep) Verify(ctx context.Context, facts workflow.Facts) (workflow.
 
 // verifyMicrosandboxImage decides from a complete inventory of the plan's
 // store whether its image was loaded.
-func verifyMicrosandboxImage(ctx context.Context, d Data, c *provider.Config, done func(string) (workflow.Outcome, workflow.Result, error)) (workflow.Outcome, workflow.Result, error) {
+func verifyMicrosandboxImage(ctx context.Context, d noderoot.Data, c *provider.Config, done func(string) (workflow.Outcome, workflow.Result, error)) (workflow.Outcome, workflow.Result, error) {
 	if !exists(c.Microsandbox.RuntimeHome) {
 		return workflow.NotDone, workflow.Result{}, nil // no store: nothing was loaded
 	}
-	cli, ref, err := microsandboxFor(d, c)
+	cli, ref, err := noderoot.MicrosandboxFor(d, c)
 	if err != nil {
 		return workflow.Unknown, workflow.Result{}, err
 	}
@@ -92,4 +94,9 @@ func verifyMicrosandboxImage(ctx context.Context, d Data, c *provider.Config, do
 		return workflow.Unknown, workflow.Result{}, err
 	}
 	return done(ref.String())
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }

@@ -3,6 +3,7 @@ package generation
 import (
 	"context"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -10,7 +11,7 @@ import (
 // importStartStep records import_started true in the plan before the
 // importer runs: from then on collection treats the generation as possibly
 // imported, and a missing native file never proves native absence.
-type importStartStep struct{ d Data }
+type importStartStep struct{ d noderoot.Data }
 
 func (s importStartStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	if facts[factPublished] == "true" {

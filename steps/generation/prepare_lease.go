@@ -3,6 +3,7 @@ package generation
 import (
 	"context"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -12,7 +13,7 @@ import (
 // an interruption may leave a lease whose identity never became durable,
 // which only an operator may judge; resume refuses and `leases` shows it.
 // A lease that already exists was opened and locked by Run.
-type leaseStep struct{ d Data }
+type leaseStep struct{ d noderoot.Data }
 
 func (s leaseStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	if _, held := s.d.Locked(); held {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -29,7 +30,7 @@ const (
 // existing plan must be exactly this plan (its import_started is kept); an
 // existing final configuration must equal it but for the Docker image. Any
 // drift refuses.
-type planStep struct{ d Data }
+type planStep struct{ d noderoot.Data }
 
 func (s planStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	d := s.d
@@ -38,21 +39,21 @@ func (s planStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, e
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	p, pc, havePlan, err := readPlan(d, id.Generation)
+	p, pc, havePlan, err := noderoot.ReadPlan(d, id.Generation)
 	if err != nil {
 		return workflow.Result{}, workflow.Unchanged(err)
 	}
 	if havePlan && (p.Identity != id || pc == nil || !provider.Equal(pc, plan)) {
-		return workflow.Result{}, workflow.Unchanged(refusef(ErrPlanDrift, "Inspect it with `oac-node-install leases`",
-			"the preparation plan %s is not the plan for specification %s", d.Node().Generations()+"/"+recordName(id.Generation, ".preparing"), id.SpecificationDigest))
+		return workflow.Result{}, workflow.Unchanged(noderoot.Refusef(ErrPlanDrift, "Inspect it with `oac-node-install leases`",
+			"the preparation plan %s is not the plan for specification %s", d.Node().Generations()+"/"+noderoot.RecordName(id.Generation, ".preparing"), id.SpecificationDigest))
 	}
-	final, published, err := readFinal(d, id.Generation)
+	final, published, err := noderoot.ReadFinal(d, id.Generation)
 	if err != nil {
 		return workflow.Result{}, workflow.Unchanged(err)
 	}
 	if published {
 		if err := provider.CheckFinal(final, plan); err != nil {
-			return workflow.Result{}, workflow.Unchanged(refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
+			return workflow.Result{}, workflow.Unchanged(noderoot.Refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
 		}
 		return workflow.Result{Facts: map[string]string{factPublished: "true", factImage: imageOf(final)}}, nil
 	}
@@ -70,14 +71,14 @@ func (s planStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, e
 
 // computePlan computes the generation's plan from the base configuration,
 // Core's specification and the verified release.
-func computePlan(ctx context.Context, d Data) (*provider.Config, error) {
+func computePlan(ctx context.Context, d noderoot.Data) (*provider.Config, error) {
 	id := d.Identity()
 	base, err := d.Base()
 	if err != nil {
 		return nil, err
 	}
 	if base.Generation == id.Generation {
-		return nil, workflow.Unchanged(refusef(ErrBaseGeneration, "", "generation %d is the node's base generation; its configuration is provider.json", id.Generation))
+		return nil, workflow.Unchanged(noderoot.Refusef(ErrBaseGeneration, "", "generation %d is the node's base generation; its configuration is provider.json", id.Generation))
 	}
 	spec, err := d.Specification(ctx)
 	if err != nil {
@@ -88,11 +89,11 @@ func computePlan(ctx context.Context, d Data) (*provider.Config, error) {
 		return nil, err
 	}
 	if err := release.MatchRelease(spec, md.Release.Manifest); err != nil {
-		return nil, artifactErr(err)
+		return nil, noderoot.Artifact(err)
 	}
 	plan, err := provider.Plan(base, spec, id.Generation, d.Node().Root, d.Home())
 	if err != nil {
-		return nil, workflow.Unchanged(refusal("", err))
+		return nil, workflow.Unchanged(noderoot.Refusal("", err))
 	}
 	return plan, nil
 }
@@ -107,9 +108,9 @@ func imageOf(c *provider.Config) string {
 
 // recordedPlan reads the plan the plan step wrote; it must exist with its
 // configuration and identity.
-func recordedPlan(d Data) (lease.Preparing, *provider.Config, error) {
+func recordedPlan(d noderoot.Data) (lease.Preparing, *provider.Config, error) {
 	id := d.Identity()
-	p, pc, ok, err := readPlan(d, id.Generation)
+	p, pc, ok, err := noderoot.ReadPlan(d, id.Generation)
 	if err != nil {
 		return p, nil, err
 	}

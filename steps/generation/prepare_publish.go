@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -14,13 +15,13 @@ import (
 // durable (file and directory fsynced): the plan with, for Docker, the
 // local image ID the import resolved. An existing <g>.json with other bytes
 // is drift and refuses; it is never overwritten.
-type publishStep struct{ d Data }
+type publishStep struct{ d noderoot.Data }
 
 func (s publishStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	d := s.d
 	g := d.Identity().Generation
 	if facts[factPublished] == "true" {
-		if _, ok, err := readFinal(d, g); err != nil || !ok {
+		if _, ok, err := noderoot.ReadFinal(d, g); err != nil || !ok {
 			return workflow.Result{}, fmt.Errorf("the published configuration of generation %d is gone: %v", g, err)
 		}
 		return workflow.Result{}, nil
@@ -42,12 +43,12 @@ func (s publishStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := d.Root().PublishOnce(finalRel(g), data, 0o600); err != nil {
+	if err := d.Root().PublishOnce(noderoot.FinalRel(g), data, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
-			return workflow.Result{}, workflow.Unchanged(refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
+			return workflow.Result{}, workflow.Unchanged(noderoot.Refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
 		}
 		return workflow.Result{}, err
 	}
-	d.Logf("published %s", finalRel(g))
+	d.Logf("published %s", noderoot.FinalRel(g))
 	return workflow.Result{}, nil
 }

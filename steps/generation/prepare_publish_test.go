@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -39,7 +40,7 @@ func TestPublishNeverOverwritesFinalConfiguration(t *testing.T) {
 	if err := os.WriteFile(n.gen("2.json"), otherData, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEnv(n.options(ActionPrepare, 2, spec))
+	e, err := noderoot.NewEnv(n.options(noderoot.ActionPrepare, 2, spec))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -57,21 +59,21 @@ func TestPrepareRefusals(t *testing.T) {
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
 				writeRecord(t, n.gen("2.collecting"), map[string]any{"installation_id": testID, "generation": 2, "specification_digest": spec.Digest(), "native_complete": false})
 			},
-			want: ErrCollecting, same: true,
+			want: noderoot.ErrCollecting, same: true,
 		},
 		{
 			name: "Core holds another specification",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
 				n.srv.SetSpec(2, b.Spec(t, release.ProviderDocker, 7))
 			},
-			want: ErrSpecification,
+			want: noderoot.ErrSpecification,
 		},
 		{
 			name: "Core rejects the credential",
 			setup: func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) {
 				n.srv.SetCoreReply(func(w http.ResponseWriter, g int64) bool { w.WriteHeader(http.StatusUnauthorized); return true })
 			},
-			want: ErrCoreRejected,
+			want: core.ErrRejected,
 		},
 		{
 			name: "Core answers for another installation",
@@ -84,7 +86,7 @@ func TestPrepareRefusals(t *testing.T) {
 					return true
 				})
 			},
-			want: ErrCoreAnswer,
+			want: core.ErrAnswer,
 		},
 		{
 			name: "plan drift",
@@ -163,7 +165,7 @@ func TestPrepareRefusals(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: ErrConflict,
+			want: noderoot.ErrConflict,
 		},
 		{
 			name: "installation lock busy",
@@ -174,7 +176,7 @@ func TestPrepareRefusals(t *testing.T) {
 				}
 				t.Cleanup(func() { l.Unlock() })
 			},
-			want: ErrInstallLocked, same: true,
+			want: noderoot.ErrInstallLocked, same: true,
 		},
 		{
 			name: "helper holds the lease",
@@ -213,7 +215,7 @@ func TestPrepareRefusals(t *testing.T) {
 			n.srv.SetSpec(2, spec)
 			tc.setup(t, n, b, spec)
 			var err error
-			check := func() { err = n.run(ActionPrepare, 2, spec) }
+			check := func() { err = n.run(noderoot.ActionPrepare, 2, spec) }
 			if tc.same {
 				unchanged(t, n, check)
 			} else {
@@ -222,7 +224,7 @@ func TestPrepareRefusals(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("prepare: %v, want %v", err, tc.want)
 			}
-			if got := IsArtifactFailure(err); got != tc.artifact {
+			if got := noderoot.IsArtifactFailure(err); got != tc.artifact {
 				t.Errorf("IsArtifactFailure = %v for %v", got, err)
 			}
 			if _, err := os.Lstat(n.gen("2.json")); tc.name != "final configuration drift" && !errors.Is(err, os.ErrNotExist) {

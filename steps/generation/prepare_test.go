@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -37,7 +38,7 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 	n, _, b := dockerNode(t)
 	spec := b.Spec(t, release.ProviderDocker, 2)
 	n.srv.SetSpec(2, spec)
-	if err := n.run(ActionPrepare, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	final := readConfig(t, n.gen("2.json"))
@@ -61,7 +62,7 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 			t.Errorf("releases/%s/%s: %v (%d bytes, want %d)", commitB, rel, err, len(got), len(want))
 		}
 	}
-	if _, err := os.Lstat(n.path("releases", commitB, PathUnpacked)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(n.path("releases", commitB, noderoot.PathUnpacked)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the unpacked archive stays after the import: %v", err)
 	}
 	st, _ := n.docker.State()
@@ -83,7 +84,7 @@ func TestPrepareDockerOtherRelease(t *testing.T) {
 	// A rerun changes nothing and asks nobody.
 	before := treetest.Snapshot(t, n.home, treetest.Options{})
 	requests := n.srv.Count("/node-install/releases/" + commitB + "/manifest.json")
-	if err := n.run(ActionPrepare, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
 	if d := treetest.Diff(before, treetest.Snapshot(t, n.home, treetest.Options{})); d != "" {
@@ -99,7 +100,7 @@ func TestPrepareDockerContainerdStoreRecordsManifestDigest(t *testing.T) {
 	n.docker.ContainerdStore = true
 	spec := b.Spec(t, release.ProviderDocker, 2)
 	n.srv.SetSpec(2, spec)
-	if err := n.run(ActionPrepare, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	if got := readConfig(t, n.gen("2.json")).Docker.Image; got != b.Image.ManifestDigest {
@@ -111,7 +112,7 @@ func TestPrepareSameReleaseReusesTheRootAndTheImage(t *testing.T) {
 	n, a, _ := dockerNode(t)
 	spec := a.Spec(t, release.ProviderDocker, 4)
 	n.srv.SetSpec(3, spec)
-	if err := n.run(ActionPrepare, 3, spec); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 3, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	final := readConfig(t, n.gen("3.json"))
@@ -131,13 +132,13 @@ func TestPrepareSameReleaseReusesTheRootAndTheImage(t *testing.T) {
 
 func TestPrepareBaseGenerationIsAlreadyPrepared(t *testing.T) {
 	n, a, _ := dockerNode(t)
-	if err := n.run(ActionPrepare, 1, a.Spec(t, release.ProviderDocker, 2)); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 1, a.Spec(t, release.ProviderDocker, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(n.node.GenerationJournal("prepare", 1)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("preparing the base generation ran a workflow: %v", err)
 	}
-	err := n.run(ActionPrepare, 1, a.Spec(t, release.ProviderDocker, 3))
+	err := n.run(noderoot.ActionPrepare, 1, a.Spec(t, release.ProviderDocker, 3))
 	if !errors.Is(err, lease.ErrIdentityMismatch) {
 		t.Fatalf("base generation with another specification: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -14,7 +15,7 @@ import (
 // published generation whose image the provider lost is imported again
 // from its verified archive first, then probed. A generation that is still
 // only planned is left to preparation.
-type repairProbeStep struct{ d Data }
+type repairProbeStep struct{ d noderoot.Data }
 
 func (s repairProbeStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	d := s.d
@@ -27,16 +28,16 @@ func (s repairProbeStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Re
 		d.Logf("generation %d is not prepared yet; its preparation resumes it", c.Generation)
 		return workflow.Result{}, nil
 	}
-	id, held, err := imageHeld(ctx, d, c)
+	id, held, err := noderoot.ImageHeld(ctx, d, c)
 	if err != nil {
 		return workflow.Result{}, err
 	}
 	if !held {
-		if id, err = importImage(ctx, d, c, t.dir); err != nil {
+		if id, err = noderoot.ImportImage(ctx, d, c, t.dir); err != nil {
 			return workflow.Result{}, err
 		}
 	}
-	if err := removeUnpacked(d, t.dir); err != nil {
+	if err := noderoot.RemoveUnpacked(d, t.dir); err != nil {
 		return workflow.Result{}, err
 	}
 	if id != imageOf(c) {

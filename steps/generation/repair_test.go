@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -19,7 +20,7 @@ func preparedNode(t *testing.T) (*testNode, *fixtureRelease, *release.Specificat
 	n, _, b := dockerNode(t)
 	spec := b.Spec(t, release.ProviderDocker, 2)
 	n.srv.SetSpec(2, spec)
-	if err := n.run(ActionPrepare, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionPrepare, 2, spec); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, n.log)
 	}
 	return n, b, spec
@@ -37,7 +38,7 @@ func TestRepairRestoresMissingFilesAndTheImage(t *testing.T) {
 	if err := n.docker.RemoveImage(b.Image); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.run(ActionRepair, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionRepair, 2, spec); err != nil {
 		t.Fatalf("repair: %v\n%s", err, n.log)
 	}
 	if d := treetest.Diff(want, treetest.Snapshot(t, n.path("releases"), treetest.Options{})); d != "" {
@@ -50,7 +51,7 @@ func TestRepairRestoresMissingFilesAndTheImage(t *testing.T) {
 	if err := os.Remove(n.path("releases", commitB, release.PathSeccomp)); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.run(ActionRepair, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionRepair, 2, spec); err != nil {
 		t.Fatalf("second repair: %v", err)
 	}
 	if _, err := os.Stat(n.path("releases", commitB, release.PathSeccomp)); err != nil {
@@ -75,7 +76,7 @@ func TestRepairOfThePlanOnly(t *testing.T) {
 	spec := b.Spec(t, release.ProviderDocker, 2)
 	n.srv.SetSpec(2, spec)
 	// An interrupted preparation: the plan, some files, no final configuration.
-	e, err := NewEnv(n.options(ActionPrepare, 2, spec))
+	e, err := noderoot.NewEnv(n.options(noderoot.ActionPrepare, 2, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestRepairOfThePlanOnly(t *testing.T) {
 	}
 	e.Close()
 	os.Remove(n.path("releases", commitB, release.PathSeccomp))
-	if err := n.run(ActionRepair, 2, spec); err != nil {
+	if err := n.run(noderoot.ActionRepair, 2, spec); err != nil {
 		t.Fatalf("repair with an exact plan: %v\n%s", err, n.log)
 	}
 	if _, err := os.Stat(n.path("releases", commitB, release.PathSeccomp)); err != nil {
@@ -129,25 +130,25 @@ func TestRepairRefusals(t *testing.T) {
 			d, _ := c.Marshal()
 			os.WriteFile(n.gen("2.json"), d, 0o600)
 			return spec
-		}, ErrSpecification},
+		}, noderoot.ErrSpecification},
 		{"conflicting bytes", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
 			os.WriteFile(n.path("releases", commitB, release.PathSeccomp), []byte("{}\n"), 0o600)
 			return spec
-		}, ErrConflict},
+		}, noderoot.ErrConflict},
 		{"conflicting release copy", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
 			os.WriteFile(n.path("releases", commitB, release.ManifestName), []byte("{}\n"), 0o600)
 			return spec
-		}, ErrConflict},
+		}, noderoot.ErrConflict},
 		{"a link among the files", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
 			p := n.path("releases", commitB, release.PathSeccomp)
 			os.Remove(p)
 			os.Symlink("/etc/hostname", p)
 			return spec
-		}, ErrConflict},
+		}, noderoot.ErrConflict},
 		{"collecting generation", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
 			writeRecord(t, n.gen("2.collecting"), map[string]any{"installation_id": testID, "generation": 2, "specification_digest": spec.Digest(), "native_complete": false})
 			return spec
-		}, ErrCollecting},
+		}, noderoot.ErrCollecting},
 		{"dropped generation", func(t *testing.T, n *testNode, b *fixtureRelease, spec *release.Specification) *release.Specification {
 			writeRecord(t, n.gen("2.dropped"), map[string]any{"installation_id": testID, "generation": 2, "specification_digest": spec.Digest()})
 			return spec
@@ -171,7 +172,7 @@ func TestRepairRefusals(t *testing.T) {
 			}
 			t.Cleanup(func() { l.Unlock() })
 			return spec
-		}, ErrInstallLocked},
+		}, noderoot.ErrInstallLocked},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,11 +184,11 @@ func TestRepairRefusals(t *testing.T) {
 				g = 9
 			}
 			var err error
-			unchanged(t, n, func() { err = n.run(ActionRepair, g, s) })
+			unchanged(t, n, func() { err = n.run(noderoot.ActionRepair, g, s) })
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("repair: %v, want %v", err, tc.want)
 			}
-			if IsArtifactFailure(err) {
+			if noderoot.IsArtifactFailure(err) {
 				t.Errorf("a local refusal is classified as an artifact failure: %v", err)
 			}
 		})

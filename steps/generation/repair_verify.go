@@ -9,7 +9,7 @@ import (
 	"path"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -18,7 +18,7 @@ import (
 // repairTarget is what repair works on: the generation's configuration
 // (never reconstructed) and its release directory.
 type repairTarget struct {
-	gc  *generationConfig
+	gc  *noderoot.GenerationConfig
 	dir string
 }
 
@@ -26,18 +26,18 @@ type repairTarget struct {
 // provider.json, the published <g>.json, or else an exact preparation plan.
 // Without one it refuses; a configuration holding another specification
 // than the run's refuses too.
-func findRepairTarget(d Data) (*repairTarget, error) {
-	gc, err := currentConfig(d)
+func findRepairTarget(d noderoot.Data) (*repairTarget, error) {
+	gc, err := noderoot.CurrentConfig(d)
 	if err != nil {
 		return nil, workflow.Unchanged(err)
 	}
 	g := d.Identity().Generation
 	if gc == nil {
-		return nil, workflow.Unchanged(refusef(ErrNoConfiguration, "Repair never reconstructs a configuration; the node prepares the generation again",
+		return nil, workflow.Unchanged(noderoot.Refusef(ErrNoConfiguration, "Repair never reconstructs a configuration; the node prepares the generation again",
 			"generation %d", g))
 	}
-	if err := checkIdentity(d, gc.Config); err != nil {
-		return nil, workflow.Unchanged(refusal("", err))
+	if err := noderoot.CheckIdentity(d, gc.Config); err != nil {
+		return nil, workflow.Unchanged(noderoot.Refusal("", err))
 	}
 	if !gc.Base {
 		base, err := d.Base()
@@ -49,12 +49,12 @@ func findRepairTarget(d Data) (*repairTarget, error) {
 			if !gc.Final {
 				what = "preparation plan (not an exact plan)"
 			}
-			return nil, workflow.Unchanged(refusal("", fmt.Errorf("the %s of generation %d: %w", what, g, err)))
+			return nil, workflow.Unchanged(noderoot.Refusal("", fmt.Errorf("the %s of generation %d: %w", what, g, err)))
 		}
 	}
-	dir, err := releaseRel(d, gc.Config)
+	dir, err := noderoot.ReleaseRel(d, gc.Config)
 	if err != nil {
-		return nil, workflow.Unchanged(refusal("", err))
+		return nil, workflow.Unchanged(noderoot.Refusal("", err))
 	}
 	return &repairTarget{gc: gc, dir: dir}, nil
 }
@@ -64,7 +64,7 @@ func findRepairTarget(d Data) (*repairTarget, error) {
 // the release copies or runtime-artifacts.json the node keeps) and every
 // existing sibling file's checksum. Conflicting bytes refuse: repair never
 // replaces a file.
-type repairVerifyStep struct{ d Data }
+type repairVerifyStep struct{ d noderoot.Data }
 
 func (s repairVerifyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	d := s.d
@@ -78,14 +78,14 @@ func (s repairVerifyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.R
 		return workflow.Result{}, err
 	}
 	if err := release.MatchRelease(spec, md.Release.Manifest); err != nil {
-		return workflow.Result{}, artifactErr(err)
+		return workflow.Result{}, noderoot.Artifact(err)
 	}
 	if err := checkKeptMetadata(d, t, md); err != nil {
-		return workflow.Result{}, workflow.Unchanged(refusal("", err))
+		return workflow.Result{}, workflow.Unchanged(noderoot.Refusal("", err))
 	}
-	missing, err := checkReleaseFiles(d, t.dir, md)
+	missing, err := noderoot.CheckReleaseFiles(d, t.dir, md)
 	if err != nil {
-		return workflow.Result{}, workflow.Unchanged(refusal("", err))
+		return workflow.Result{}, workflow.Unchanged(noderoot.Refusal("", err))
 	}
 	if len(missing) > 0 {
 		d.Logf("generation %d misses %v", d.Identity().Generation, missing)
@@ -96,7 +96,7 @@ func (s repairVerifyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.R
 // checkKeptMetadata compares what the node kept about a release with the
 // release as the console serves it: the copies in releases/<src>, or for
 // the node root's files the checksums of runtime-artifacts.json.
-func checkKeptMetadata(d Data, t *repairTarget, md *Metadata) error {
+func checkKeptMetadata(d noderoot.Data, t *repairTarget, md *noderoot.Metadata) error {
 	if t.dir != "." {
 		for _, f := range []struct {
 			name string
@@ -108,44 +108,25 @@ func checkKeptMetadata(d Data, t *repairTarget, md *Metadata) error {
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("%w: %w", ErrConflict, err)
+				return fmt.Errorf("%w: %w", noderoot.ErrConflict, err)
 			}
 			if !bytes.Equal(got, f.want) {
-				return fmt.Errorf("%w: %s differs from the release the console serves", ErrConflict, rel)
+				return fmt.Errorf("%w: %s differs from the release the console serves", noderoot.ErrConflict, rel)
 			}
 		}
 		return nil
 	}
-	ra, err := readRuntimeArtifacts(d)
+	ra, err := noderoot.ReadRuntimeArtifacts(d)
 	if err != nil || ra == nil {
 		return err
 	}
 	if ra.SourceCommit != md.Release.Manifest.SourceCommit {
 		return nil // the root holds another release's record; it proves nothing here
 	}
-	for _, f := range releaseFiles(md.Release) {
+	for _, f := range noderoot.ReleaseFiles(md.Release) {
 		if sum, ok := ra.SHA256[f.Rel]; ok && sum != f.SHA256 {
-			return fmt.Errorf("%w: runtime-artifacts.json records sha256 %s for %s, the release declares %s", ErrConflict, sum, f.Rel, f.SHA256)
+			return fmt.Errorf("%w: runtime-artifacts.json records sha256 %s for %s, the release declares %s", noderoot.ErrConflict, sum, f.Rel, f.SHA256)
 		}
 	}
 	return nil
-}
-
-// readRuntimeArtifacts reads runtime-artifacts.json; nil when absent.
-func readRuntimeArtifacts(d Data) (*RuntimeArtifacts, error) {
-	data, err := d.Root().ReadFile(layout.RuntimeArtifactsFile, safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: MaxRuntimeArtifactsSize})
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	ra, err := ParseRuntimeArtifacts(data)
-	if err != nil {
-		return nil, err
-	}
-	if ra.InstallationID != d.Identity().InstallationID {
-		return nil, fmt.Errorf("%w: runtime-artifacts.json names installation %s", ErrRecord, ra.InstallationID)
-	}
-	return ra, nil
 }

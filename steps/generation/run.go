@@ -6,13 +6,14 @@ import (
 	"os"
 
 	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // PrepareSteps binds the prepare workflow's steps to d.
-func PrepareSteps(d Data) map[workflow.State]workflow.Step {
+func PrepareSteps(d noderoot.Data) map[workflow.State]workflow.Step {
 	return map[workflow.State]workflow.Step{
-		workflow.PrepareLock:        lockStep{d, ActionPrepare},
+		workflow.PrepareLock:        lockStep{d, noderoot.ActionPrepare},
 		workflow.PrepareLease:       leaseStep{d},
 		workflow.PreparePlan:        planStep{d},
 		workflow.PrepareDownload:    downloadStep{d},
@@ -24,9 +25,9 @@ func PrepareSteps(d Data) map[workflow.State]workflow.Step {
 }
 
 // RepairSteps binds the repair workflow's steps to d.
-func RepairSteps(d Data) map[workflow.State]workflow.Step {
+func RepairSteps(d noderoot.Data) map[workflow.State]workflow.Step {
 	return map[workflow.State]workflow.Step{
-		workflow.RepairLock:     lockStep{d, ActionRepair},
+		workflow.RepairLock:     lockStep{d, noderoot.ActionRepair},
 		workflow.RepairVerify:   repairVerifyStep{d},
 		workflow.RepairDownload: repairDownloadStep{d},
 		workflow.RepairProbe:    repairProbeStep{d},
@@ -34,9 +35,9 @@ func RepairSteps(d Data) map[workflow.State]workflow.Step {
 }
 
 // CollectSteps binds the collect workflow's steps to d.
-func CollectSteps(d Data) map[workflow.State]workflow.Step {
+func CollectSteps(d noderoot.Data) map[workflow.State]workflow.Step {
 	return map[workflow.State]workflow.Step{
-		workflow.CollectLock:           lockStep{d, ActionCollect},
+		workflow.CollectLock:           lockStep{d, noderoot.ActionCollect},
 		workflow.CollectRecheck:        recheckStep{d},
 		workflow.CollectCollecting:     collectingStep{d},
 		workflow.CollectNative:         nativeStep{d},
@@ -55,13 +56,13 @@ func CollectSteps(d Data) map[workflow.State]workflow.Step {
 // whenever the node finds files missing. Preparing the node's base
 // generation (whose configuration is provider.json) succeeds without a run
 // when its specification is the run's.
-func Run(ctx context.Context, e *Env) (*workflow.Report, error) {
+func Run(ctx context.Context, e *noderoot.Env) (*workflow.Report, error) {
 	var def *workflow.Definition
 	var steps map[workflow.State]workflow.Step
-	switch e.opts.Action {
-	case ActionPrepare:
+	switch e.Action() {
+	case noderoot.ActionPrepare:
 		def, steps = workflow.PrepareDefinition(), PrepareSteps(e)
-	case ActionRepair:
+	case noderoot.ActionRepair:
 		def, steps = workflow.RepairDefinition(), RepairSteps(e)
 	default:
 		def, steps = workflow.CollectDefinition(), CollectSteps(e)
@@ -69,18 +70,18 @@ func Run(ctx context.Context, e *Env) (*workflow.Report, error) {
 	if err := e.Acquire(); err != nil {
 		return nil, err
 	}
-	defer e.release()
-	id := e.opts.Identity
-	if e.opts.Action == ActionPrepare {
-		if done, err := e.basePrepared(); done || err != nil {
+	defer e.Unlock()
+	id := e.Identity()
+	if e.Action() == noderoot.ActionPrepare {
+		if done, err := basePrepared(e); done || err != nil {
 			return nil, err
 		}
 	}
-	if err := mkdirs(e, "journals"); err != nil {
+	if err := noderoot.Mkdirs(e, "journals"); err != nil {
 		return nil, err
 	}
-	path := e.node.GenerationJournal(def.Name, id.Generation)
-	if e.opts.Action == ActionRepair {
+	path := e.Node().GenerationJournal(def.Name, id.Generation)
+	if e.Action() == noderoot.ActionRepair {
 		if err := keepCompleted(path); err != nil {
 			return nil, err
 		}
@@ -110,13 +111,13 @@ func Run(ctx context.Context, e *Env) (*workflow.Report, error) {
 // basePrepared reports whether the run prepares the base generation, which
 // the installation prepared: its provider.json must hold the run's
 // specification.
-func (e *Env) basePrepared() (bool, error) {
+func basePrepared(e *noderoot.Env) (bool, error) {
 	base, err := e.Base()
-	if err != nil || base.Generation != e.opts.Identity.Generation {
+	if err != nil || base.Generation != e.Identity().Generation {
 		return false, err
 	}
-	if err := checkIdentity(e, base); err != nil {
-		return true, refusal("", err)
+	if err := noderoot.CheckIdentity(e, base); err != nil {
+		return true, noderoot.Refusal("", err)
 	}
 	e.Logf("generation %d is the node's base generation; provider.json is its configuration", base.Generation)
 	return true, nil

@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
-	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -48,7 +47,7 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 	// Without the node's credential Core cannot be asked: a node root's
 	// records say it registered, so Core must confirm, or --force.
 	noCredential := func() (UninstallStepResult, error) {
-		return UninstallStepResult{}, refusal("Remove the node on the Nodes page of Web, then rerun this command with --force",
+		return UninstallStepResult{}, noderoot.Refusal("Remove the node on the Nodes page of Web, then rerun this command with --force",
 			fmt.Errorf("%w: root's records say this node registered with Core, but its credential (state/node/identity.json) is gone", ErrCoreUnconfirmed))
 	}
 	root, err := in.openNodeRoot(req.InstallationID)
@@ -74,27 +73,27 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 		in.logf("the node never registered with Core; skip the Core check")
 		return coreResult(CoreNeverRegistered), nil
 	}
-	data, err := root.ReadFile(layout.NodeIdentityFile, safefile.Expect{UID: in.UID, MaxSize: MaxIdentitySize})
+	data, err := root.ReadFile(layout.NodeIdentityFile, safefile.Expect{UID: in.UID, MaxSize: noderoot.MaxIdentitySize})
 	if errors.Is(err, os.ErrNotExist) {
 		return noCredential()
 	}
 	if err != nil {
-		return UninstallStepResult{}, fmt.Errorf("%w: %w", ErrIdentity, err)
+		return UninstallStepResult{}, fmt.Errorf("%w: %w", noderoot.ErrIdentity, err)
 	}
-	nid, err := ParseNodeIdentity(data)
+	nid, err := noderoot.ParseNodeIdentity(data)
 	if err != nil {
 		return UninstallStepResult{}, err
 	}
 	if nid.Identity.InstallationID != req.InstallationID {
-		return UninstallStepResult{}, fmt.Errorf("%w: it names installation %s", ErrIdentity, nid.Identity.InstallationID)
+		return UninstallStepResult{}, fmt.Errorf("%w: it names installation %s", noderoot.ErrIdentity, nid.Identity.InstallationID)
 	}
 	// Core's address and policy are root's, not the identity's.
-	nid.CoreURL, nid.AllowInsecureOrigin = trimOrigin(req.CoreURL), req.AllowInsecureOrigin
-	pool, err := uninstallPool(root, in.UID, req.CoreCASHA256)
+	nid.CoreURL, nid.AllowInsecureOrigin = noderoot.TrimOrigin(req.CoreURL), req.AllowInsecureOrigin
+	pool, err := noderoot.CoreRoots(root, in.UID, req.CoreCASHA256)
 	if err != nil {
 		return UninstallStepResult{}, err
 	}
-	c, err := NewCoreClient(nid, pool, in.Proxy)
+	c, err := noderoot.NewCoreClient(nid, pool, in.Proxy)
 	if err != nil {
 		return UninstallStepResult{}, err
 	}
@@ -105,14 +104,14 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 	case ctx.Err() != nil:
 		return UninstallStepResult{}, ctx.Err()
 	case err != nil:
-		return UninstallStepResult{}, refusal("If that Core no longer exists, rerun with --force", fmt.Errorf("%w at %s (Core unreachable: %v)", ErrCoreUnconfirmed, nid.CoreURL, err))
+		return UninstallStepResult{}, noderoot.Refusal("If that Core no longer exists, rerun with --force", fmt.Errorf("%w at %s (Core unreachable: %v)", ErrCoreUnconfirmed, nid.CoreURL, err))
 	case status == http.StatusUnauthorized:
 		in.logf("Core confirmed that the node was removed")
 		return coreResult(CoreConfirmed), nil
 	case status >= 200 && status < 300:
-		return UninstallStepResult{}, refusal("Remove it on the Nodes page first, then rerun this command", fmt.Errorf("%w (node %s)", ErrCoreListsNode, nid.Identity.NodeID))
+		return UninstallStepResult{}, noderoot.Refusal("Remove it on the Nodes page first, then rerun this command", fmt.Errorf("%w (node %s)", ErrCoreListsNode, nid.Identity.NodeID))
 	}
-	return UninstallStepResult{}, refusal("If that Core no longer exists, rerun with --force", fmt.Errorf("%w at %s (HTTP %d)", ErrCoreUnconfirmed, nid.CoreURL, status))
+	return UninstallStepResult{}, noderoot.Refusal("If that Core no longer exists, rerun with --force", fmt.Errorf("%w at %s (HTTP %d)", ErrCoreUnconfirmed, nid.CoreURL, status))
 }
 
 func coreResult(how string) UninstallStepResult {
@@ -121,24 +120,4 @@ func coreResult(how string) UninstallStepResult {
 		ev = workflow.EventCoreConfirmed
 	}
 	return UninstallStepResult{Event: ev, Facts: map[string]string{FactCore: how}}
-}
-
-// uninstallPool is the system roots plus the node's CA copy, which must
-// have the sha256 root recorded.
-func uninstallPool(root *safefile.Root, uid int, sha string) (*trust.Roots, error) {
-	if sha == "" {
-		return trust.New(nil)
-	}
-	pem, err := root.ReadFile(layout.CoreCAFile, safefile.Expect{UID: uid, MaxSize: 1 << 20})
-	if err != nil {
-		return nil, fmt.Errorf("Core CA: %w", err)
-	}
-	if release.SHA256Hex(pem) != sha {
-		return nil, fmt.Errorf("%w: %s does not have the recorded core_ca_sha256", ErrIdentity, root.Join(layout.CoreCAFile))
-	}
-	roots, err := trust.New(pem)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s holds no certificate", ErrIdentity, root.Join(layout.CoreCAFile))
-	}
-	return roots, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -99,7 +100,7 @@ func readProviderConfig(in UninstallOptions, id string) (*provider.Config, error
 		return nil, err
 	}
 	defer root.Close()
-	data, err := root.ReadFile(layout.ProviderConfigFile, safefile.Expect{UID: in.UID, MaxSize: MaxConfigurationSize})
+	data, err := root.ReadFile(layout.ProviderConfigFile, safefile.Expect{UID: in.UID, MaxSize: core.MaxConfigurationSize})
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil

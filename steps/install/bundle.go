@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -23,7 +23,7 @@ import (
 
 // ErrBundle: the offline bundle cannot be installed from (a refusal before
 // any change).
-var ErrBundle = generation.ErrBundle
+var ErrBundle = noderoot.ErrBundle
 
 // BundleCheck checks an offline bundle (--bundle) before the installation
 // changes anything (the layout is generation's, see BundleReleaseDir):
@@ -79,22 +79,22 @@ func (c *BundleCheck) check() error {
 		return fmt.Errorf("%w: %w", ErrBundle, err)
 	}
 	defer b.Close()
-	d, err := b.OpenDir(".", generation.BundleExpect)
+	d, err := b.OpenDir(".", noderoot.BundleExpect)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBundle, err)
 	}
 	d.Close()
 
-	cur, err := generation.ReadBundleRelease(b, ".", c.Provider, "")
+	cur, err := noderoot.ReadBundleRelease(b, ".", c.Provider, "")
 	if err != nil {
 		return fmt.Errorf("%w: the console's release: %w", ErrBundle, err)
 	}
 	ccommit := cur.Release.Manifest.SourceCommit
 	src := c.Spec.Runtime.SourceCommit
-	sdir := generation.BundleReleaseDir(ccommit, src)
+	sdir := noderoot.BundleReleaseDir(ccommit, src)
 	if sdir != "." {
-		for _, rel := range []string{generation.BundleReleasesDir, sdir} {
-			d, err := b.OpenDir(rel, generation.BundleExpect)
+		for _, rel := range []string{noderoot.BundleReleasesDir, sdir} {
+			d, err := b.OpenDir(rel, noderoot.BundleExpect)
 			if errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("%w %s holds only the Runtime of release %s; Core selected the Runtime of release %s, and the bundle has no %s",
 					ErrBundle, dir, ccommit, src, sdir)
@@ -107,7 +107,7 @@ func (c *BundleCheck) check() error {
 	}
 	sel := cur
 	if sdir != "." {
-		if sel, err = generation.ReadBundleRelease(b, sdir, c.Provider, src); err != nil {
+		if sel, err = noderoot.ReadBundleRelease(b, sdir, c.Provider, src); err != nil {
 			return fmt.Errorf("%w: Core's selected release: %w", ErrBundle, err)
 		}
 	}
@@ -125,7 +125,7 @@ func (c *BundleCheck) check() error {
 	for _, rd := range []string{".", sdir} {
 		reads = append(reads, path.Join(rd, release.ManifestName), path.Join(rd, release.SumsName))
 	}
-	files := generation.BundleFiles(cur, sel)
+	files := noderoot.BundleFiles(cur, sel)
 	for _, f := range files {
 		if err := checkBundleFile(b, f); err != nil {
 			return err
@@ -143,7 +143,7 @@ func (c *BundleCheck) check() error {
 			if p == release.SumsName {
 				continue
 			}
-			f := generation.BundleFile{Rel: path.Join(rd, p), SHA256: md.Release.Sums[p]}
+			f := noderoot.BundleFile{Rel: path.Join(rd, p), SHA256: md.Release.Sums[p]}
 			err := checkBundleFile(b, f)
 			if errors.Is(err, os.ErrNotExist) && (p == release.InstallerName || p == release.LegacyInstallerName) {
 				continue
@@ -222,9 +222,9 @@ type pathStat struct {
 // checkBundleFile checks that the file f.Rel of the bundle is a regular
 // file as BundleExpect says, reached through directories that are too,
 // and holds f's bytes.
-func checkBundleFile(b *safefile.Root, f generation.BundleFile) error {
+func checkBundleFile(b *safefile.Root, f noderoot.BundleFile) error {
 	for d := path.Dir(f.Rel); d != "."; d = path.Dir(d) {
-		dir, err := b.OpenDir(d, generation.BundleExpect)
+		dir, err := b.OpenDir(d, noderoot.BundleExpect)
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w: %s is missing (%w)", ErrBundle, b.Join(f.Rel), os.ErrNotExist)
 		}
@@ -233,7 +233,7 @@ func checkBundleFile(b *safefile.Root, f generation.BundleFile) error {
 		}
 		dir.Close()
 	}
-	file, err := b.OpenFile(f.Rel, generation.BundleExpect)
+	file, err := b.OpenFile(f.Rel, noderoot.BundleExpect)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: %s is missing (%w)", ErrBundle, b.Join(f.Rel), os.ErrNotExist)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 )
@@ -40,7 +39,7 @@ type CoreReader struct {
 // installation, and the --provider assertion. It returns the parsed
 // configuration and the exact answer, which the service-account child
 // gets.
-func (c CoreReader) Read(ctx context.Context, o Options, token string) (*generation.Configuration, []byte, error) {
+func (c CoreReader) Read(ctx context.Context, o Options, token string) (*core.Configuration, []byte, error) {
 	client := core.NewTokenClient(o.CoreURL, token, c.Roots, c.Proxy, c.Sleeps)
 	defer client.CloseIdleConnections()
 	body, err := client.ConfigurationAnswer(ctx, 0)
@@ -50,7 +49,7 @@ func (c CoreReader) Read(ctx context.Context, o Options, token string) (*generat
 		}
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfiguration, err)
 	}
-	conf, err := generation.ParseConfiguration(body)
+	conf, err := core.ParseConfiguration(body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfiguration, err)
 	}
@@ -62,7 +61,7 @@ func (c CoreReader) Read(ctx context.Context, o Options, token string) (*generat
 
 // CheckConfiguration checks Core's configuration against the command: the
 // same public URL, the same installation, and the --provider assertion.
-func CheckConfiguration(conf *generation.Configuration, o Options) error {
+func CheckConfiguration(conf *core.Configuration, o Options) error {
 	switch {
 	case conf.CoreURL != o.CoreURL:
 		return fmt.Errorf("%w: Core's public URL changed to %s, this command was made for %s; generate a new command in Web (the token was not used)", ErrConfiguration, conf.CoreURL, o.CoreURL)

@@ -8,6 +8,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -37,7 +38,7 @@ type Data interface {
 	Options() Options
 	Host() layout.Host
 	// Configuration is Core's validated configuration of this run.
-	Configuration() *generation.Configuration
+	Configuration() *core.Configuration
 	// Bookkeeping opens the installer's bbolt database (created 0600);
 	// the caller closes it.
 	Bookkeeping() (*bookkeeping.DB, error)
@@ -58,7 +59,7 @@ type Data interface {
 type Env struct {
 	Opts      Options
 	HostPaths layout.Host
-	Conf      *generation.Configuration
+	Conf      *core.Configuration
 	ConfRaw   json.RawMessage
 	Tok       string
 	Adapter   accounts.Adapter
@@ -76,15 +77,15 @@ type Env struct {
 	checksErr error
 }
 
-func (e *Env) Options() Options                         { return e.Opts }
-func (e *Env) Host() layout.Host                        { return e.HostPaths }
-func (e *Env) Configuration() *generation.Configuration { return e.Conf }
-func (e *Env) Accounts() accounts.Adapter               { return e.Adapter }
-func (e *Env) Databases() accounts.Databases            { return e.DBs }
-func (e *Env) Systemd() systemd.Manager                 { return e.Manager }
-func (e *Env) Proxy() privsep.ProxyEnv                  { return e.ProxyEnv }
-func (e *Env) Token() string                            { return e.Tok }
-func (e *Env) Child() ChildRunner                       { return e.Runner }
+func (e *Env) Options() Options                   { return e.Opts }
+func (e *Env) Host() layout.Host                  { return e.HostPaths }
+func (e *Env) Configuration() *core.Configuration { return e.Conf }
+func (e *Env) Accounts() accounts.Adapter         { return e.Adapter }
+func (e *Env) Databases() accounts.Databases      { return e.DBs }
+func (e *Env) Systemd() systemd.Manager           { return e.Manager }
+func (e *Env) Proxy() privsep.ProxyEnv            { return e.ProxyEnv }
+func (e *Env) Token() string                      { return e.Tok }
+func (e *Env) Child() ChildRunner                 { return e.Runner }
 
 func (e *Env) Printf(format string, args ...any) {
 	if e.Out != nil {

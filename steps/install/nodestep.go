@@ -10,6 +10,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -71,13 +72,13 @@ func (s NodeStep) Verify(ctx context.Context, facts workflow.Facts) (workflow.Ou
 }
 
 // childErr marks a child's refusal (privsep.ClassRefused, or a
-// generation.RefusalError from a child run in process) as a
+// noderoot.RefusalError from a child run in process) as a
 // workflow.Refusal that changed nothing: the engine records the step as
 // never begun, and the command reports the refusal as it stands, saying
 // "Nothing was changed." only when nothing was.
 func childErr(err error) error {
 	var ce *privsep.ChildError
-	var ref *generation.RefusalError
+	var ref *noderoot.RefusalError
 	if (errors.As(err, &ce) && ce.Class() == privsep.ClassRefused) || errors.As(err, &ref) {
 		return workflow.Unchanged(workflow.Refuse(err))
 	}

@@ -12,9 +12,11 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -22,7 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	privsep.ServeChild(os.Args[1:], map[string]privsep.Handler{
 		generation.InstallRole: generation.ServeInstallStep(generation.InstallAdapters{
-			Docker:   func(context.Context, string) (generation.Docker, error) { return fileEngineOf(os.Getenv("HOME")), nil },
+			Docker:   func(context.Context, string) (noderoot.Docker, error) { return fileEngineOf(os.Getenv("HOME")), nil },
 			Register: fileRegistrarOf(os.Getenv("HOME")),
 		}),
 	})
@@ -89,14 +91,14 @@ func (f *fixture) Child() ChildRunner {
 		if err := json.Unmarshal(body, &got); err != nil {
 			return generation.InstallStepResult{}, err
 		}
-		conf, err := generation.ParseConfiguration(got.Configuration)
+		conf, err := core.ParseConfiguration(got.Configuration)
 		if err != nil {
 			return generation.InstallStepResult{}, err
 		}
 		in := generation.InstallOptions{
 			InstallationID: got.InstallationID, Home: f.home, UID: os.Getuid(), SourceURL: got.SourceURL, CoreOrigin: got.CoreOrigin,
 			CoreCA: got.CoreCA, Configuration: conf,
-			Docker:   func(context.Context, string) (generation.Docker, error) { return f.engine, nil },
+			Docker:   func(context.Context, string) (noderoot.Docker, error) { return f.engine, nil },
 			Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond}},
 			Helper:   func() ([]byte, error) { return []byte("installer"), nil },
 			Register: f.reg,

@@ -9,18 +9,20 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
-	"golang.org/x/sys/unix"
 )
 
 // HostLockWait bounds the wait for another installation or uninstallation
@@ -143,7 +145,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, workflow.Refuse(err)
 	}
 	phase("Read Core's deployment specification")
-	var conf *generation.Configuration
+	var conf *core.Configuration
 	var raw []byte
 	var prechecked *generation.InstallStepResult
 	isRegistered := false
@@ -179,7 +181,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		res, err = c.Child(ctx, req)
 		if err == nil {
 			raw = res.Configuration
-			conf, err = generation.ParseConfiguration(raw)
+			conf, err = core.ParseConfiguration(raw)
 		}
 		if err == nil && res.Checked {
 			prechecked = &res

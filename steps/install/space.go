@@ -12,9 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -66,7 +67,7 @@ type SpaceCheck struct {
 
 // spaceCheck is the space check of an installation run: skipped for a
 // known node and an interrupted first run.
-func (c *Command) spaceCheck(conf *generation.Configuration, known bool) *SpaceCheck {
+func (c *Command) spaceCheck(conf *core.Configuration, known bool) *SpaceCheck {
 	sc := &SpaceCheck{Host: c.Host, Provider: conf.Provider, Spec: conf.Specification, SourceURL: c.Options.SourceURL,
 		Bundle: c.Options.Bundle, Roots: c.Core.Roots, Proxy: download.ProxyEnvFromEnviron(c.Environ)}
 	if ins, ok := c.Engine.(image.Inspector); ok && conf.Provider == release.ProviderDocker {
@@ -211,16 +212,16 @@ func (s *SpaceCheck) bundleReleases() (cur, sel *release.Release, err error) {
 		return nil, nil, err
 	}
 	defer b.Close()
-	cm, err := generation.ReadBundleRelease(b, ".", s.Provider, "")
+	cm, err := noderoot.ReadBundleRelease(b, ".", s.Provider, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	src := s.selected(cm.Release)
-	dir := generation.BundleReleaseDir(cm.Release.Manifest.SourceCommit, src)
+	dir := noderoot.BundleReleaseDir(cm.Release.Manifest.SourceCommit, src)
 	if dir == "." {
 		return cm.Release, cm.Release, nil
 	}
-	sm, err := generation.ReadBundleRelease(b, dir, s.Provider, src)
+	sm, err := noderoot.ReadBundleRelease(b, dir, s.Provider, src)
 	if err != nil {
 		return nil, nil, err
 	}

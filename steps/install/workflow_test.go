@@ -18,6 +18,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
@@ -141,7 +142,7 @@ func newHostFixture(t *testing.T) *hostFixture {
 		"installation_id": generationtest.InstallationID, "provider": "docker", "core_url": srv.URL, "generation": 1,
 		"specification": json.RawMessage(raw), "specification_digest": spec.Digest(), "max_active": 2, "max_retained": 4,
 	})
-	conf, err := generation.ParseConfiguration(confRaw)
+	conf, err := core.ParseConfiguration(confRaw)
 	if err != nil {
 		t.Fatal(err)
 	}

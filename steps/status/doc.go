@@ -28,7 +28,7 @@
 // read.go root's side of the child (deadline, strict decoding); child.go
 // and node.go the account's side (node roots, journals, leases, the
 // registration and Core's view, asked through steps/host/core's client with
-// the node's credential, made by generation.NewCoreClient); advice.go the
+// the node's credential, made by noderoot.NewCoreClient); advice.go the
 // condition and the next command.
 //
 // What the account's files and Core's answers say is never trusted: every

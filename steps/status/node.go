@@ -12,9 +12,9 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 )
 
 // The service account's view of one node's registration and of Core's
@@ -93,7 +93,7 @@ type CoreView struct {
 // req names Core, asks Core once, within coreTimeout, what it knows
 // of the node. It writes nothing. Core is nil when not asked.
 func nodeStatus(ctx context.Context, home string, uid int, proxy download.ProxyEnv, req NodeRequest) (Registration, *CoreView) {
-	root, err := generation.OpenNodeRoot(home, req.InstallationID)
+	root, err := noderoot.OpenNodeRoot(home, req.InstallationID)
 	if err != nil {
 		return Registration{State: RegistrationInvalid, Error: err.Error()}, nil
 	}
@@ -112,17 +112,17 @@ func nodeStatus(ctx context.Context, home string, uid int, proxy download.ProxyE
 		}
 		return Registration{State: RegistrationNone}, nil
 	}
-	data, err := root.ReadFile("state/node/identity.json", safefile.Expect{UID: uid, Mode: 0o600, MaxSize: generation.MaxIdentitySize})
+	data, err := root.ReadFile("state/node/identity.json", safefile.Expect{UID: uid, Mode: 0o600, MaxSize: noderoot.MaxIdentitySize})
 	if err != nil {
-		return Registration{State: RegistrationInvalid, Error: fmt.Sprintf("%v: %v", generation.ErrIdentity, err)}, nil
+		return Registration{State: RegistrationInvalid, Error: fmt.Sprintf("%v: %v", noderoot.ErrIdentity, err)}, nil
 	}
-	nid, err := generation.ParseNodeIdentity(data)
+	nid, err := noderoot.ParseNodeIdentity(data)
 	if err != nil {
 		return Registration{State: RegistrationInvalid, Error: err.Error()}, nil
 	}
 	reg := Registration{State: RegistrationPending, NodeID: nid.Identity.NodeID, CoreURL: nid.CoreURL}
 	if nid.Identity.InstallationID != req.InstallationID {
-		reg.State, reg.Error = RegistrationInvalid, fmt.Sprintf("%v: it names installation %s", generation.ErrIdentity, nid.Identity.InstallationID)
+		reg.State, reg.Error = RegistrationInvalid, fmt.Sprintf("%v: it names installation %s", noderoot.ErrIdentity, nid.Identity.InstallationID)
 		return reg, nil
 	}
 	if registered {
@@ -162,7 +162,7 @@ var diagnosticCode = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 var identityAnswerFormat = strictjson.Format{MaxSize: core.MaxConfigurationSize, AllowUnknownKeys: true}
 
 // askCoreStatus asks Core's identity route once, at root's address of Core.
-func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy download.ProxyEnv, nid *generation.NodeIdentity, req NodeRequest) *CoreView {
+func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy download.ProxyEnv, nid *noderoot.NodeIdentity, req NodeRequest) *CoreView {
 	origin := strings.TrimRight(req.CoreURL, "/")
 	view := &CoreView{URL: origin}
 	fail := func(state string, err error) *CoreView {
@@ -171,11 +171,11 @@ func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy down
 	}
 	// Core's address and policy are root's, not the identity's.
 	nid.CoreURL, nid.AllowInsecureOrigin = origin, req.AllowInsecureOrigin
-	pool, err := generation.CoreRoots(root, uid, req.CoreCASHA256)
+	pool, err := noderoot.CoreRoots(root, uid, req.CoreCASHA256)
 	if err != nil {
 		return fail(CoreNotAsked, err)
 	}
-	c, err := generation.NewCoreClient(nid, pool, proxy)
+	c, err := noderoot.NewCoreClient(nid, pool, proxy)
 	if err != nil {
 		return fail(CoreNotAsked, err)
 	}

@@ -96,7 +96,7 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 				return workflow.Result{}, err
 			}
 		}
-		if err := generation.RemoveTree(e.HostPaths.Home()); err != nil {
+		if err := safefile.RemoveTree(e.HostPaths.Home()); err != nil {
 			return workflow.Result{}, fmt.Errorf("remove the account's home: %w", err)
 		}
 	} else if exists {

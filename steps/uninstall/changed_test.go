@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -24,7 +25,7 @@ func TestAnUninstallRefusalAfterTheUnitStoppedSaysWhatChanged(t *testing.T) {
 	c.Child = func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
 		if req.Step == string(workflow.UninstallNodeState) {
 			// The child's refusal, as one run in process returns it.
-			return generation.UninstallStepResult{}, &generation.RefusalError{
+			return generation.UninstallStepResult{}, &noderoot.RefusalError{
 				Err: errors.New("the node root is not as the installer left it"), Hint: "Inspect it"}
 		}
 		return child(ctx, req)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -35,13 +35,13 @@ func (s childStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Resu
 }
 
 // childErr marks a child's refusal (privsep.ClassRefused, or a
-// generation.RefusalError from a child run in process) as a
+// noderoot.RefusalError from a child run in process) as a
 // workflow.Refusal that changed nothing: the engine records the step as
 // never begun, and the command reports the refusal as it stands, saying
 // "Nothing was changed." only when nothing was.
 func childErr(err error) error {
 	var ce *privsep.ChildError
-	var ref *generation.RefusalError
+	var ref *noderoot.RefusalError
 	if (errors.As(err, &ce) && ce.Class() == privsep.ClassRefused) || errors.As(err, &ref) {
 		return workflow.Unchanged(workflow.Refuse(err))
 	}

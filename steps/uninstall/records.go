@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -39,7 +38,7 @@ func (s recordsStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return workflow.Result{}, err
 	}
-	if err := generation.RemoveTree(e.HostPaths.DockerConfig()); err != nil {
+	if err := safefile.RemoveTree(e.HostPaths.DockerConfig()); err != nil {
 		return workflow.Result{}, err
 	}
 	etc := e.HostPaths.EtcDir()

@@ -18,9 +18,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -107,10 +108,10 @@ func enroll(t *testing.T, s *Server) EnrollRequest {
 	return req
 }
 
-func coreClient(t *testing.T, s *Server, req EnrollRequest) *generation.CoreClient {
-	id := &generation.NodeIdentity{Credential: req.Credential, CoreURL: s.URL}
+func coreClient(t *testing.T, s *Server, req EnrollRequest) *core.Client {
+	id := &noderoot.NodeIdentity{Credential: req.Credential, CoreURL: s.URL}
 	id.Identity.NodeID = req.NodeID
-	c, err := generation.NewCoreClient(id, trust.Only(s.CA.Pool()), download.ProxyEnv{})
+	c, err := noderoot.NewCoreClient(id, trust.Only(s.CA.Pool()), download.ProxyEnv{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestConfigurationIsValidForTheRepositoryClient(t *testing.T) {
 				if resp.StatusCode != 200 {
 					t.Fatalf("HTTP %d %s", resp.StatusCode, body)
 				}
-				cfg, err := generation.ParseConfiguration(body)
+				cfg, err := core.ParseConfiguration(body)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -387,7 +388,7 @@ func TestConnectionGenerationsAndRemoval(t *testing.T) {
 	if drop.Type != nodeproto.TypeDrop || drop.Generation != 1 || drop.SpecificationDigest != req.SpecificationDigest {
 		t.Fatalf("drop %+v", drop)
 	}
-	if _, err := coreClient(t, s, req).Configuration(context.Background(), 1); !errors.Is(err, generation.ErrCoreRejected) {
+	if _, err := coreClient(t, s, req).Configuration(context.Background(), 1); !errors.Is(err, core.ErrRejected) {
 		t.Fatalf("configuration of a dropped generation: %v", err)
 	}
 	if st, _ := call(t, s, "POST", "/core/v1/sandbox/deployment/generations/2/drop", s.Core.AdminKey(), nil, nil); st != 409 {

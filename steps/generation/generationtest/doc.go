@@ -6,9 +6,10 @@
 // snapshots of a host root, which allows for the host lock a command may
 // create even when it changes nothing.
 //
-// The tests of steps/generation, steps/install, steps/uninstall and the
-// command's import it; it runs in the test's process, as whatever account
-// the test runs as, and only under the test's temporary directories. It
+// The tests of steps/generation, steps/noderoot, steps/install,
+// steps/uninstall and the command's import it; it runs in the test's
+// process, as whatever account the test runs as, and only under the test's
+// temporary directories. It
 // is never part of the shipped installer: the fixtures' releases are
 // removed by Cleanup, which each importing test binary calls from
 // TestMain.

@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
-// removal is what collection removes of a generation's release files,
+// Removal is what collection removes of a generation's release files,
 // decided and checked completely before the first deletion.
-type removal struct {
+type Removal struct {
 	dir    string   // the release directory, relative to the node root
 	files  []string // Runtime files whose bytes a local record proves
 	temps  []string // our temporary files next to them (partial downloads, unpack leftovers)
@@ -21,49 +21,49 @@ type removal struct {
 	shared string   // why nothing is removed: the directory is still referenced
 }
 
-// planRemoval decides what collecting gc removes: nothing when another
+// PlanRemoval decides what collecting gc removes: nothing when another
 // retained configuration uses the same release directory; otherwise every
 // Runtime file present there, each hash-checked against the node's local
 // proof (the release copies in releases/<src>, or runtime-artifacts.json
 // for the node root's original files). An unknown hash, changed bytes, a
 // link or a non-regular file refuses (ErrUnprovenFile). The manifests stay.
-func planRemoval(d Data, gc *generationConfig) (*removal, error) {
+func PlanRemoval(d Data, gc *GenerationConfig) (*Removal, error) {
 	if gc == nil {
-		return &removal{}, nil
+		return &Removal{}, nil
 	}
 	g := d.Identity().Generation
-	dir, err := releaseRel(d, gc.Config)
+	dir, err := ReleaseRel(d, gc.Config)
 	if err != nil {
 		return nil, err
 	}
-	others, err := retainedConfigs(d, g)
+	others, err := RetainedConfigs(d, g)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range others {
-		odir, err := releaseRel(d, o.Config)
+		odir, err := ReleaseRel(d, o.Config)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrReferenced, o.Where, err)
 		}
 		if odir == dir {
-			return &removal{dir: dir, shared: fmt.Sprintf("%s (generation %d) uses the same files", o.Where, o.Generation)}, nil
+			return &Removal{dir: dir, shared: fmt.Sprintf("%s (generation %d) uses the same files", o.Where, o.Generation)}, nil
 		}
 	}
 	files, err := provenRuntimeFiles(d, gc, dir)
 	if err != nil {
 		return nil, err
 	}
-	r := &removal{dir: dir}
+	r := &Removal{dir: dir}
 	for _, f := range files {
 		rel := path.Join(dir, f.Rel)
-		st, err := checkFile(d, rel, f)
+		st, err := CheckFile(d, rel, f)
 		if err != nil {
 			if errors.Is(err, ErrUnprovenFile) {
 				return nil, err
 			}
 			return nil, fmt.Errorf("%w: %w", ErrUnprovenFile, err)
 		}
-		if st == fileOK {
+		if st == FileOK {
 			r.files = append(r.files, rel)
 		}
 		temps, err := temporaries(d, rel)
@@ -83,18 +83,18 @@ func planRemoval(d Data, gc *generationConfig) (*removal, error) {
 // provenRuntimeFiles are the Runtime files of a release directory with the
 // checksums the node itself recorded. Files no record covers have no
 // SHA256 and refuse if present.
-func provenRuntimeFiles(d Data, gc *generationConfig, dir string) ([]runtimeFile, error) {
+func provenRuntimeFiles(d Data, gc *GenerationConfig, dir string) ([]RuntimeFile, error) {
 	c := gc.Config
 	src := c.Specification.Runtime.SourceCommit
-	none := func() []runtimeFile {
-		var out []runtimeFile
+	none := func() []RuntimeFile {
+		var out []RuntimeFile
 		for _, p := range runtimePaths(c.Provider) {
-			out = append(out, runtimeFile{Rel: p})
+			out = append(out, RuntimeFile{Rel: p})
 		}
 		return out
 	}
 	if dir == "." {
-		ra, err := readRuntimeArtifacts(d)
+		ra, err := ReadRuntimeArtifacts(d)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnprovenFile, err)
 		}
@@ -119,7 +119,7 @@ func provenRuntimeFiles(d Data, gc *generationConfig, dir string) ([]runtimeFile
 	if err != nil {
 		return nil, fmt.Errorf("%w: the release copies in %s: %w", ErrUnprovenFile, dir, err)
 	}
-	return releaseFiles(r), nil
+	return ReleaseFiles(r), nil
 }
 
 // temporaries lists our temporary files next to the Runtime file rel: its
@@ -153,9 +153,13 @@ func temporaries(d Data, rel string) ([]string, error) {
 	return out, nil
 }
 
-// execute removes what r lists; each removal fsyncs its directory. Files
+// Shared is why nothing is removed, when the release directory is still
+// referenced by another retained configuration; "" otherwise.
+func (r *Removal) Shared() string { return r.shared }
+
+// Execute removes what r lists; each removal fsyncs its directory. Files
 // already gone are skipped, so an interrupted removal finishes on rerun.
-func (r *removal) execute(d Data) error {
+func (r *Removal) Execute(d Data) error {
 	for _, rel := range append(append([]string(nil), r.files...), r.temps...) {
 		if err := d.Root().Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err

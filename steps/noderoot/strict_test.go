@@ -1,14 +1,12 @@
-package generation
+package noderoot
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -36,7 +34,7 @@ func TestRecordsAndAnswersRefuseCaseVariantsAndDuplicates(t *testing.T) {
 		t.Fatalf("the base identity is refused: %v", err)
 	}
 	configuration, _ := json.Marshal(configurationDoc(t))
-	if _, err := ParseConfiguration(configuration); err != nil {
+	if _, err := core.ParseConfiguration(configuration); err != nil {
 		t.Fatalf("the base configuration is refused: %v", err)
 	}
 	for _, tc := range []struct {
@@ -54,10 +52,10 @@ func TestRecordsAndAnswersRefuseCaseVariantsAndDuplicates(t *testing.T) {
 		{"identity duplicate", prefix(identity(), `"core_url":"https://other.example"`), parseNodeIdentityErr, ErrIdentity},
 		{"identity duplicate inner key", []byte(strings.Replace(string(identity()), `"identity":{`, `"identity":{"node_id":"00000000-0000-4000-8000-000000000000",`, 1)), parseNodeIdentityErr, ErrIdentity},
 		{"identity missing inner key", []byte(strings.Replace(string(identity()), `"max_active":1,`, ``, 1)), parseNodeIdentityErr, ErrIdentity},
-		{"configuration case variant", prefix(configuration, `"GENERATION":9`), parseConfigurationErr, ErrCoreAnswer},
-		{"configuration duplicate", prefix(configuration, `"generation":9`), parseConfigurationErr, ErrCoreAnswer},
-		{"configuration integer with a fraction", []byte(strings.Replace(string(configuration), `"generation":3`, `"generation":3.0`, 1)), parseConfigurationErr, ErrCoreAnswer},
-		{"configuration duplicate in an unknown key", prefix(configuration, `"newest":{"a":1,"a":2}`), parseConfigurationErr, ErrCoreAnswer},
+		{"configuration case variant", prefix(configuration, `"GENERATION":9`), parseConfigurationErr, core.ErrAnswer},
+		{"configuration duplicate", prefix(configuration, `"generation":9`), parseConfigurationErr, core.ErrAnswer},
+		{"configuration integer with a fraction", []byte(strings.Replace(string(configuration), `"generation":3`, `"generation":3.0`, 1)), parseConfigurationErr, core.ErrAnswer},
+		{"configuration duplicate in an unknown key", prefix(configuration, `"newest":{"a":1,"a":2}`), parseConfigurationErr, core.ErrAnswer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.read(tc.doc)
@@ -71,32 +69,10 @@ func TestRecordsAndAnswersRefuseCaseVariantsAndDuplicates(t *testing.T) {
 	}
 }
 
-func TestCoreIdentityAnswerIsStrict(t *testing.T) {
-	const echo = `"node_id":"7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6","installation_id":"x","provider":"docker","deployment_generation":1,"specification_digest":"d"`
-	for _, tc := range []struct {
-		name, body string
-		ok         bool
-	}{
-		{"ready", `{` + echo + `,"connected":true,"provider_ready":true,"max_active":1}`, true},
-		{"flags absent", `{` + echo + `}`, true},
-		{"case variant", `{` + echo + `,"connected":true,"Provider_Ready":false,"provider_ready":true}`, false},
-		{"duplicate", `{` + echo + `,"connected":false,"connected":true,"provider_ready":true}`, false},
-		{"string flag", `{` + echo + `,"connected":"true","provider_ready":true}`, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(tc.body)) }))
-			defer srv.Close()
-			id := &NodeIdentity{Credential: testCredential, CoreURL: srv.URL}
-			pool := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-			a, status, err := coreIdentity(context.Background(), testCoreClient(t, id, pool))
-			if tc.ok != (err == nil) {
-				t.Fatalf("identity = %+v, %d, %v; want ok %v", a, status, err, tc.ok)
-			}
-		})
-	}
+func parsePreparationErr(data []byte) error { _, err := ParsePreparation(data); return err }
+func parseRuntimeArtifactsErr(data []byte) error {
+	_, err := ParseRuntimeArtifacts(data)
+	return err
 }
-
-func parsePreparationErr(data []byte) error      { _, err := ParsePreparation(data); return err }
-func parseRuntimeArtifactsErr(data []byte) error { _, err := ParseRuntimeArtifacts(data); return err }
-func parseNodeIdentityErr(data []byte) error     { _, err := ParseNodeIdentity(data); return err }
-func parseConfigurationErr(data []byte) error    { _, err := ParseConfiguration(data); return err }
+func parseNodeIdentityErr(data []byte) error  { _, err := ParseNodeIdentity(data); return err }
+func parseConfigurationErr(data []byte) error { _, err := core.ParseConfiguration(data); return err }

@@ -1,13 +1,16 @@
-package generation
+package noderoot
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
@@ -91,77 +94,21 @@ func (r *RuntimeArtifacts) Marshal() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// PathUnpacked is the unpacked Runtime archive next to the download.
-const PathUnpacked = "images/runtime.tar"
-
-// runtimePaths are the Runtime files of a release directory for provider,
-// in catalog order, with the unpacked archive after the archive. The node
-// program (role node) is the host program, not a Runtime file.
-func runtimePaths(providerName string) []string {
-	var out []string
-	for _, a := range release.Catalog(providerName) {
-		if a.Role == release.RoleNode {
-			continue
-		}
-		out = append(out, a.Path)
-		if a.Path == release.PathRuntimeImage {
-			out = append(out, PathUnpacked)
-		}
+// ReadRuntimeArtifacts reads runtime-artifacts.json; nil when absent.
+func ReadRuntimeArtifacts(d Data) (*RuntimeArtifacts, error) {
+	data, err := d.Root().ReadFile(layout.RuntimeArtifactsFile, safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: MaxRuntimeArtifactsSize})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	return out
-}
-
-func isRuntimePath(p string) bool {
-	for _, q := range runtimePaths(release.ProviderMicrosandbox) {
-		if p == q {
-			return true
-		}
+	if err != nil {
+		return nil, err
 	}
-	return false
-}
-
-// runtimeFile is one Runtime file of a release directory and what its
-// bytes must be.
-type runtimeFile struct {
-	Rel      string // catalog path below the release directory
-	SHA256   string
-	Size     int64  // 0: not declared (the seccomp profile)
-	Filename string // released file name; "" for the seccomp profile and the unpacked archive
-}
-
-// mode is the file's mode on the node: native executables 0700, else 0600.
-func (f runtimeFile) mode() uint32 {
-	if len(f.Rel) > 7 && f.Rel[:7] == "native/" {
-		return 0o700
+	ra, err := ParseRuntimeArtifacts(data)
+	if err != nil {
+		return nil, err
 	}
-	return 0o600
-}
-
-// releaseFiles are the Runtime files of a verified release, as its
-// metadata declares them.
-func releaseFiles(r *release.Release) []runtimeFile {
-	var out []runtimeFile
-	for _, p := range runtimePaths(r.Provider) {
-		switch p {
-		case release.PathSeccomp:
-			out = append(out, runtimeFile{Rel: p, SHA256: r.SeccompSHA256})
-		case PathUnpacked:
-			a := r.Manifest.Artifacts[release.PathRuntimeImage]
-			out = append(out, runtimeFile{Rel: p, SHA256: a.UnpackedSHA256, Size: a.UnpackedSize})
-		default:
-			a := r.Manifest.Artifacts[p]
-			out = append(out, runtimeFile{Rel: p, SHA256: a.SHA256, Size: a.Size, Filename: a.Filename})
-		}
+	if ra.InstallationID != d.Identity().InstallationID {
+		return nil, fmt.Errorf("%w: runtime-artifacts.json names installation %s", ErrRecord, ra.InstallationID)
 	}
-	return out
-}
-
-// provenFiles are the Runtime files runtime-artifacts.json proves, for
-// provider; paths without an entry have no SHA256.
-func provenFiles(providerName string, ra *RuntimeArtifacts) []runtimeFile {
-	var out []runtimeFile
-	for _, p := range runtimePaths(providerName) {
-		out = append(out, runtimeFile{Rel: p, SHA256: ra.SHA256[p]})
-	}
-	return out
+	return ra, nil
 }

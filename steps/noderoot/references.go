@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"fmt"
@@ -11,19 +11,19 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
-// retained is a configuration that keeps references on the node: a
+// Retained is a configuration that keeps references on the node: a
 // published <h>.json or the base provider.json of a generation that is not
 // dropped, or the plan of a generation still being prepared.
-type retained struct {
+type Retained struct {
 	Generation int64
 	Where      string
 	Config     *provider.Config
 }
 
-// retainedConfigs lists every configuration that keeps references, except
+// RetainedConfigs lists every configuration that keeps references, except
 // generation g's. A configuration that cannot be read proves nothing about
 // what it references, so it refuses (ErrReferenced).
-func retainedConfigs(d Data, g int64) ([]retained, error) {
+func RetainedConfigs(d Data, g int64) ([]Retained, error) {
 	dir, err := d.Root().OpenDir(layout.GenerationsDir, safefile.Expect{UID: d.UID()})
 	if err != nil {
 		return nil, err
@@ -49,27 +49,27 @@ func retainedConfigs(d Data, g int64) ([]retained, error) {
 	unreadable := func(h int64, err error) error {
 		return fmt.Errorf("%w: cannot tell what generation %d references: %w", ErrReferenced, h, err)
 	}
-	var out []retained
+	var out []Retained
 	for h, k := range kinds {
 		if h == g || k[".dropped"] {
 			continue
 		}
 		switch {
 		case k[".json"]:
-			c, _, err := readFinal(d, h)
+			c, _, err := ReadFinal(d, h)
 			if err != nil {
 				return nil, unreadable(h, err)
 			}
-			out = append(out, retained{h, finalRel(h), c})
+			out = append(out, Retained{h, FinalRel(h), c})
 		case k[".preparing"]:
-			_, c, _, err := readPlan(d, h)
+			_, c, _, err := ReadPlan(d, h)
 			if err != nil {
 				return nil, unreadable(h, err)
 			}
 			if c == nil {
 				return nil, unreadable(h, fmt.Errorf("its preparation plan has no configuration"))
 			}
-			out = append(out, retained{h, layout.GenerationsDir + "/" + recordName(h, ".preparing"), c})
+			out = append(out, Retained{h, layout.GenerationsDir + "/" + RecordName(h, ".preparing"), c})
 		}
 	}
 	base, err := d.Base()
@@ -77,7 +77,7 @@ func retainedConfigs(d Data, g int64) ([]retained, error) {
 		return nil, err
 	}
 	if base.Generation != g && !kinds[base.Generation][".dropped"] && !kinds[base.Generation][".json"] {
-		out = append(out, retained{base.Generation, layout.ProviderConfigFile, base})
+		out = append(out, Retained{base.Generation, layout.ProviderConfigFile, base})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Generation < out[j].Generation })
 	return out, nil

@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/download/downloadtest"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
@@ -156,7 +157,7 @@ func seen(p *downloadtest.Proxy) []string {
 }
 
 // testCoreClient is a Core client without a proxy.
-func testCoreClient(t *testing.T, id *NodeIdentity, roots *x509.CertPool) *CoreClient {
+func testCoreClient(t *testing.T, id *NodeIdentity, roots *x509.CertPool) *core.Client {
 	t.Helper()
 	c, err := NewCoreClient(id, trust.Only(roots), download.ProxyEnv{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"errors"
@@ -14,9 +14,9 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
 
-// generationConfig is the provider configuration a generation has on the
+// GenerationConfig is the provider configuration a generation has on the
 // node, and where it came from.
-type generationConfig struct {
+type GenerationConfig struct {
 	Config *provider.Config
 	// Base: the configuration is the node's provider.json.
 	Base bool
@@ -28,12 +28,12 @@ type generationConfig struct {
 	ImportStarted bool
 }
 
-// finalRel is <g>.json relative to the node root.
-func finalRel(g int64) string { return path.Join(layout.GenerationsDir, recordName(g, ".json")) }
+// FinalRel is <g>.json relative to the node root.
+func FinalRel(g int64) string { return path.Join(layout.GenerationsDir, RecordName(g, ".json")) }
 
-// readFinal reads the published <g>.json; found is false when absent.
-func readFinal(d Data, g int64) (*provider.Config, bool, error) {
-	data, err := d.Root().ReadFile(finalRel(g), safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: provider.MaxSize})
+// ReadFinal reads the published <g>.json; found is false when absent.
+func ReadFinal(d Data, g int64) (*provider.Config, bool, error) {
+	data, err := d.Root().ReadFile(FinalRel(g), safefile.Expect{UID: d.UID(), Mode: 0o600, MaxSize: provider.MaxSize})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -45,14 +45,14 @@ func readFinal(d Data, g int64) (*provider.Config, bool, error) {
 		return nil, false, fmt.Errorf("configuration of generation %d: %w", g, err)
 	}
 	if c.Generation != g {
-		return nil, false, fmt.Errorf("configuration %s names generation %d", finalRel(g), c.Generation)
+		return nil, false, fmt.Errorf("configuration %s names generation %d", FinalRel(g), c.Generation)
 	}
 	return c, true, nil
 }
 
-// readPlan reads <g>.preparing; found is false when absent. The plan's
+// ReadPlan reads <g>.preparing; found is false when absent. The plan's
 // configuration is nil when the record carries none.
-func readPlan(d Data, g int64) (lease.Preparing, *provider.Config, bool, error) {
+func ReadPlan(d Data, g int64) (lease.Preparing, *provider.Config, bool, error) {
 	p, err := lease.ReadPreparing(d.Node().Generations(), g, d.UID())
 	if errors.Is(err, os.ErrNotExist) {
 		return lease.Preparing{}, nil, false, nil
@@ -73,43 +73,43 @@ func readPlan(d Data, g int64) (lease.Preparing, *provider.Config, bool, error) 
 	return p, c, true, nil
 }
 
-// dropped reports whether generation g has a dropped marker (in any form).
-func dropped(d Data, g int64) (bool, error) {
-	return safefile.Exists(filepath.Join(d.Node().Generations(), recordName(g, ".dropped")))
+// Dropped reports whether generation g has a dropped marker (in any form).
+func Dropped(d Data, g int64) (bool, error) {
+	return safefile.Exists(filepath.Join(d.Node().Generations(), RecordName(g, ".dropped")))
 }
 
-// currentConfig finds the configuration of the run's generation: the base
+// CurrentConfig finds the configuration of the run's generation: the base
 // provider.json for the base generation, else the published <g>.json, else
 // the plan in <g>.preparing. It returns nil when there is none.
-func currentConfig(d Data) (*generationConfig, error) {
+func CurrentConfig(d Data) (*GenerationConfig, error) {
 	id := d.Identity()
 	base, err := d.Base()
 	if err != nil {
 		return nil, err
 	}
 	if base.Generation == id.Generation {
-		return &generationConfig{Config: base, Base: true, Final: true, ImportStarted: true}, nil
+		return &GenerationConfig{Config: base, Base: true, Final: true, ImportStarted: true}, nil
 	}
-	c, ok, err := readFinal(d, id.Generation)
+	c, ok, err := ReadFinal(d, id.Generation)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		return &generationConfig{Config: c, Final: true, ImportStarted: true}, nil
+		return &GenerationConfig{Config: c, Final: true, ImportStarted: true}, nil
 	}
-	p, pc, ok, err := readPlan(d, id.Generation)
+	p, pc, ok, err := ReadPlan(d, id.Generation)
 	if err != nil || !ok || pc == nil {
 		return nil, err
 	}
 	if p.Identity != id {
 		return nil, fmt.Errorf("%w: the preparation plan of generation %d is for %s", ErrSpecification, id.Generation, p.Identity)
 	}
-	return &generationConfig{Config: pc, ImportStarted: p.ImportStarted}, nil
+	return &GenerationConfig{Config: pc, ImportStarted: p.ImportStarted}, nil
 }
 
-// releaseRel is the directory of a configuration's Runtime files relative
+// ReleaseRel is the directory of a configuration's Runtime files relative
 // to the node root: "." or releases/<source_commit>.
-func releaseRel(d Data, c *provider.Config) (string, error) {
+func ReleaseRel(d Data, c *provider.Config) (string, error) {
 	dir, err := c.ReleaseDir()
 	if err != nil {
 		return "", err
@@ -124,9 +124,9 @@ func releaseRel(d Data, c *provider.Config) (string, error) {
 	return rel, nil
 }
 
-// checkIdentity requires a configuration to be this generation's, with the
+// CheckIdentity requires a configuration to be this generation's, with the
 // specification the run is bound to.
-func checkIdentity(d Data, c *provider.Config) error {
+func CheckIdentity(d Data, c *provider.Config) error {
 	id := d.Identity()
 	switch {
 	case c.InstallationID != id.InstallationID:
@@ -137,4 +137,24 @@ func checkIdentity(d Data, c *provider.Config) error {
 		return fmt.Errorf("%w: generation %d retains specification %s, not %s", ErrSpecification, id.Generation, c.Specification.Digest(), id.SpecificationDigest)
 	}
 	return nil
+}
+
+// Base implements Data.
+func (e *Env) Base() (*provider.Config, error) {
+	if e.base != nil {
+		return e.base, nil
+	}
+	data, err := e.ReadPrivate(layout.ProviderConfigFile, provider.MaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("base configuration: %w", err)
+	}
+	c, err := provider.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("base configuration %s: %w", e.node.ProviderConfig(), err)
+	}
+	if c.InstallationID != e.opts.Identity.InstallationID {
+		return nil, fmt.Errorf("base configuration %s names installation %s", e.node.ProviderConfig(), c.InstallationID)
+	}
+	e.base = c
+	return c, nil
 }

@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
-// wantImage is the image identity a configuration's specification names.
-func wantImage(c *provider.Config) image.Identity {
+// WantImage is the image identity a configuration's specification names.
+func WantImage(c *provider.Config) image.Identity {
 	rt := c.Specification.Runtime
 	return image.Identity{ConfigDigest: rt.ImageID, ManifestDigest: rt.ImageManifestDigest}
 }
 
-// microsandboxFor is msb for the configuration's store.
-func microsandboxFor(d Data, c *provider.Config) (Microsandbox, microsandbox.Reference, error) {
+// MicrosandboxFor is msb for the configuration's store.
+func MicrosandboxFor(d Data, c *provider.Config) (Microsandbox, microsandbox.Reference, error) {
 	m := c.Microsandbox
 	ref, err := microsandbox.ParseReference(m.Image)
 	if err != nil {
@@ -30,20 +30,20 @@ func microsandboxFor(d Data, c *provider.Config) (Microsandbox, microsandbox.Ref
 	return d.Microsandbox(m.RuntimePath, m.RuntimeHome, m.FirmwarePath), ref, nil
 }
 
-// imageHeld reports whether the provider already holds the configuration's
+// ImageHeld reports whether the provider already holds the configuration's
 // Runtime image with its exact identity: Docker resolves it (config or
 // manifest digest, linux/amd64), or msb reports the reference with its
 // digest for linux/amd64. A microsandbox store that does not exist yet
 // holds nothing; an msb that cannot answer is taken as not holding it (the
 // archive is then fetched, which is always safe).
-func imageHeld(ctx context.Context, d Data, c *provider.Config) (string, bool, error) {
+func ImageHeld(ctx context.Context, d Data, c *provider.Config) (string, bool, error) {
 	switch {
 	case c.Docker != nil:
 		dk, err := d.Docker(ctx)
 		if err != nil {
 			return "", false, err
 		}
-		id, found, err := image.Resolve(ctx, dk, wantImage(c))
+		id, found, err := image.Resolve(ctx, dk, WantImage(c))
 		return id, found, err
 	case c.Microsandbox != nil:
 		if _, err := os.Stat(c.Microsandbox.RuntimeHome); err != nil {
@@ -52,7 +52,7 @@ func imageHeld(ctx context.Context, d Data, c *provider.Config) (string, bool, e
 		if _, err := os.Stat(c.Microsandbox.RuntimePath); err != nil {
 			return "", false, nil
 		}
-		cli, ref, err := microsandboxFor(d, c)
+		cli, ref, err := MicrosandboxFor(d, c)
 		if err != nil {
 			return "", false, err
 		}
@@ -64,13 +64,13 @@ func imageHeld(ctx context.Context, d Data, c *provider.Config) (string, bool, e
 	return "", false, fmt.Errorf("configuration without an adapter")
 }
 
-// importImage makes the provider hold the configuration's Runtime image
+// ImportImage makes the provider hold the configuration's Runtime image
 // and returns its local identity (Docker: the local image ID; microsandbox:
 // the reference). An image already held is not loaded again. Otherwise the
 // verified archive (downloaded if missing) is unpacked and its identity
 // proven before the import, and the image must resolve after it.
-func importImage(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
-	if id, held, err := imageHeld(ctx, d, c); err != nil || held {
+func ImportImage(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
+	if id, held, err := ImageHeld(ctx, d, c); err != nil || held {
 		return id, err
 	}
 	switch {
@@ -87,12 +87,12 @@ func importImage(ctx context.Context, d Data, c *provider.Config, dir string) (s
 		if err := dk.ImageLoad(ctx, tar); err != nil {
 			return "", fmt.Errorf("load %s: %w", tar, err)
 		}
-		id, found, err := image.Resolve(ctx, dk, wantImage(c))
+		id, found, err := image.Resolve(ctx, dk, WantImage(c))
 		if err != nil {
 			return "", err
 		}
 		if !found {
-			return "", fmt.Errorf("the Docker Engine loaded %s but does not resolve %s or %s for linux/amd64", tar, wantImage(c).ConfigDigest, wantImage(c).ManifestDigest)
+			return "", fmt.Errorf("the Docker Engine loaded %s but does not resolve %s or %s for linux/amd64", tar, WantImage(c).ConfigDigest, WantImage(c).ManifestDigest)
 		}
 		return id, nil
 	default:
@@ -104,7 +104,7 @@ func importImage(ctx context.Context, d Data, c *provider.Config, dir string) (s
 		if err != nil {
 			return "", err
 		}
-		cli, ref, err := microsandboxFor(d, c)
+		cli, ref, err := MicrosandboxFor(d, c)
 		if err != nil {
 			return "", err
 		}
@@ -131,10 +131,10 @@ func unpackedArchive(ctx context.Context, d Data, c *provider.Config, dir string
 		return "", err
 	}
 	if err := release.MatchRelease(c.Specification, md.Release.Manifest); err != nil {
-		return "", artifactErr(err)
+		return "", Artifact(err)
 	}
-	var gz, tar runtimeFile
-	for _, f := range releaseFiles(md.Release) {
+	var gz, tar RuntimeFile
+	for _, f := range ReleaseFiles(md.Release) {
 		switch f.Rel {
 		case release.PathRuntimeImage:
 			gz = f
@@ -143,31 +143,31 @@ func unpackedArchive(ctx context.Context, d Data, c *provider.Config, dir string
 		}
 	}
 	gzRel, tarRel := path.Join(dir, gz.Rel), path.Join(dir, tar.Rel)
-	st, err := checkFile(d, gzRel, gz)
+	st, err := CheckFile(d, gzRel, gz)
 	if err != nil {
 		return "", err
 	}
-	if st == fileMissing {
-		if err := mkdirs(d, path.Dir(gzRel)); err != nil {
+	if st == FileMissing {
+		if err := Mkdirs(d, path.Dir(gzRel)); err != nil {
 			return "", err
 		}
 		d.Logf("restore %s", gzRel)
-		if err := fetchFile(ctx, d, rt.SourceCommit, gzRel, gz); err != nil {
+		if err := FetchFile(ctx, d, rt.SourceCommit, gzRel, gz); err != nil {
 			return "", err
 		}
 	}
 	gzPath, tarPath := filepath.Join(d.Node().Root, gzRel), filepath.Join(d.Node().Root, tarRel)
-	st, err = checkFile(d, tarRel, tar)
-	if err == nil && st == fileOK {
-		return tarPath, artifactErr(imageErr(image.Verify(tarPath, rt.ImageID, rt.ImageManifestDigest)))
+	st, err = CheckFile(d, tarRel, tar)
+	if err == nil && st == FileOK {
+		return tarPath, Artifact(imageErr(image.Verify(tarPath, rt.ImageID, rt.ImageManifestDigest)))
 	}
 	clearUnpackLeftovers(filepath.Dir(tarPath))
 	id, err := image.UnpackIdentify(gzPath, tarPath, tar.Size, tar.SHA256)
 	if err != nil {
 		return "", imageErr(err)
 	}
-	if err := id.Check(wantImage(c)); err != nil {
-		return "", artifactErr(err)
+	if err := id.Check(WantImage(c)); err != nil {
+		return "", Artifact(err)
 	}
 	return tarPath, nil
 }
@@ -178,7 +178,7 @@ func imageErr(err error) error {
 	for _, s := range []error{image.ErrUnpackMismatch, image.ErrIdentityMismatch, image.ErrMalformed, image.ErrMissingBlob,
 		image.ErrBlobMismatch, image.ErrPlatform, image.ErrInconsistent} {
 		if errors.Is(err, s) {
-			return artifactErr(err)
+			return Artifact(err)
 		}
 	}
 	return err
@@ -195,9 +195,9 @@ func clearUnpackLeftovers(dir string) {
 	}
 }
 
-// removeUnpacked removes the unpacked archive of dir once the image is
+// RemoveUnpacked removes the unpacked archive of dir once the image is
 // imported (the downloaded archive stays for repair), and its leftovers.
-func removeUnpacked(d Data, dir string) error {
+func RemoveUnpacked(d Data, dir string) error {
 	rel := path.Join(dir, PathUnpacked)
 	clearUnpackLeftovers(filepath.Dir(filepath.Join(d.Node().Root, rel)))
 	if err := d.Root().Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -24,7 +25,7 @@ func configurationDoc(t *testing.T) map[string]any {
 
 func TestParseConfiguration(t *testing.T) {
 	good, _ := json.Marshal(configurationDoc(t))
-	c, err := ParseConfiguration(good)
+	c, err := core.ParseConfiguration(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +69,8 @@ func TestParseConfiguration(t *testing.T) {
 			d := configurationDoc(t)
 			f(d)
 			data, _ := json.Marshal(d)
-			_, err := ParseConfiguration(data)
-			if !errors.Is(err, ErrCoreAnswer) {
+			_, err := core.ParseConfiguration(data)
+			if !errors.Is(err, core.ErrAnswer) {
 				t.Fatalf("ParseConfiguration: %v, want ErrCoreAnswer", err)
 			}
 			if strings.ContainsAny(err.Error(), "\x1b\a\u009b") || strings.Contains(err.Error(), "evil") {
@@ -77,7 +78,7 @@ func TestParseConfiguration(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseConfiguration([]byte(`[]`)); !errors.Is(err, ErrCoreAnswer) {
+	if _, err := core.ParseConfiguration([]byte(`[]`)); !errors.Is(err, core.ErrAnswer) {
 		t.Errorf("array: %v", err)
 	}
 }
@@ -101,15 +102,15 @@ func TestCoreClient(t *testing.T) {
 			}
 			w.Write(good)
 		}, nil, 0},
-		{"unauthorized", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusUnauthorized) }, ErrCoreRejected, 401},
-		{"wrong route", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusNotFound) }, ErrCoreRejected, 404},
-		{"resetting", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusConflict) }, ErrCoreRejected, 409},
+		{"unauthorized", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusUnauthorized) }, core.ErrRejected, 401},
+		{"wrong route", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusNotFound) }, core.ErrRejected, 404},
+		{"resetting", func(w http.ResponseWriter, r *http.Request) { http.Error(w, secretBody, http.StatusConflict) }, core.ErrRejected, 409},
 		{"redirect is not followed", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "https://elsewhere.example/api/v1/sandbox-node/configuration", http.StatusFound)
-		}, ErrCoreRejected, 302},
+		}, core.ErrRejected, 302},
 		{"too large", func(w http.ResponseWriter, r *http.Request) {
-			w.Write([]byte(`{"pad":"` + strings.Repeat("x", MaxConfigurationSize) + `"}`))
-		}, ErrCoreAnswer, 0},
+			w.Write([]byte(`{"pad":"` + strings.Repeat("x", core.MaxConfigurationSize) + `"}`))
+		}, core.ErrAnswer, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,7 +129,7 @@ func TestCoreClient(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Configuration: %v, want %v", err, tc.want)
 			}
-			var se *CoreStatusError
+			var se *core.StatusError
 			if tc.code != 0 && (!errors.As(err, &se) || se.Code != tc.code) {
 				t.Errorf("status %v, want %d", err, tc.code)
 			}

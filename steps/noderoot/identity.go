@@ -1,11 +1,13 @@
-package generation
+package noderoot
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
@@ -66,4 +68,41 @@ func ParseNodeIdentity(data []byte) (*NodeIdentity, error) {
 		return nil, bad("core_url: %v", err)
 	}
 	return &id, nil
+}
+
+// NodeIdentity reads state/node/identity.json once (ReadNodeIdentity).
+func (e *Env) NodeIdentity() (*NodeIdentity, error) {
+	if e.identity != nil {
+		return e.identity, nil
+	}
+	id, err := ReadNodeIdentity(e.root, e.opts.UID, e.opts.Identity.InstallationID)
+	if err != nil {
+		return nil, err
+	}
+	e.identity = id
+	return id, nil
+}
+
+// ReadNodeIdentity reads state/node/identity.json of the node root with
+// the node's file rules (no link, the account uid's, mode 0600, bounded),
+// strictly (ParseNodeIdentity), and requires it to be installation id's,
+// with a Core origin its recorded insecure-origin policy allows.
+func ReadNodeIdentity(root *safefile.Root, uid int, id string) (*NodeIdentity, error) {
+	data, err := root.ReadFile(layout.NodeIdentityFile, safefile.Expect{UID: uid, Mode: 0o600, MaxSize: MaxIdentitySize})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIdentity, err)
+	}
+	nid, err := ParseNodeIdentity(data)
+	if err != nil {
+		return nil, err
+	}
+	if nid.Identity.InstallationID != id {
+		return nil, fmt.Errorf("%w: it names installation %s", ErrIdentity, nid.Identity.InstallationID)
+	}
+	// Plain http to a host that is not loopback only where the node was
+	// installed with --allow-insecure-origin (CONTRACT §4.4).
+	if err := provider.CheckOriginPolicy(nid.CoreURL, nid.AllowInsecureOrigin); err != nil {
+		return nil, fmt.Errorf("%w: core_url: %w", ErrIdentity, err)
+	}
+	return nid, nil
 }

@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package generation
+package noderoot
 
 import (
 	"context"
@@ -16,23 +16,98 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
-// fileState is what checkFile found.
-type fileState int
+// PathUnpacked is the unpacked Runtime archive next to the download.
+const PathUnpacked = "images/runtime.tar"
+
+// runtimePaths are the Runtime files of a release directory for provider,
+// in catalog order, with the unpacked archive after the archive. The node
+// program (role node) is the host program, not a Runtime file.
+func runtimePaths(providerName string) []string {
+	var out []string
+	for _, a := range release.Catalog(providerName) {
+		if a.Role == release.RoleNode {
+			continue
+		}
+		out = append(out, a.Path)
+		if a.Path == release.PathRuntimeImage {
+			out = append(out, PathUnpacked)
+		}
+	}
+	return out
+}
+
+func isRuntimePath(p string) bool {
+	for _, q := range runtimePaths(release.ProviderMicrosandbox) {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// RuntimeFile is one Runtime file of a release directory and what its
+// bytes must be.
+type RuntimeFile struct {
+	Rel      string // catalog path below the release directory
+	SHA256   string
+	Size     int64  // 0: not declared (the seccomp profile)
+	Filename string // released file name; "" for the seccomp profile and the unpacked archive
+}
+
+// Mode is the file's mode on the node: native executables 0700, else 0600.
+func (f RuntimeFile) Mode() uint32 {
+	if len(f.Rel) > 7 && f.Rel[:7] == "native/" {
+		return 0o700
+	}
+	return 0o600
+}
+
+// ReleaseFiles are the Runtime files of a verified release, as its
+// metadata declares them.
+func ReleaseFiles(r *release.Release) []RuntimeFile {
+	var out []RuntimeFile
+	for _, p := range runtimePaths(r.Provider) {
+		switch p {
+		case release.PathSeccomp:
+			out = append(out, RuntimeFile{Rel: p, SHA256: r.SeccompSHA256})
+		case PathUnpacked:
+			a := r.Manifest.Artifacts[release.PathRuntimeImage]
+			out = append(out, RuntimeFile{Rel: p, SHA256: a.UnpackedSHA256, Size: a.UnpackedSize})
+		default:
+			a := r.Manifest.Artifacts[p]
+			out = append(out, RuntimeFile{Rel: p, SHA256: a.SHA256, Size: a.Size, Filename: a.Filename})
+		}
+	}
+	return out
+}
+
+// provenFiles are the Runtime files runtime-artifacts.json proves, for
+// provider; paths without an entry have no SHA256.
+func provenFiles(providerName string, ra *RuntimeArtifacts) []RuntimeFile {
+	var out []RuntimeFile
+	for _, p := range runtimePaths(providerName) {
+		out = append(out, RuntimeFile{Rel: p, SHA256: ra.SHA256[p]})
+	}
+	return out
+}
+
+// FileState is what CheckFile found.
+type FileState int
 
 const (
-	fileMissing fileState = iota
-	fileOK
+	FileMissing FileState = iota
+	FileOK
 )
 
-// checkFile checks the Runtime file rel (below the node root) against f:
+// CheckFile checks the Runtime file rel (below the node root) against f:
 // missing, or a private regular file of the node account (no link, one
 // link) with f's size and sha256. Anything else is ErrConflict: nothing is
 // ever replaced. An f without SHA256 proves nothing, and a present file is
 // then ErrUnprovenFile.
-func checkFile(d Data, rel string, f runtimeFile) (fileState, error) {
+func CheckFile(d Data, rel string, f RuntimeFile) (FileState, error) {
 	file, err := d.Root().OpenFile(rel, safefile.Expect{UID: d.UID()})
 	if errors.Is(err, os.ErrNotExist) {
-		return fileMissing, nil
+		return FileMissing, nil
 	}
 	if err != nil {
 		if errors.Is(err, safefile.ErrUnsafe) {
@@ -56,7 +131,7 @@ func checkFile(d Data, rel string, f runtimeFile) (fileState, error) {
 	if err := d.Root().Durable(rel, safefile.Expect{UID: d.UID()}); err != nil {
 		return 0, err
 	}
-	return fileOK, nil
+	return FileOK, nil
 }
 
 func hashFile(f *os.File) (string, int64, error) {
@@ -73,9 +148,9 @@ type onlyReader struct{ r io.Reader }
 
 func (o onlyReader) Read(b []byte) (int, error) { return o.r.Read(b) }
 
-// mkdirs creates the directory rel and its missing parents below the node
+// Mkdirs creates the directory rel and its missing parents below the node
 // root (0700), refusing links and directories of another owner.
-func mkdirs(d Data, rel string) error {
+func Mkdirs(d Data, rel string) error {
 	if rel == "." || rel == "" {
 		return nil
 	}
@@ -123,7 +198,7 @@ func storeReleaseCopies(d Data, dir string, md *Metadata) error {
 	return nil
 }
 
-// fetchMissing restores every missing Runtime file of the release md in
+// FetchMissing restores every missing Runtime file of the release md in
 // the release directory dir (relative to the node root) at its original
 // path, after checking that the existing ones hold their declared bytes:
 // the seccomp profile from the console's release (checked against
@@ -132,9 +207,9 @@ func storeReleaseCopies(d Data, dir string, md *Metadata) error {
 // yet); the unpacked archive is never downloaded, but its size counts when
 // the archive is included. Before the first byte it checks that the file
 // system has room for what is missing.
-func fetchMissing(ctx context.Context, d Data, dir string, md *Metadata, archive bool) error {
+func FetchMissing(ctx context.Context, d Data, dir string, md *Metadata, archive bool) error {
 	src := md.Release.Manifest.SourceCommit
-	if err := mkdirs(d, dir); err != nil {
+	if err := Mkdirs(d, dir); err != nil {
 		return err
 	}
 	if dir != "." {
@@ -142,9 +217,9 @@ func fetchMissing(ctx context.Context, d Data, dir string, md *Metadata, archive
 			return err
 		}
 	}
-	var missing []runtimeFile
+	var missing []RuntimeFile
 	var need int64
-	for _, f := range releaseFiles(md.Release) {
+	for _, f := range ReleaseFiles(md.Release) {
 		if f.Rel == release.PathRuntimeImage && !archive {
 			continue
 		}
@@ -154,14 +229,14 @@ func fetchMissing(ctx context.Context, d Data, dir string, md *Metadata, archive
 			}
 			continue
 		}
-		st, err := checkFile(d, path.Join(dir, f.Rel), f)
+		st, err := CheckFile(d, path.Join(dir, f.Rel), f)
 		if err != nil {
 			return err
 		}
-		if st == fileOK {
-			clearPartial(filepath.Join(d.Node().Root, dir, f.Rel))
+		if st == FileOK {
+			ClearPartial(filepath.Join(d.Node().Root, dir, f.Rel))
 		}
-		if st == fileMissing {
+		if st == FileMissing {
 			missing = append(missing, f)
 			if f.Size > 0 {
 				n, err := download.Missing(filepath.Join(d.Node().Root, dir, f.Rel), f.Size)
@@ -181,28 +256,28 @@ func fetchMissing(ctx context.Context, d Data, dir string, md *Metadata, archive
 	}
 	for _, f := range missing {
 		rel := path.Join(dir, f.Rel)
-		if err := mkdirs(d, path.Dir(rel)); err != nil {
+		if err := Mkdirs(d, path.Dir(rel)); err != nil {
 			return err
 		}
 		d.Logf("download %s", rel)
-		if err := fetchFile(ctx, d, src, rel, f); err != nil {
+		if err := FetchFile(ctx, d, src, rel, f); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// fetchFile obtains one missing Runtime file at rel.
-func fetchFile(ctx context.Context, d Data, src, rel string, f runtimeFile) error {
+// FetchFile obtains one missing Runtime file at rel.
+func FetchFile(ctx context.Context, d Data, src, rel string, f RuntimeFile) error {
 	if f.Filename == "" { // the seccomp profile: a fixed metadata file of the release
 		data, err := d.FetchReleaseFile(ctx, src, f.Rel)
 		if err != nil {
 			return err
 		}
 		if got := release.SHA256Hex(data); got != f.SHA256 {
-			return artifactErr(fmt.Errorf("%s of release %s has sha256 %s, SHA256SUMS lists %s: %w", f.Rel, src, got, f.SHA256, release.ErrChecksumMismatch))
+			return Artifact(fmt.Errorf("%s of release %s has sha256 %s, SHA256SUMS lists %s: %w", f.Rel, src, got, f.SHA256, release.ErrChecksumMismatch))
 		}
-		if err := d.Root().PublishOnce(rel, data, os.FileMode(f.mode())); err != nil {
+		if err := d.Root().PublishOnce(rel, data, os.FileMode(f.Mode())); err != nil {
 			if errors.Is(err, safefile.ErrConflict) {
 				return fmt.Errorf("%w: %w", ErrConflict, err)
 			}
@@ -211,7 +286,7 @@ func fetchFile(ctx context.Context, d Data, src, rel string, f runtimeFile) erro
 		return nil
 	}
 	err := d.Download(ctx, src, download.Request{
-		URL: f.Filename, Target: filepath.Join(d.Node().Root, rel), Size: f.Size, SHA256: f.SHA256, Mode: os.FileMode(f.mode()),
+		URL: f.Filename, Target: filepath.Join(d.Node().Root, rel), Size: f.Size, SHA256: f.SHA256, Mode: os.FileMode(f.Mode()),
 	})
 	if errors.Is(err, download.ErrTargetConflict) {
 		return fmt.Errorf("%w: %w", ErrConflict, err)
@@ -219,29 +294,24 @@ func fetchFile(ctx context.Context, d Data, src, rel string, f runtimeFile) erro
 	return err
 }
 
-// checkReleaseFiles checks every existing Runtime file of md in dir and
+// CheckReleaseFiles checks every existing Runtime file of md in dir and
 // reports the missing ones.
-func checkReleaseFiles(d Data, dir string, md *Metadata) (missing []string, err error) {
-	for _, f := range releaseFiles(md.Release) {
-		st, err := checkFile(d, path.Join(dir, f.Rel), f)
+func CheckReleaseFiles(d Data, dir string, md *Metadata) (missing []string, err error) {
+	for _, f := range ReleaseFiles(md.Release) {
+		st, err := CheckFile(d, path.Join(dir, f.Rel), f)
 		if err != nil {
 			return nil, err
 		}
-		if st == fileMissing {
+		if st == FileMissing {
 			missing = append(missing, f.Rel)
 		}
 	}
 	return missing, nil
 }
 
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
-}
-
-// clearPartial removes what an interrupted download of a target that is
+// ClearPartial removes what an interrupted download of a target that is
 // now complete left beside it (a kept part file or its validator).
-func clearPartial(target string) {
+func ClearPartial(target string) {
 	for _, p := range []string{download.PartPath(target), download.ValidatorPath(target)} {
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
 			os.Remove(p)
