@@ -18,6 +18,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
@@ -198,13 +199,13 @@ func runCrash(t *testing.T, c crashCase) crashharness.Summary {
 			// name inode numbers, which differ between sandboxes.
 			return strings.Contains(rel, "/journals/") || strings.HasSuffix(rel, "/journals") || strings.HasSuffix(rel, ".lease-identity")
 		},
-		Mode:    c.Mode,
+		Mode:    c.mode,
 		Recrash: c.recrash,
 	})
 	for _, n := range sum.Refused {
 		// A power cut loses the lease created at this point with its
 		// directory entry; a SIGKILL leaves it without its identity.
-		if c.Mode == crashharness.Kill && sum.Points[n-1] == "lease-created" && !identityMissing[fmt.Sprintf("crash-%03d", n)] {
+		if c.mode == crashharness.Kill && sum.Points[n-1] == "lease-created" && !identityMissing[fmt.Sprintf("crash-%03d", n)] {
 			t.Errorf("point %d (lease-created): leases does not report identity-missing", n)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
