@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
@@ -211,15 +212,16 @@ func must(t *testing.T, err error) {
 }
 
 func (f *hostFixture) command(force bool) Command {
-	child := PrivsepChild(privsep.Options{Binary: f.bin, Home: f.host.Home(), Output: &f.out}, f.dbs)
+	child := asaccount.NewChildren(privsep.Options{Binary: f.bin, Home: f.host.Home(), Output: &f.out}, f.dbs)
 	return Command{
 		Options: Options{InstallationID: id, Force: force}, Host: f.host, Accounts: f.accts, Systemd: f.systemd,
-		Child: func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
+		Child: func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 			f.children.Add(1)
-			return child(ctx, req)
+			return child.Run(ctx, req)
 		},
-		Running: func(int) (bool, error) { return f.running, nil },
-		Version: "test", Out: &f.out,
+		EndChild: child.Close,
+		Running:  func(int) (bool, error) { return f.running, nil },
+		Version:  "test", Out: &f.out,
 	}
 }
 
