@@ -2,16 +2,18 @@
 // that runs as oac-node, in files named after its workflow and state
 // (install_, uninstall_, prepare_, repair_, collect_), and the node root as
 // that account sees it. No step here runs as root: root's packages take
-// from it only the request and answer types, the role names and a few
-// readers and helpers (a bundle's metadata, Core's configuration, the node
-// identity, RemoveTree).
+// from it only the install and uninstall inputs and answers their requests
+// carry, the servers that answer them in the child, and a few readers and
+// helpers (a bundle's metadata, Core's configuration, the node identity,
+// RemoveTree).
 //
 //	install    node_root, metadata, downloads, helper, lease, runtime,
 //	           network, provider_config, register, wait_ready (root's
 //	           states come between: env_file, unit, start before wait_ready)
-//	           (install_*.go; InstallSteps, RunInstallStep, CheckInstallSteps)
+//	           (install_*.go; InstallSteps, InstallServer, RunInstallStep,
+//	           CheckInstallSteps)
 //	uninstall  ask_core, network, node_state, microsandbox_store
-//	           (uninstall_*.go; RunUninstallStep)
+//	           (uninstall_*.go; UninstallServer, RunUninstallStep)
 //	prepare    lock → lease (Inspect) → plan → download → import_start →
 //	           import (Verify) → publish → clear_plan         (prepare_*.go)
 //	repair     lock → verify → download → probe               (repair_*.go)
@@ -20,11 +22,11 @@
 //
 // Who runs what, as oac-node:
 //
-//	root's install engine ── install.Children ─▶ one privsep child for the
-//	    run, role InstallRole (ServeInstallStep): each step's Run and
-//	    Verify, recorded in root's journal, and every step's Check (StepCheck)
-//	root's uninstall engine ── one privsep child per step, role
-//	    UninstallRole (ServeUninstallStep)
+//	root's install and uninstall engines ── asaccount.Step ─▶ one child
+//	    for the run (asaccount.Children), role asaccount.Role, which hands
+//	    each request to InstallServer or UninstallServer: each step's Run
+//	    and Verify, recorded in root's journal, and install's Check of
+//	    every step (StepCheck)
 //	the node program ── the retained helper (generation-preparer
 //	    --generation-action A): Run, the engine and the generation's journal
 //	    <node root>/journals/<action>-<g>.journal, all as the account
