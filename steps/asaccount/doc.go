@@ -34,9 +34,9 @@
 // register step (and only for it).
 //
 // Children keeps one child for a series of steps (one privsep.Session), as
-// long as the account's uid, gid and groups are those it started with: the
-// account and group steps that come before install's service-account
-// steps make the session start again. Whoever runs the workflow closes it
+// long as the account's uid, gid and groups are those it started with; when
+// they change (install's group step adds the account to a group), the next
+// step starts a new one. Whoever runs the workflow closes it
 // before the host lock is released, and uninstall before its account step,
 // which keeps the account while any process of it runs. Without a
 // Progress of their own, the child's progress lines go to the Output
@@ -44,7 +44,7 @@
 //
 // One refusal mapping, both ways (refusal.go): in the child, a
 // *workflow.Refusal is sent as privsep.ClassRefused, and the server's own
-// error types as ClassUnregistered or ClassTransfer (ServerErrors); in the
+// error types as ClassUnregistered or ClassTransfer (Server.Errors); in the
 // parent, a child's ClassRefused failure — or a *workflow.Refusal from a
 // step run in process in tests — is the step's refusal that changed
 // nothing (workflow.Unchanged of a workflow.Refusal), and a

@@ -56,7 +56,10 @@ type InstallStepRequest struct {
 // installStepRequest is req as the child's install steps see it.
 func installStepRequest(req asaccount.Request) (InstallStepRequest, error) {
 	r := InstallStepRequest{Step: req.Step, Verify: req.Verify, Facts: req.Facts}
-	return r, req.DecodeInput(&r.InstallInput)
+	if err := req.DecodeInput(&r.InstallInput); err != nil {
+		return InstallStepRequest{}, err
+	}
+	return r, nil
 }
 
 // InstallStepResult is a step's answer in the child: the step's result,
