@@ -47,6 +47,33 @@ func (p Policy) String() string {
 	return fmt.Sprintf("policy(%d)", int(p))
 }
 
+// Account is the account a state's step runs as. The engine never reads
+// it, and it is not part of the definition's hash (a journal does not
+// depend on who ran a step): the package that binds a workflow's steps
+// reads it. Root's install and uninstall bind their ServiceAccount states
+// to steps that run in a privilege-separated child (steps/asaccount); the
+// generation helper runs prepare, repair and collect as the service
+// account itself, so each of their states is the helper's own.
+type Account int
+
+const (
+	// Root is the zero Account: root's engine runs the step in its own
+	// process.
+	Root Account = iota
+	// ServiceAccount: the step runs as the service account oac-node.
+	ServiceAccount
+)
+
+func (a Account) String() string {
+	switch a {
+	case Root:
+		return "root"
+	case ServiceAccount:
+		return "service account"
+	}
+	return fmt.Sprintf("account(%d)", int(a))
+}
+
 // Transition is one outgoing edge of a state.
 type Transition struct {
 	Event Event
@@ -63,6 +90,8 @@ type StateDef struct {
 	On     []Transition
 	// Doc is one line for the diagram and for status output.
 	Doc string
+	// Account runs the state's step (Root when not set).
+	Account Account
 }
 
 // step is the name of the state's step as journal records, reports and
@@ -88,6 +117,18 @@ func (d *Definition) State(s State) (StateDef, bool) {
 		}
 	}
 	return StateDef{}, false
+}
+
+// AccountStates returns, in order, the non-final states whose step runs as
+// a.
+func (d *Definition) AccountStates(a Account) []State {
+	var out []State
+	for _, sd := range d.States {
+		if sd.Account == a {
+			out = append(out, sd.Name)
+		}
+	}
+	return out
 }
 
 // hasState reports whether s is a state of the definition, final included.
@@ -133,7 +174,7 @@ func (d *Definition) Next(from State, ev Event) (State, error) {
 }
 
 // Validate checks the definition's own consistency: unique state names,
-// known policies, every transition leading to a known state, every
+// known policies and accounts, every transition leading to a known state, every
 // state reachable from the initial one, and the final state reachable.
 func (d *Definition) Validate() error {
 	if d.Name == "" || len(d.States) == 0 || d.Final == "" {
@@ -150,6 +191,9 @@ func (d *Definition) Validate() error {
 		}
 		if sd.Policy < Rerun || sd.Policy > Inspect {
 			return fmt.Errorf("workflow %s: state %q: unknown policy %d", d.Name, sd.Name, sd.Policy)
+		}
+		if sd.Account != Root && sd.Account != ServiceAccount {
+			return fmt.Errorf("workflow %s: state %q: unknown account %d", d.Name, sd.Name, sd.Account)
 		}
 		if len(sd.On) == 0 {
 			return fmt.Errorf("workflow %s: state %q has no outgoing transition", d.Name, sd.Name)
@@ -194,7 +238,8 @@ func (d *Definition) Validate() error {
 // order, step names, policies, transitions and final state. A journal written
 // under another hash is not resumed. Each state's step is named after it:
 // the text keeps "step <name>" so that the hashes pinned in journals do not
-// change.
+// change. A state's Doc and Account are not part of it: neither changes
+// what a journal means.
 func (d *Definition) Hash() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workflow %s\nfinal %s\n", d.Name, d.Final)

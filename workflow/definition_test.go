@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"slices"
 	"testing"
 )
 
@@ -90,6 +91,51 @@ func TestHashChangesWithPolicy(t *testing.T) {
 	}
 }
 
+// Who runs a state's step is not part of the hash: the pinned hashes of
+// journals on hosts do not move with it, for a test definition and for
+// every workflow the installer runs.
+func TestHashLeavesOutTheAccount(t *testing.T) {
+	a, b := testDef(), testDef()
+	b.States[1].Account = ServiceAccount
+	if a.Hash() != b.Hash() {
+		t.Fatal("the account of a state changed the hash")
+	}
+	for _, def := range Definitions() {
+		hash := def.Hash()
+		for i := range def.States {
+			if def.States[i].Account == Root {
+				def.States[i].Account = ServiceAccount
+			} else {
+				def.States[i].Account = Root
+			}
+		}
+		if def.Hash() != hash {
+			t.Errorf("%s: changing the accounts changed the hash", def.Name)
+		}
+	}
+}
+
+// AccountStates lists the states of one account in the definition's order.
+func TestAccountStates(t *testing.T) {
+	for _, tc := range []struct {
+		def  *Definition
+		want []State
+	}{
+		{InstallDefinition(), []State{InstallNodeRoot, InstallMetadata, InstallDownloads, InstallHelper, InstallLease,
+			InstallRuntime, InstallNetwork, InstallProviderConfig, InstallRegister, InstallWaitReady}},
+		{UninstallDefinition(), []State{UninstallAskCore, UninstallNetwork, UninstallNodeState, UninstallMicrosandboxStore}},
+	} {
+		if got := tc.def.AccountStates(ServiceAccount); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: service-account states %v, want %v", tc.def.Name, got, tc.want)
+		}
+	}
+	for _, def := range []*Definition{PrepareDefinition(), RepairDefinition(), CollectDefinition()} {
+		if got := def.AccountStates(Root); len(got) != 0 {
+			t.Errorf("%s runs as the service account, but names root's states %v", def.Name, got)
+		}
+	}
+}
+
 func TestValidateRejectsBrokenDefinitions(t *testing.T) {
 	tests := map[string]func(d *Definition){
 		"unknown target":   func(d *Definition) { d.States[0].On[0].To = "nowhere" },
@@ -98,6 +144,7 @@ func TestValidateRejectsBrokenDefinitions(t *testing.T) {
 		"no transitions":   func(d *Definition) { d.States[3].On = nil },
 		"unreachable":      func(d *Definition) { d.States[0].On = d.States[0].On[1:]; d.States[2].On[0].To = "finished" },
 		"bad policy":       func(d *Definition) { d.States[0].Policy = 0 },
+		"bad account":      func(d *Definition) { d.States[0].Account = 2 },
 		"duplicate events": func(d *Definition) { d.States[0].On[1].Event = d.States[0].On[0].Event },
 	}
 	for name, mut := range tests {

@@ -7,7 +7,9 @@
 // each state's recovery policy. Steps are not part of a definition: the
 // workflow's package binds them, a map from State to Step given to Runner
 // and Check, and a step's name in the journal is its state's name. Which
-// account runs a step is the binding's concern, never the engine's.
+// account runs a state's step is stated once, in its StateDef (Account:
+// Root, or ServiceAccount), outside the definition's hash; the engine never
+// reads it, the package that binds the steps does.
 //
 //	Rerun    idempotent (check-then-act): run again after an interruption
 //	Verify   the step's Verify decides from the host: done, not done, unknown

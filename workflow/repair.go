@@ -24,13 +24,13 @@ func RepairDefinition() *Definition {
 		Name:  "repair",
 		Final: RepairRepaired,
 		States: []StateDef{
-			{Name: RepairLock, Policy: Rerun, Doc: "installation lock and the generation's exclusive lease (non-blocking)",
+			{Name: RepairLock, Policy: Rerun, Account: ServiceAccount, Doc: "installation lock and the generation's exclusive lease (non-blocking)",
 				On: []Transition{{EventLeaseAcquired, RepairVerify}}},
-			{Name: RepairVerify, Policy: Rerun, Doc: "verify the selected release and every existing sibling checksum",
+			{Name: RepairVerify, Policy: Rerun, Account: ServiceAccount, Doc: "verify the selected release and every existing sibling checksum",
 				On: []Transition{{EventVerified, RepairDownload}}},
-			{Name: RepairDownload, Policy: Rerun, Doc: "download only missing immutable files at their original paths",
+			{Name: RepairDownload, Policy: Rerun, Account: ServiceAccount, Doc: "download only missing immutable files at their original paths",
 				On: []Transition{{EventRestored, RepairProbe}}},
-			{Name: RepairProbe, Policy: Rerun, Doc: "run the provider readiness probe",
+			{Name: RepairProbe, Policy: Rerun, Account: ServiceAccount, Doc: "run the provider readiness probe",
 				On: []Transition{{EventProbed, RepairRepaired}}},
 		},
 	}

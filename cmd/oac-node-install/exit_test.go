@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -42,8 +43,8 @@ func TestFailuresReachTheTerminalSanitized(t *testing.T) {
 // words, without the role of the internal step that ran it, wherever it
 // sits among the errors (wrapped, joined, a refusal).
 func TestChildFailuresOmitTheirRole(t *testing.T) {
-	listed := &privsep.ChildError{Role: "uninstall-node", Message: "Core still lists this node; remove it on the Nodes page in Web, then rerun"}
-	if !strings.HasPrefix(listed.Error(), "uninstall-node (as oac-node): ") {
+	listed := &privsep.ChildError{Role: asaccount.Role, Message: "Core still lists this node; remove it on the Nodes page in Web, then rerun"}
+	if !strings.HasPrefix(listed.Error(), asaccount.Role+" (as oac-node): ") {
 		t.Fatalf("ChildError reads %q", listed.Error())
 	}
 	for _, tc := range []struct {

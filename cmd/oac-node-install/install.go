@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
@@ -85,7 +86,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	host := c.host()
 	out := newOutput(c.stdout)
 	defer out.finish()
-	child := install.NewChildren(privsep.Options{
+	child := asaccount.NewChildren(privsep.Options{
 		Binary: bin, Home: host.Home(), Proxy: privsep.ProxyFromEnviron(os.Environ()),
 		Output: out.beside(c.stderr), Progress: out.event, NoColor: noColor(),
 	}, accounts.Under(host.Root))

@@ -17,8 +17,9 @@
 // the generation helper (--generation-action) as the service account
 // oac-node, and the helper refuses root. The same binary is also the
 // service-account child: main hands a __privsep-child invocation to
-// privsep.ServeChild, which serves the roles of roles.go and uninstall.go
-// (install-node, uninstall-node, inspect) as oac-node and exits. The
+// privsep.ServeChild, which serves the roles of roles.go (node-step:
+// install's and uninstall's service-account steps; inspect) as oac-node and
+// exits. The
 // command never classifies an error by its text: exit codes and the
 // "Nothing was changed." line come from the error's type (exit.go,
 // workflow.Message).

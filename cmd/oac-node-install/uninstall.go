@@ -5,23 +5,17 @@ import (
 	"errors"
 	"os"
 
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
-	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/uninstall"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-func init() {
-	childRoles[generation.UninstallRole] = generation.ServeUninstallStep(generation.UninstallAdapters{
-		Docker: func(_ context.Context, host string) (generation.UninstallNetworks, error) { return docker.New(host) },
-	})
-}
-
 // runUninstall removes a node (root only): steps/uninstall's Run with the
-// real adapters, its service-account steps in privsep children of this
-// binary, the journal /var/lib/oac-node-install/<id>/uninstall.journal.
+// real adapters, its service-account steps in a child of this binary
+// (asaccount.Children), the journal
+// /var/lib/oac-node-install/<id>/uninstall.journal.
 func (c *cli) runUninstall(ctx context.Context, f *installerFlags) error {
 	if os.Geteuid() != 0 {
 		return workflow.Refuse(errors.New("uninstalling a node requires root; rerun the same command with sudo"))
@@ -37,11 +31,15 @@ func (c *cli) runUninstall(ctx context.Context, f *installerFlags) error {
 	}
 	defer sd.Close()
 	h := c.host()
-	dbs := accounts.Under(h.Root)
+	// The child's progress lines (kept networks and stores, with their
+	// removal commands) are the operator's: without a Progress, Children
+	// prints them to Output.
+	child := asaccount.NewChildren(privsep.Options{Binary: bin, Home: h.Home(), Output: c.stdout, Signals: childSignals},
+		accounts.Under(h.Root))
 	_, err = uninstall.Run(ctx, uninstall.Command{
 		Options: uninstall.Options{InstallationID: f.installationID, Force: f.force},
 		Host:    h, Accounts: accounts.Commands{}, Systemd: sd,
-		Child:   uninstall.PrivsepChild(privsep.Options{Binary: bin, Home: h.Home(), Output: c.stdout, Signals: childSignals}, dbs),
+		Child: child.Run, EndChild: child.Close,
 		Running: uninstall.ProcRunning("/proc"), Version: workflow.Version, Out: c.stdout,
 	})
 	return err

@@ -35,14 +35,16 @@
 //	install    node_root, metadata, downloads, helper, lease, runtime,
 //	           network, provider_config, register, wait_ready (root's
 //	           states come between: env_file, unit, start before wait_ready)
-//	           (install_*.go; InstallSteps, RunInstallStep, CheckInstallSteps)
+//	           (install_*.go; InstallSteps, InstallServer, RunInstallStep,
+//	           CheckInstallSteps)
 //	uninstall  ask_core, network, node_state, microsandbox_store
-//	           (uninstall_*.go; RunUninstallStep)
+//	           (uninstall_*.go; UninstallServer, RunUninstallStep)
 //
-// root's install engine runs them in one privsep child for the run (role
-// InstallRole, ServeInstallStep: each step's Run and Verify, and every
-// step's Check, StepCheck); root's uninstall engine in one privsep child
-// per step (role UninstallRole, ServeUninstallStep). Uninstall's
+// Root's install and uninstall engines run them through asaccount.Step in
+// one child for the run (asaccount.Children, role asaccount.Role), which
+// hands each request to InstallServer or UninstallServer: each step's Run
+// and Verify, recorded in root's journal, and install's Check of every
+// step (StepCheck). Uninstall's
 // node_state removes the node root without following a link;
 // microsandbox_store removes the installation's stores only once Core
 // confirmed the removal (with --force it keeps them and prints the command

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
@@ -15,18 +16,9 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// InstallRole is the privsep role that runs one of the installation's
-// service-account steps.
-const InstallRole = "install-node"
-
-// InstallStepRequest is what root sends the service-account child for one
-// step, over the request pipe (never in arguments or the environment: it
-// may hold the enrollment token).
-type InstallStepRequest struct {
-	Step   string            `json:"step"`
-	Verify bool              `json:"verify"`
-	Facts  map[string]string `json:"facts"`
-
+// InstallInput is the installation's own part of a request to the
+// service account (asaccount.Request.Input).
+type InstallInput struct {
 	InstallationID      string          `json:"installation_id"`
 	SourceURL           string          `json:"source_url"`
 	Bundle              string          `json:"bundle,omitempty"`
@@ -42,18 +34,58 @@ type InstallStepRequest struct {
 	Token string `json:"token,omitempty"`
 }
 
-// InstallStepResult is the child's answer: the step's result, and for a
-// verification its outcome.
-type InstallStepResult struct {
-	Outcome workflow.Outcome  `json:"outcome,omitempty"`
-	Event   workflow.Event    `json:"event,omitempty"`
-	Facts   map[string]string `json:"facts,omitempty"`
+// InstallOutput is the installation's own part of the child's answer
+// (asaccount.Answer.Output).
+type InstallOutput struct {
 	// Configuration is the answer of a StepConfiguration request.
 	Configuration json.RawMessage `json:"configuration,omitempty"`
 	// Checks is the answer of a StepCheck request, and of a
 	// StepConfiguration request with Check when Checked is set.
 	Checks  []InstallStepCheck `json:"checks,omitempty"`
 	Checked bool               `json:"checked,omitempty"`
+}
+
+// InstallStepRequest is one request as the child's install steps see it:
+// the step, whether it verifies, the run's facts and the installation's
+// input.
+type InstallStepRequest struct {
+	Step   string
+	Verify bool
+	Facts  map[string]string
+	InstallInput
+}
+
+// installStepRequest is req as the child's install steps see it.
+func installStepRequest(req asaccount.Request) (InstallStepRequest, error) {
+	r := InstallStepRequest{Step: req.Step, Verify: req.Verify, Facts: req.Facts}
+	if err := req.DecodeInput(&r.InstallInput); err != nil {
+		return InstallStepRequest{}, err
+	}
+	return r, nil
+}
+
+// InstallStepResult is a step's answer in the child: the step's result,
+// for a verification its outcome, and the installation's own answers.
+type InstallStepResult struct {
+	Outcome       workflow.Outcome
+	Event         workflow.Event
+	Facts         map[string]string
+	Configuration json.RawMessage
+	Checks        []InstallStepCheck
+	Checked       bool
+}
+
+// answer is the result as the child sends it.
+func (r InstallStepResult) answer() (asaccount.Answer, error) {
+	a := asaccount.Answer{Outcome: r.Outcome, Event: r.Event, Facts: r.Facts}
+	if out := (InstallOutput{Configuration: r.Configuration, Checks: r.Checks, Checked: r.Checked}); out.Configuration != nil || out.Checks != nil || out.Checked {
+		raw, err := json.Marshal(out)
+		if err != nil {
+			return asaccount.Answer{}, fmt.Errorf("encode the installation's answer: %w", err)
+		}
+		a.Output = raw
+	}
+	return a, nil
 }
 
 // InstallAdapters are the host adapters the child's steps use.
@@ -63,37 +95,46 @@ type InstallAdapters struct {
 	Register     Registrar
 }
 
-// ServeInstallStep returns the InstallRole handler: it decodes the request,
-// opens the node (creating the node root first for the node_root step),
-// and runs or verifies the one step. Progress lines go to the parent.
-func ServeInstallStep(a InstallAdapters) privsep.Handler {
-	return func(ctx context.Context, c *privsep.Child) (any, error) {
-		var req InstallStepRequest
-		if err := c.Decode(&req); err != nil {
-			return nil, err
+// InstallServer is the installation's side in the service-account child
+// (asaccount.Server): it opens the node (creating the node root first for
+// the node_root step) and runs or verifies the one step, reads a registered
+// node's configuration (StepConfiguration), or checks every step
+// (StepCheck). Progress lines go to the parent.
+func InstallServer(a InstallAdapters) asaccount.Server {
+	return asaccount.Server{Serve: func(ctx context.Context, c *privsep.Child, req asaccount.Request) (asaccount.Answer, error) {
+		r, err := installStepRequest(req)
+		if err != nil {
+			return asaccount.Answer{}, err
 		}
-		if req.Step == StepConfiguration {
-			conf, err := NodeConfiguration(ctx, os.Getenv("HOME"), req.InstallationID, os.Getuid(),
-				RecordedCore{Origin: req.CoreOrigin, AllowInsecureOrigin: req.AllowInsecureOrigin, CA: req.CoreCA})
+		if r.Step == StepConfiguration {
+			conf, err := NodeConfiguration(ctx, os.Getenv("HOME"), r.InstallationID, os.Getuid(),
+				RecordedCore{Origin: r.CoreOrigin, AllowInsecureOrigin: r.AllowInsecureOrigin, CA: r.CoreCA})
 			if err != nil {
-				return nil, classify(err)
+				return asaccount.Answer{}, err
 			}
 			raw, err := conf.MarshalJSON()
-			if err != nil || !req.Check {
-				return InstallStepResult{Configuration: raw}, err
+			if err != nil {
+				return asaccount.Answer{}, err
 			}
-			req.Step, req.Check, req.Configuration = StepCheck, false, raw
-			res, err := serveInstallStep(ctx, c, a, req)
+			if !r.Check {
+				return InstallStepResult{Configuration: raw}.answer()
+			}
+			r.Step, r.Check, r.Configuration = StepCheck, false, raw
+			res, err := serveInstallStep(ctx, c, a, r)
 			if err != nil {
 				// A failed check is left to a check of its own, which
 				// reports it where it belongs: after the preflight checks.
-				return InstallStepResult{Configuration: raw}, nil
+				return InstallStepResult{Configuration: raw}.answer()
 			}
 			res.Configuration, res.Checked = raw, true
-			return res, nil
+			return res.answer()
 		}
-		return serveInstallStep(ctx, c, a, req)
-	}
+		res, err := serveInstallStep(ctx, c, a, r)
+		if err != nil {
+			return asaccount.Answer{}, err
+		}
+		return res.answer()
+	}, Errors: childErrors}
 }
 
 // serveInstallStep runs or verifies the one step of req.
@@ -129,32 +170,41 @@ func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, 
 		Log:      progressWriter{c},
 		Progress: transferReporter(c),
 	}
-	res, err := RunInstallStep(ctx, in, req)
-	return res, classify(err)
+	return runInstallStep(ctx, in, req)
 }
 
-// classify gives a step's error its privsep class by type: a refusal
-// changed nothing, an artifact failure is a transfer failure.
-func classify(err error) error {
-	var ref *noderoot.RefusalError
-	var art *noderoot.ArtifactError
-	var rej *RegistrationRejected
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &rej) && rej.Code == CodeAddressMismatch:
-		return privsep.WithClass(privsep.ClassUnregistered, err)
-	case errors.As(err, &ref):
-		return privsep.WithClass(privsep.ClassRefused, err)
-	case errors.As(err, &art):
-		return privsep.WithClass(privsep.ClassTransfer, err)
+// childErrors are the install and uninstall steps' error types that the
+// child reports with a class of their own: Core's refusal of the node's
+// public URL ends its registration for good, and an artifact's failure is
+// a transfer failure.
+var childErrors = asaccount.Errors{
+	Unregistered: func(err error) bool {
+		var rej *RegistrationRejected
+		return errors.As(err, &rej) && rej.Code == CodeAddressMismatch
+	},
+	Transfer: func(err error) bool {
+		var art *noderoot.ArtifactError
+		return errors.As(err, &art)
+	},
+}
+
+// RunInstallStep runs, verifies or checks one service-account step of an
+// installation as req asks, with in's options: what InstallServer does
+// once the child's options are set (tests call it in process).
+func RunInstallStep(ctx context.Context, in InstallOptions, req asaccount.Request) (asaccount.Answer, error) {
+	r, err := installStepRequest(req)
+	if err != nil {
+		return asaccount.Answer{}, err
 	}
-	return err
+	res, err := runInstallStep(ctx, in, r)
+	if err != nil {
+		return asaccount.Answer{}, err
+	}
+	return res.answer()
 }
 
-// RunInstallStep runs or verifies one service-account step of an
-// installation.
-func RunInstallStep(ctx context.Context, in InstallOptions, req InstallStepRequest) (InstallStepResult, error) {
+// runInstallStep runs, verifies or checks the one step of req.
+func runInstallStep(ctx context.Context, in InstallOptions, req InstallStepRequest) (InstallStepResult, error) {
 	if req.Step == StepCheck {
 		return CheckInstallSteps(ctx, in, req)
 	}

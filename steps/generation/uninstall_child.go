@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
@@ -16,19 +17,12 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// UninstallRole is the privsep role that runs one of the uninstallation's
-// service-account steps (ask_core, network, node_state,
-// microsandbox_store).
-const UninstallRole = "uninstall-node"
-
-// UninstallStepRequest is what root sends the service-account child for one
-// uninstall step. The Core address, its insecure-origin policy and the CA's
-// sha256 come from root's records (the host record and the bookkeeping),
-// never from files the service account can write.
-type UninstallStepRequest struct {
-	Step  string            `json:"step"`
-	Facts map[string]string `json:"facts"`
-
+// UninstallInput is the uninstallation's own part of a request to the
+// service account (asaccount.Request.Input). The Core address, its
+// insecure-origin policy and the CA's sha256 come from root's records (the
+// host record and the bookkeeping), never from files the service account
+// can write.
+type UninstallInput struct {
 	InstallationID      string `json:"installation_id"`
 	Provider            string `json:"provider"`
 	CoreURL             string `json:"core_url"`
@@ -41,10 +35,19 @@ type UninstallStepRequest struct {
 	Registered bool `json:"registered,omitempty"`
 }
 
-// UninstallStepResult is the child's answer for one step.
+// UninstallStepRequest is one request as the child's uninstall steps see
+// it: the step (ask_core, network, node_state, microsandbox_store), the
+// run's facts and the uninstallation's input.
+type UninstallStepRequest struct {
+	Step  string
+	Facts map[string]string
+	UninstallInput
+}
+
+// UninstallStepResult is a step's result in the child.
 type UninstallStepResult struct {
-	Event workflow.Event    `json:"event,omitempty"`
-	Facts map[string]string `json:"facts,omitempty"`
+	Event workflow.Event
+	Facts map[string]string
 }
 
 // UninstallNetworks is the part of the Docker Engine the uninstall's
@@ -89,22 +92,37 @@ func (o UninstallOptions) openNodeRoot(id string) (*safefile.Root, error) {
 	return safefile.OpenRootIn(o.Home, layout.NodeRel(id), safefile.Expect{UID: safefile.AnyUID})
 }
 
-// ServeUninstallStep returns the UninstallRole handler.
-func ServeUninstallStep(a UninstallAdapters) privsep.Handler {
-	return func(ctx context.Context, c *privsep.Child) (any, error) {
-		var req UninstallStepRequest
-		if err := c.Decode(&req); err != nil {
-			return nil, err
-		}
+// UninstallServer is the uninstallation's side in the service-account
+// child (asaccount.Server): it runs the one step. Progress lines go to the
+// parent.
+func UninstallServer(a UninstallAdapters) asaccount.Server {
+	return asaccount.Server{Serve: func(ctx context.Context, c *privsep.Child, req asaccount.Request) (asaccount.Answer, error) {
 		in := UninstallOptions{Home: os.Getenv("HOME"), UID: os.Getuid(), Docker: a.Docker,
 			Proxy: download.ProxyEnvFromEnviron(os.Environ()), Log: progressWriter{c}}
-		res, err := RunUninstallStep(ctx, in, req)
-		return res, classify(err)
-	}
+		return RunUninstallStep(ctx, in, req)
+	}, Errors: childErrors}
 }
 
-// RunUninstallStep runs one service-account step of an uninstallation.
-func RunUninstallStep(ctx context.Context, in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+// RunUninstallStep runs one service-account step of an uninstallation as
+// req asks, with in's options: what UninstallServer does once the child's
+// options are set (tests call it in process).
+func RunUninstallStep(ctx context.Context, in UninstallOptions, req asaccount.Request) (asaccount.Answer, error) {
+	r := UninstallStepRequest{Step: req.Step, Facts: req.Facts}
+	if err := req.DecodeInput(&r.UninstallInput); err != nil {
+		return asaccount.Answer{}, err
+	}
+	if req.Verify {
+		return asaccount.Answer{}, fmt.Errorf("uninstallation: step %s cannot be verified", req.Step)
+	}
+	res, err := runUninstallStep(ctx, in, r)
+	if err != nil {
+		return asaccount.Answer{}, err
+	}
+	return asaccount.Answer{Event: res.Event, Facts: res.Facts}, nil
+}
+
+// runUninstallStep runs the one step of req.
+func runUninstallStep(ctx context.Context, in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
 	if id := req.InstallationID; id == "" || strings.HasPrefix(id, ".") || filepath.Base(id) != id {
 		return UninstallStepResult{}, fmt.Errorf("uninstallation: %q is not an installation id", id)
 	}

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
@@ -125,9 +125,9 @@ func newBundleRun(t *testing.T) *bundleRun {
 	real := f.env.Runner
 	// The fixture's node program does not connect: Core's readiness is
 	// answered here; every other step runs in the real child.
-	child := func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+	child := func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		if req.Step == string(workflow.InstallWaitReady) {
-			return generation.InstallStepResult{Outcome: workflow.Done, Facts: map[string]string{"node_id": generationtest.NodeID}}, nil
+			return asaccount.Answer{Outcome: workflow.Done, Facts: map[string]string{"node_id": generationtest.NodeID}}, nil
 		}
 		return real(ctx, req)
 	}
@@ -335,7 +335,7 @@ func TestInstallFromBundleChangedAfterTheCheck(t *testing.T) {
 	r.writeBundle(t, r.sel.Commit)
 	img := r.artifact(r.sel, release.PathRuntimeImage)
 	child := r.cmd.Child
-	r.cmd.Child = func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+	r.cmd.Child = func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		if req.Step == string(workflow.InstallDownloads) {
 			b, _ := os.ReadFile(img)
 			b[len(b)/2] ^= 1

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
@@ -19,8 +19,8 @@ import (
 // and of no installation appears first, as if made by someone else between
 // the command's checks and the step: the service-account child refuses it
 // at run time, after root's steps changed the host.
-func (f *runFixture) foreignNetworkAtRun(t *testing.T) ChildRunner {
-	return func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+func (f *runFixture) foreignNetworkAtRun(t *testing.T) asaccount.Runner {
+	return func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		if req.Step == string(workflow.InstallNetwork) && !req.Verify {
 			st := f.engineState(t)
 			st.Nets[docker.NetworkName(generationtest.InstallationID)] = map[string]string{}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
@@ -229,31 +230,6 @@ func (s startStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcom
 	return done, workflow.Result{}, nil
 }
 
-// nodeChecker is the part of NodeData that checks every service-account
-// step in one child (Env implements it).
-type nodeChecker interface {
-	NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]generation.InstallStepCheck, error)
-}
-
-// Check implements workflow.Checker with the answer of one child for all
-// service-account steps; without an account, nothing of the node exists
-// yet (not done).
-func (s NodeStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	nc, ok := s.D.(nodeChecker)
-	if !ok {
-		return notDone, workflow.Result{}, nil
-	}
-	checks, err := nc.NodeChecks(ctx, facts)
-	if err != nil {
-		return 0, workflow.Result{}, err
-	}
-	c, ok := checks[s.Name]
-	if !ok || c.Outcome != workflow.Done {
-		return notDone, workflow.Result{}, nil
-	}
-	return done, workflow.Result{Event: c.Event, Facts: c.Facts}, nil
-}
-
 // NodeChecks implements nodeChecker: the first call asks one child to
 // check every service-account step; later calls return its answer, or the
 // answer of the child that read a registered node's configuration
@@ -272,14 +248,22 @@ func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]
 		e.checksErr = err
 		return nil, err
 	}
-	req := e.NodeRequest()
-	req.Step, req.Facts = generation.StepCheck, facts
-	res, err := e.Runner(ctx, req)
+	req, err := childRequest(generation.StepCheck, facts, e.nodeInput())
 	if err != nil {
-		e.checksErr = childErr(err)
+		e.checksErr = err
+		return nil, err
+	}
+	a, err := e.Runner(ctx, req)
+	if err != nil {
+		e.checksErr = asaccount.StepErr(err)
 		return nil, e.checksErr
 	}
-	e.setNodeChecks(res.Checks)
+	var out generation.InstallOutput
+	if err := a.DecodeOutput(&out); err != nil {
+		e.checksErr = err
+		return nil, err
+	}
+	e.setNodeChecks(out.Checks)
 	return e.checks, nil
 }
 

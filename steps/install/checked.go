@@ -73,9 +73,9 @@ func (s hostLockStep) Run(context.Context, workflow.Facts) (workflow.Result, err
 }
 
 // Steps binds every state of the install workflow: root's steps to d and
-// the service-account steps to NodeSteps(d).
+// the service-account steps to serviceSteps(d).
 func Steps(d Data) map[workflow.State]workflow.Step {
-	out := NodeSteps(d)
+	out := serviceSteps(d)
 	root := map[workflow.State]workflow.Step{
 		workflow.InstallPreflight:         preflightStep{d},
 		workflow.InstallReadToken:         readTokenStep{d},

@@ -6,12 +6,14 @@ import (
 	"io"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // Options are the install command's flags, validated by the command line.
@@ -34,7 +36,11 @@ type Options struct {
 // the options, the host, Core's configuration as it was read before the
 // engine ran, and the host adapters.
 type Data interface {
-	NodeData
+	// ChildInput and Child serve the service-account steps.
+	asaccount.Data
+	// Token is the enrollment token read from standard input ("" when the
+	// node is registered).
+	Token() string
 	Options() Options
 	Host() layout.Host
 	// Configuration is Core's validated configuration of this run.
@@ -66,7 +72,7 @@ type Env struct {
 	DBs       accounts.Databases
 	Manager   systemd.Manager
 	ProxyEnv  privsep.ProxyEnv
-	Runner    ChildRunner
+	Runner    asaccount.Runner
 	Out       io.Writer
 	Locked    bool
 	Style     SummaryStyle
@@ -85,7 +91,7 @@ func (e *Env) Databases() accounts.Databases      { return e.DBs }
 func (e *Env) Systemd() systemd.Manager           { return e.Manager }
 func (e *Env) Proxy() privsep.ProxyEnv            { return e.ProxyEnv }
 func (e *Env) Token() string                      { return e.Tok }
-func (e *Env) Child() ChildRunner                 { return e.Runner }
+func (e *Env) Child() asaccount.Runner            { return e.Runner }
 
 func (e *Env) Printf(format string, args ...any) {
 	if e.Out != nil {
@@ -97,12 +103,23 @@ func (e *Env) Bookkeeping() (*bookkeeping.DB, error) {
 	return bookkeeping.Open(e.HostPaths.Bookkeeping())
 }
 
-// NodeRequest implements NodeData.
-func (e *Env) NodeRequest() generation.InstallStepRequest {
-	return generation.InstallStepRequest{
+// nodeInput is the installation's input to the child: the run's options
+// and Core's configuration, without the token.
+func (e *Env) nodeInput() generation.InstallInput {
+	return generation.InstallInput{
 		InstallationID: e.Opts.InstallationID, SourceURL: e.Opts.SourceURL, Bundle: e.Opts.Bundle, CoreOrigin: e.Opts.CoreURL,
 		AllowInsecureOrigin: e.Opts.AllowInsecureOrigin, CoreCA: e.Opts.CoreCA, Configuration: e.ConfRaw,
 	}
+}
+
+// ChildInput implements asaccount.Data: the installation's input, with the
+// enrollment token only for the register step's run.
+func (e *Env) ChildInput(state workflow.State, verify bool) any {
+	in := e.nodeInput()
+	if state == workflow.InstallRegister && !verify {
+		in.Token = e.Tok
+	}
+	return in
 }
 
 // SummaryStyle implements Data.

@@ -2,27 +2,30 @@
 // Run (run.go), the one place the install workflow is wired; the steps
 // root runs itself (preflight, read_token, read_configuration, host_lock,
 // account, group, host_records, env_file, unit, start, summary), which see
-// the run through Data (data.go); and NodeStep, which runs each state of
-// ChildStates — the service-account steps of steps/generation's
-// InstallSteps — in a privilege-separated child as oac-node and records its
-// result in root's journal /var/lib/oac-node-install/<id>/install.journal.
-// Root never executes a file the account can write: the child runs the
-// binary bytes root captured at start (privsep.Capture).
+// the run through Data (data.go); and the service-account steps — the
+// states the install definition marks workflow.ServiceAccount, which are
+// steps/generation's InstallSteps — each bound to an asaccount.Step that
+// runs it in a privilege-separated child as oac-node and records its
+// result in root's journal /var/lib/oac-node-install/<id>/install.journal
+// (serviceaccount.go). Root never executes a file the account can write:
+// the child runs the binary bytes root captured at start (privsep.Capture).
 //
-//	root engine ── begin node_root ──▶ NodeStep.Run
-//	                                   └─ Children.Run: Session.Call(
-//	                                        request: step, facts, inputs,
+//	root engine ── begin node_root ──▶ asaccount.Step.Run
+//	                                   └─ asaccount.Children.Run:
+//	                                        Session.Call(request: step,
+//	                                        facts, generation.InstallInput,
 //	                                        token only for register)
-//	                                        child: generation.RunInstallStep
+//	                                        child: generation.InstallServer
 //	            ◀─ done node_root (facts) ─┘
 //
-// The service-account steps of a run share one child (Children: a
-// privsep.Session of role install-node), started again only when the
+// The service-account steps of a run share one child (asaccount.Children:
+// a privsep.Session of role asaccount.Role), started again only when the
 // account's uid, gid or groups change, and ended before the host lock is
-// released.
+// released (Command.EndChild).
 //
 // A refusal in the child (class refused) changed nothing, so the failure
-// is recorded as unchanged and the step runs again on the next run.
+// is recorded as unchanged and the step runs again on the next run
+// (asaccount.StepErr).
 //
 // Run first makes the checks that read nothing of the host's records
 // (platform, systemd, SELinux, no token in the environment), then reads the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -138,7 +138,7 @@ func TestInstallWaitsForTheHostLockBeforeItDecides(t *testing.T) {
 		_, err := f.install(t, func(c *Command) {
 			c.Phase = ph.add
 			child := c.Child
-			c.Child = func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+			c.Child = func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 				children.Add(1)
 				return child(ctx, req)
 			}

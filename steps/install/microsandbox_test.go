@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
@@ -175,12 +176,13 @@ func newMSBRun(t *testing.T, storeLen int) *msbRun {
 	// readiness is answered here, and so is a registered node's read of
 	// its configuration with its credential. Every other step runs in the
 	// real child.
-	child := func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+	child := func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		switch req.Step {
 		case string(workflow.InstallWaitReady):
-			return generation.InstallStepResult{Outcome: workflow.Done, Facts: map[string]string{"node_id": generationtest.NodeID}}, nil
+			return asaccount.Answer{Outcome: workflow.Done, Facts: map[string]string{"node_id": generationtest.NodeID}}, nil
 		case generation.StepConfiguration:
-			return generation.InstallStepResult{Configuration: r.conf}, nil
+			out, err := json.Marshal(generation.InstallOutput{Configuration: r.conf})
+			return asaccount.Answer{Output: out}, err
 		}
 		return real(ctx, req)
 	}

@@ -2,10 +2,12 @@ package install
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -18,14 +20,21 @@ type childLog struct {
 }
 
 // wrap logs each request and edits the answer to the configuration read.
-func (l *childLog) wrap(next ChildRunner, edit func(*generation.InstallStepResult)) ChildRunner {
-	return func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+func (l *childLog) wrap(next asaccount.Runner, edit func(*generation.InstallOutput)) asaccount.Runner {
+	return func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		l.mu.Lock()
 		l.steps = append(l.steps, req.Step)
 		l.mu.Unlock()
 		res, err := next(ctx, req)
 		if err == nil && edit != nil && req.Step == generation.StepConfiguration {
-			edit(&res)
+			var out generation.InstallOutput
+			if err := res.DecodeOutput(&out); err != nil {
+				return res, err
+			}
+			edit(&out)
+			if res.Output, err = json.Marshal(out); err != nil {
+				return res, err
+			}
 		}
 		return res, err
 	}
@@ -40,11 +49,11 @@ func TestRerunOfARegisteredNodeStartsOneChild(t *testing.T) {
 	f.installed(t)
 	for _, tc := range []struct {
 		name string
-		edit func(*generation.InstallStepResult)
+		edit func(*generation.InstallOutput)
 		want string
 	}{
 		{"one child", nil, generation.StepConfiguration},
-		{"the check left to its own child", func(r *generation.InstallStepResult) { r.Checks, r.Checked = nil, false },
+		{"the check left to its own child", func(r *generation.InstallOutput) { r.Checks, r.Checked = nil, false },
 			generation.StepConfiguration + " " + generation.StepCheck},
 	} {
 		var log childLog

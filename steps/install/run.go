@@ -14,6 +14,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
@@ -46,10 +47,11 @@ type Command struct {
 	Engine    Engine
 	Accounts  accounts.Adapter
 	Systemd   systemd.Manager
-	// Child runs a service-account step (Children.Run in production).
-	Child ChildRunner
+	// Child runs a service-account step (asaccount.Children.Run in
+	// production).
+	Child asaccount.Runner
 	// EndChild, when set, ends the service-account child before the host
-	// lock is released (Children.Close).
+	// lock is released (asaccount.Children.Close).
 	EndChild func() error
 	Proxy    privsep.ProxyEnv
 	// Version is the binary's version, bound into the journal.
@@ -147,7 +149,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	phase("Read Core's deployment specification")
 	var conf *core.Configuration
 	var raw []byte
-	var prechecked *generation.InstallStepResult
+	var prechecked *generation.InstallOutput
 	isRegistered := false
 	if known {
 		if isRegistered, err = Registered(c.Host, o.InstallationID); err != nil {
@@ -175,16 +177,24 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		// account; a node that never registered needs a token. The same
 		// child checks the service-account steps with what it read
 		// (NodeChecks), read-only.
-		req := (&Env{Opts: o}).NodeRequest()
-		req.Step, req.Check = generation.StepConfiguration, true
-		var res generation.InstallStepResult
-		res, err = c.Child(ctx, req)
+		in := (&Env{Opts: o}).nodeInput()
+		in.Check = true
+		var req asaccount.Request
+		req, err = childRequest(generation.StepConfiguration, nil, in)
+		var a asaccount.Answer
 		if err == nil {
-			raw = res.Configuration
+			a, err = c.Child(ctx, req)
+		}
+		var out generation.InstallOutput
+		if err == nil {
+			err = a.DecodeOutput(&out)
+		}
+		if err == nil {
+			raw = out.Configuration
 			conf, err = core.ParseConfiguration(raw)
 		}
-		if err == nil && res.Checked {
-			prechecked = &res
+		if err == nil && out.Checked {
+			prechecked = &out
 		}
 		if err == nil {
 			// The --provider assertion is checked below, against this
@@ -193,8 +203,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			anyProvider.Provider = ""
 			err = CheckConfiguration(conf, anyProvider)
 		}
-		var ce *privsep.ChildError
-		if err != nil && !(errors.As(err, &ce) && ce.Class() == privsep.ClassRefused) {
+		if err != nil && !asaccount.Refused(err) {
 			err = fmt.Errorf("%w; if the node never registered, run the command Web generated, which passes the enrollment token", err)
 		}
 	default:
@@ -318,8 +327,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		// The engine refuses before its first write.
 		return rep, after(workflow.Refuse(err))
 	}
-	var ce *privsep.ChildError
-	if errors.As(err, &ce) && ce.Class() == privsep.ClassUnregistered {
+	if asaccount.Unregistered(err) {
 		// Core refused the registration for good (its public URL
 		// changed): the node never registered. Root's records of it go
 		// with the node root's unregistered state (CONTRACT §10), so the

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
@@ -43,9 +44,9 @@ type runFixture struct {
 	accts   *accountstest.Fake
 	systemd *systemdtest.Fake
 	engine  *dockertest.FileEngine
-	child   ChildRunner
+	child   asaccount.Runner
 	// children is the real child runner f.child starts with.
-	children *Children
+	children *asaccount.Children
 	version  string
 	environ  []string
 	machine  string
@@ -96,7 +97,7 @@ func newRunFixture(t *testing.T) *runFixture {
 	f.srv.Config.Handler = mux
 
 	f.engine = &dockertest.FileEngine{Path: filepath.Join(h.EngineDir(), "state.json")}
-	f.children = NewChildren(privsep.Options{Binary: h.Binary, Home: f.host.Home()}, h.DBs)
+	f.children = asaccount.NewChildren(privsep.Options{Binary: h.Binary, Home: f.host.Home()}, h.DBs)
 	f.child = f.children.Run
 	return f
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
@@ -80,12 +81,12 @@ func (s pausingSystemd) Stop(ctx context.Context, unit string) error {
 // inProcessChild runs the uninstall's service-account steps in this
 // process (the install test binary serves no uninstall child), counting
 // them.
-func inProcessChild(h layout.Host, engine *dockertest.FileEngine, n *atomic.Int32) uninstall.ChildRunner {
-	return func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
+func inProcessChild(h layout.Host, engine *dockertest.FileEngine, n *atomic.Int32) asaccount.Runner {
+	return func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		n.Add(1)
 		u, err := accounts.Under(h.Root).LookupUser(layout.Account)
 		if err != nil {
-			return generation.UninstallStepResult{}, err
+			return asaccount.Answer{}, err
 		}
 		return generation.RunUninstallStep(ctx, generation.UninstallOptions{Home: h.Home(), UID: u.UID,
 			Docker: func(context.Context, string) (generation.UninstallNetworks, error) { return engine, nil }}, req)
@@ -157,7 +158,7 @@ func TestARerunWithoutATokenDuringUninstallForce(t *testing.T) {
 			c.Token = ""
 			c.Phase = func(label string) { phases.Write([]byte(label + "\n")) }
 			child := c.Child
-			c.Child = func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+			c.Child = func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 				ichildren.Add(1)
 				return child(ctx, req)
 			}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
@@ -219,8 +220,8 @@ func TestInstallWorkflowWithAServiceAccountChild(t *testing.T) {
 }
 
 // children is the real child runner, its session ended when the test ends.
-func children(t *testing.T, base privsep.Options, dbs accounts.Databases) ChildRunner {
-	c := NewChildren(base, dbs)
+func children(t *testing.T, base privsep.Options, dbs accounts.Databases) asaccount.Runner {
+	c := asaccount.NewChildren(base, dbs)
 	t.Cleanup(func() { c.Close() })
 	return c.Run
 }

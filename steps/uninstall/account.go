@@ -10,6 +10,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
@@ -36,6 +37,11 @@ type accountStep struct{ e *Env }
 
 func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	e, id := s.e, s.e.Opts.InstallationID
+	// The run's own service-account child is a process of the account:
+	// it ends first, so that only another's keeps the account.
+	if err := e.endChild(); err != nil {
+		return workflow.Result{}, err
+	}
 	if _, err := os.Lstat(e.HostPaths.Bookkeeping()); errors.Is(err, os.ErrNotExist) {
 		return workflow.Result{Event: workflow.EventAccountHandled}, nil
 	}
@@ -188,21 +194,16 @@ func (e *Env) checkAccount(prev *workflow.Report) error {
 // noChild answers the service-account steps without a child, for a run
 // whose account is not the node's: the Core check is skipped (--force) and
 // the network, the node root and the stores are left as they are.
-func noChild(_ context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
-	var ev workflow.Event
-	switch workflow.State(req.Step) {
-	case workflow.UninstallAskCore:
-		return generation.UninstallStepResult{Event: workflow.EventCoreCheckSkipped, Facts: map[string]string{generation.FactCore: generation.CoreForced}}, nil
-	case workflow.UninstallNetwork:
-		ev = workflow.EventNetworkHandled
-	case workflow.UninstallNodeState:
-		ev = workflow.EventStateRemoved
-	case workflow.UninstallMicrosandboxStore:
-		ev = workflow.EventStoreHandled
-	default:
-		return generation.UninstallStepResult{}, fmt.Errorf("uninstallation: %q is not a service-account step", req.Step)
+func noChild(_ context.Context, req asaccount.Request) (asaccount.Answer, error) {
+	ev, ok := ifNoAccount[workflow.State(req.Step)]
+	if !ok {
+		return asaccount.Answer{}, fmt.Errorf("uninstallation: %q is not a service-account step", req.Step)
 	}
-	return generation.UninstallStepResult{Event: ev}, nil
+	a := asaccount.Answer{Event: ev}
+	if workflow.State(req.Step) == workflow.UninstallAskCore {
+		a.Facts = map[string]string{generation.FactCore: generation.CoreForced}
+	}
+	return a, nil
 }
 
 func kept(why string) workflow.Result {

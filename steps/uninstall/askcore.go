@@ -14,7 +14,7 @@ type askCoreStep struct{ e *Env }
 
 func (s askCoreStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	if p := s.e.precheck; p != nil {
-		return workflow.Result{Event: p.Event, Facts: p.Facts}, nil
+		return *p, nil
 	}
-	return childStep{Name: workflow.UninstallAskCore, Event: workflow.EventCoreCheckSkipped, e: s.e}.Run(ctx, facts)
+	return s.e.serviceStep(workflow.UninstallAskCore).Run(ctx, facts)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/generation"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -22,10 +22,10 @@ func TestAnUninstallRefusalAfterTheUnitStoppedSaysWhatChanged(t *testing.T) {
 	f.install(t)
 	c := f.command(false)
 	child := c.Child
-	c.Child = func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
+	c.Child = func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		if req.Step == string(workflow.UninstallNodeState) {
 			// The child's refusal, as one run in process returns it.
-			return generation.UninstallStepResult{}, &noderoot.RefusalError{
+			return asaccount.Answer{}, &noderoot.RefusalError{
 				Err: errors.New("the node root is not as the installer left it"), Hint: "Inspect it"}
 		}
 		return child(ctx, req)

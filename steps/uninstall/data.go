@@ -1,16 +1,16 @@
 package uninstall
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"maps"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // Options are the uninstall command's flags.
@@ -18,10 +18,6 @@ type Options struct {
 	InstallationID string
 	Force          bool
 }
-
-// ChildRunner runs one service-account step in a child. The real one is
-// PrivsepChild; tests may run generation.RunUninstallStep in process.
-type ChildRunner func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error)
 
 // Processes reports whether a process runs as uid (the real one reads
 // /proc).
@@ -41,11 +37,14 @@ type Env struct {
 	Adapter    accounts.Adapter
 	DBs        accounts.Databases
 	Manager    systemd.Manager
-	Runner     ChildRunner
-	Running    Processes
-	Out        io.Writer
+	// Runner runs the service-account steps (Child).
+	Runner asaccount.Runner
+	// EndChild, when set, ends the service-account child (endChild).
+	EndChild func() error
+	Running  Processes
+	Out      io.Writer
 	// precheck is the Core check Run made before the journal existed.
-	precheck *generation.UninstallStepResult
+	precheck *workflow.Result
 	// final is the run's facts as the last step saw them.
 	final map[string]string
 }
@@ -62,11 +61,24 @@ func (e *Env) Bookkeeping() (*bookkeeping.DB, error) {
 	return bookkeeping.Open(e.HostPaths.Bookkeeping())
 }
 
-// request is the child's request for step with the run's facts.
-func (e *Env) request(step string, facts map[string]string) generation.UninstallStepRequest {
-	return generation.UninstallStepRequest{
-		Step: step, Facts: maps.Clone(facts), InstallationID: e.Opts.InstallationID, Provider: e.Inst.Provider,
-		CoreURL: e.Inst.CoreURL, AllowInsecureOrigin: e.Inst.AllowInsecureOrigin, CoreCASHA256: e.Inst.CoreCA, Force: e.Opts.Force,
+// ChildInput implements asaccount.Data: the uninstallation's input, the
+// same for every step.
+func (e *Env) ChildInput(workflow.State, bool) any {
+	return generation.UninstallInput{
+		InstallationID: e.Opts.InstallationID, Provider: e.Inst.Provider, CoreURL: e.Inst.CoreURL,
+		AllowInsecureOrigin: e.Inst.AllowInsecureOrigin, CoreCASHA256: e.Inst.CoreCA, Force: e.Opts.Force,
 		Registered: e.Registered,
 	}
+}
+
+// Child implements asaccount.Data.
+func (e *Env) Child() asaccount.Runner { return e.Runner }
+
+// endChild ends the service-account child of the run, if one runs: no
+// process of the account's is then left by this run.
+func (e *Env) endChild() error {
+	if e.EndChild == nil {
+		return nil
+	}
+	return e.EndChild()
 }

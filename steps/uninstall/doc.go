@@ -12,10 +12,14 @@
 // remains; otherwise the groups it added are removed and the home mode it
 // changed is restored) and removes the records. The Core check, the Docker
 // network, the node root and the microsandbox stores (ask_core, network,
-// node_state, microsandbox_store) are the service account's:
-// steps/generation's uninstall steps, run as oac-node in one
-// privilege-separated child per step (PrivsepChild, role
-// generation.UninstallRole); without the account such a step has nothing to
-// do. Sandboxes, volumes and images are never touched: the Runtime image's
-// removal command is printed instead.
+// node_state, microsandbox_store: the states the uninstall definition marks
+// workflow.ServiceAccount) are the service account's: steps/generation's
+// uninstall steps, each run by an asaccount.Step as oac-node in the run's
+// one privilege-separated child (asaccount.Children, role asaccount.Role),
+// whose progress lines are printed to the operator; without the account
+// such a step has nothing to do. The child ends before the account step
+// (Command.EndChild), which keeps the account while any process of it
+// runs, and in any case before the host lock is released. Sandboxes,
+// volumes and images are never touched: the Runtime image's removal
+// command is printed instead.
 package uninstall

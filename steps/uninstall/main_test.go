@@ -7,20 +7,24 @@ import (
 
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/fakehost"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // TestMain lets the test binary serve as its own service-account child.
 func TestMain(m *testing.M) {
 	privsep.ServeChild(os.Args[1:], map[string]privsep.Handler{
-		generation.UninstallRole: generation.ServeUninstallStep(generation.UninstallAdapters{
-			Docker: func(context.Context, string) (generation.UninstallNetworks, error) {
-				return fileEngineOf(os.Getenv("HOME")), nil
-			},
+		asaccount.Role: asaccount.Serve(map[string]asaccount.Server{
+			workflow.UninstallDefinition().Name: generation.UninstallServer(generation.UninstallAdapters{
+				Docker: func(context.Context, string) (generation.UninstallNetworks, error) {
+					return fileEngineOf(os.Getenv("HOME")), nil
+				},
+			}),
 		}),
 	})
 	code := m.Run()

@@ -11,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
@@ -26,8 +27,13 @@ type Command struct {
 	Host     layout.Host
 	Accounts accounts.Adapter
 	Systemd  systemd.Manager
-	// Child runs a service-account step (PrivsepChild in production).
-	Child ChildRunner
+	// Child runs a service-account step (asaccount.Children.Run in
+	// production).
+	Child asaccount.Runner
+	// EndChild, when set, ends the service-account child
+	// (asaccount.Children.Close): before the account step, and before the
+	// host lock is released.
+	EndChild func() error
 	// Running reports processes of a uid (ProcRunning in production).
 	Running Processes
 	// Version is the binary's version, bound into the journal.
@@ -54,7 +60,7 @@ func JournalPath(h layout.Host, id string) string {
 func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	id := c.Options.InstallationID
 	e := &Env{Opts: c.Options, HostPaths: c.Host, Adapter: c.Accounts, DBs: accounts.Under(c.Host.Root),
-		Manager: c.Systemd, Runner: c.Child, Running: c.Running, Out: c.Out}
+		Manager: c.Systemd, Runner: c.Child, EndChild: c.EndChild, Running: c.Running, Out: c.Out}
 	// Every decision below (is the installation recorded, did it
 	// register, what Core answers) is taken under the host lock and acted
 	// on under it (CONTRACT §10, "Decisions under the lock").
@@ -64,6 +70,8 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	// Before the lock goes: no process of the account's outlives the run.
+	defer e.endChild()
 	safefile.Pausepoint("uninstall-host-locked")
 	if err := install.CheckBookkeeping(c.Host, id); err != nil {
 		return nil, err
@@ -103,10 +111,11 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	if !resuming {
 		if _, err := e.DBs.LookupUser(layout.Account); err == nil {
-			res, err := e.Runner(ctx, e.request(string(workflow.UninstallAskCore), nil))
+			a, err := e.serviceStep(workflow.UninstallAskCore).Call(ctx, nil, false)
 			if err != nil {
 				return nil, workflow.Refuse(err)
 			}
+			res := a.Result()
 			e.precheck = &res
 		} else if !errors.Is(err, accounts.ErrNotFound) {
 			return nil, workflow.Refusef("the service account: %w", err)

@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
@@ -212,15 +214,16 @@ func must(t *testing.T, err error) {
 }
 
 func (f *hostFixture) command(force bool) Command {
-	child := PrivsepChild(privsep.Options{Binary: f.bin, Home: f.host.Home(), Output: &f.out}, f.dbs)
+	child := asaccount.NewChildren(privsep.Options{Binary: f.bin, Home: f.host.Home(), Output: &f.out}, f.dbs)
 	return Command{
 		Options: Options{InstallationID: id, Force: force}, Host: f.host, Accounts: f.accts, Systemd: f.systemd,
-		Child: func(ctx context.Context, req generation.UninstallStepRequest) (generation.UninstallStepResult, error) {
+		Child: func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 			f.children.Add(1)
-			return child(ctx, req)
+			return child.Run(ctx, req)
 		},
-		Running: func(int) (bool, error) { return f.running, nil },
-		Version: "test", Out: &f.out,
+		EndChild: child.Close,
+		Running:  func(int) (bool, error) { return f.running, nil },
+		Version:  "test", Out: &f.out,
 	}
 }
 
@@ -477,4 +480,93 @@ func TestUninstallKeepsTheAccountWhileAProcessRuns(t *testing.T) {
 	if d := f.leftovers(t); d != "" {
 		t.Errorf("after the rerun the host differs from before the installation:\n%s", d)
 	}
+}
+
+// The service-account steps of a run share one child, which prints its
+// progress lines to the operator and ends before the account step: the
+// run's own child never keeps the account.
+func TestTheRunsChildEndsBeforeTheAccountStep(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	c := f.command(false)
+	var seen []int
+	c.Running = func(uid int) (bool, error) {
+		pids, err := childrenOfThisTestAs(uid)
+		seen = pids
+		return len(pids) > 0, err
+	}
+	rep, err := Run(context.Background(), c)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
+	}
+	if f.children.Load() < 4 || len(seen) > 0 {
+		t.Errorf("%d service-account steps ran; at the account step the run's children %v ran as the account", f.children.Load(), seen)
+	}
+	if _, err := f.dbs.LookupUser(layout.Account); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("the account remains: %v\n%s", err, f.out.String())
+	}
+	if out := f.out.String(); !strings.Contains(out, "remove the node state") {
+		t.Errorf("the child's progress lines are not the operator's:\n%s", out)
+	}
+}
+
+// A run that fails after its child started ends the child before it
+// returns (and so before the host lock is released).
+func TestTheRunsChildEndsWithARunThatFails(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	u := f.user(t)
+	c := f.command(false)
+	child := c.Child
+	c.Child = func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
+		if req.Step == string(workflow.UninstallMicrosandboxStore) {
+			return asaccount.Answer{}, errors.New("the store step failed")
+		}
+		return child(ctx, req)
+	}
+	if _, err := Run(context.Background(), c); err == nil {
+		t.Fatal("the run did not fail")
+	}
+	if f.children.Load() == 0 {
+		t.Fatal("no step ran in the child")
+	}
+	if pids, err := childrenOfThisTestAs(u.UID); err != nil || len(pids) > 0 {
+		t.Errorf("after the run, its children %v run as the account (%v)", pids, err)
+	}
+}
+
+// childrenOfThisTestAs lists the processes this test process started
+// that run as uid: another test's processes of the same uid are not this
+// run's.
+func childrenOfThisTestAs(uid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + ent.Name() + "/status")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		var ppid, ruid = -1, -1
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				ppid, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				if fields := strings.Fields(v); len(fields) > 0 {
+					ruid, _ = strconv.Atoi(fields[0])
+				}
+			}
+		}
+		if ppid == os.Getpid() && ruid == uid {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
 }

@@ -20,9 +20,9 @@
 // keyring is its own user's, checks its credentials against the parent's
 // request and calls the role's Handler (ServeChild). One exec starts it. A
 // Session (Start, Call, Close) keeps one child serving a series of requests
-// for its role, each answered as Run answers its one: install's
-// service-account steps share one (install.Children), while uninstall
-// starts one child per step and status one per read.
+// for its role, each answered as Run answers its one: the service-account
+// steps of an installation or an uninstallation share one
+// (steps/asaccount's Children), while status starts one per read.
 //
 // No other process of the service account can reach into a child: the
 // sealed copy is executable but not readable by the account (mode 0711), so

@@ -14,7 +14,7 @@ import (
 )
 
 // FileEngine is a fake Docker Engine for the host adapter's interfaces
-// (generation.Docker, the install and uninstall children's networks and
+// (noderoot.Docker, the install and uninstall children's networks and
 // containers, preflight's Info), not the API: its state lives in a JSON
 // file, so that it survives the crash harness killing the process and a
 // service-account child process and the test see the same engine. The

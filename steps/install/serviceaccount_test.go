@@ -10,28 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
-
-func TestMain(m *testing.M) {
-	privsep.ServeChild(os.Args[1:], map[string]privsep.Handler{
-		generation.InstallRole: generation.ServeInstallStep(generation.InstallAdapters{
-			Docker:   func(context.Context, string) (noderoot.Docker, error) { return fileEngineOf(os.Getenv("HOME")), nil },
-			Register: fileRegistrarOf(os.Getenv("HOME")),
-		}),
-	})
-	code := m.Run()
-	generationtest.Cleanup()
-	os.Exit(code)
-}
 
 type registrar struct{ calls int }
 
@@ -74,30 +62,40 @@ func newFixture(t *testing.T) *fixture {
 		engine: &dockertest.FileEngine{Path: filepath.Join(dir, "engine.json")}, reg: &registrar{}, conf: conf, token: "enroll-7f3a9c51e2"}
 }
 
-func (f *fixture) NodeRequest() generation.InstallStepRequest {
-	return generation.InstallStepRequest{InstallationID: generationtest.InstallationID, SourceURL: f.srv.URL, CoreOrigin: f.srv.URL,
+// ChildInput implements asaccount.Data as Env does: the token only for
+// the register step's run.
+func (f *fixture) ChildInput(state workflow.State, verify bool) any {
+	in := generation.InstallInput{InstallationID: generationtest.InstallationID, SourceURL: f.srv.URL, CoreOrigin: f.srv.URL,
 		CoreCA: f.srv.CA, Configuration: f.conf}
+	if state == workflow.InstallRegister && !verify {
+		in.Token = f.token
+	}
+	return in
 }
 
-func (f *fixture) Token() string { return f.token }
-
-func (f *fixture) Child() ChildRunner {
-	return func(ctx context.Context, req generation.InstallStepRequest) (generation.InstallStepResult, error) {
+// Child implements asaccount.Data: the request crosses a JSON round trip,
+// as over the pipe, and runs in process.
+func (f *fixture) Child() asaccount.Runner {
+	return func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		body, err := json.Marshal(req) // what crosses the pipe
 		if err != nil {
-			return generation.InstallStepResult{}, err
+			return asaccount.Answer{}, err
 		}
-		var got generation.InstallStepRequest
+		var got asaccount.Request
 		if err := json.Unmarshal(body, &got); err != nil {
-			return generation.InstallStepResult{}, err
+			return asaccount.Answer{}, err
 		}
-		conf, err := core.ParseConfiguration(got.Configuration)
+		var input generation.InstallInput
+		if err := got.DecodeInput(&input); err != nil {
+			return asaccount.Answer{}, err
+		}
+		conf, err := core.ParseConfiguration(input.Configuration)
 		if err != nil {
-			return generation.InstallStepResult{}, err
+			return asaccount.Answer{}, err
 		}
 		in := generation.InstallOptions{
-			InstallationID: got.InstallationID, Home: f.home, UID: os.Getuid(), SourceURL: got.SourceURL, CoreOrigin: got.CoreOrigin,
-			CoreCA: got.CoreCA, Configuration: conf,
+			InstallationID: input.InstallationID, Home: f.home, UID: os.Getuid(), SourceURL: input.SourceURL, CoreOrigin: input.CoreOrigin,
+			CoreCA: input.CoreCA, Configuration: conf,
 			Docker:   func(context.Context, string) (noderoot.Docker, error) { return f.engine, nil },
 			Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond}},
 			Helper:   func() ([]byte, error) { return []byte("installer"), nil },
@@ -108,7 +106,7 @@ func (f *fixture) Child() ChildRunner {
 }
 
 func (f *fixture) runner() *workflow.Runner {
-	steps := NodeSteps(f)
+	steps := serviceSteps(f)
 	for _, sd := range workflow.InstallDefinition().States {
 		if _, ok := steps[sd.Name]; !ok || sd.Name == workflow.InstallWaitReady {
 			steps[sd.Name] = rootStub{}
@@ -122,7 +120,7 @@ func (f *fixture) root(rel string) string {
 	return filepath.Join(f.home, ".oac", "nodes", generationtest.InstallationID, rel)
 }
 
-func TestNodeStepsRunTheServiceAccountPhase(t *testing.T) {
+func TestServiceStepsRunTheServiceAccountPhase(t *testing.T) {
 	f := newFixture(t)
 	rep, err := f.runner().Run(context.Background())
 	if err != nil {
@@ -147,7 +145,7 @@ func TestNodeStepsRunTheServiceAccountPhase(t *testing.T) {
 // A load whose answer was cut fails the runtime step; the rerun verifies
 // from the engine that the image is there and goes on without loading or
 // enrolling again, and a third run finds the journal complete.
-func TestNodeStepsVerifyAfterAFailedImport(t *testing.T) {
+func TestServiceStepsVerifyAfterAFailedImport(t *testing.T) {
 	f := newFixture(t)
 	f.engine.CutNextLoad = true
 	if _, err := f.runner().Run(context.Background()); err == nil {
