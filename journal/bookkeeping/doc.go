@@ -3,7 +3,8 @@
 // whether the installer created or adopted the node account (and the
 // adopted home's original mode), the supplementary groups it added, the
 // files it wrote (unit, env file, /etc/oac-node records) and the Docker
-// networks it created, each file and network owned by one installation.
+// networks it created, each file and network owned by one installation,
+// and the command's root-owned copy on the host, shared by all of them.
 //
 // It is a bbolt database, root-owned with mode 0600 (by default
 // /etc/oac-node/installer.db). bbolt holds an exclusive file lock while the
@@ -18,6 +19,9 @@
 //	installer.db
 //	└── oac-node-installer                 root bucket
 //	    ├── version → "2"                  schema version, decimal
+//	    ├── command → Command              the command's copy on the host,
+//	    │                                  optional (no migration: readers
+//	    │                                  that do not know it ignore it)
 //	    ├── installations
 //	    │   └── <installation id> → Installation
 //	    ├── account

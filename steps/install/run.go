@@ -56,6 +56,10 @@ type Command struct {
 	Proxy    privsep.ProxyEnv
 	// Version is the binary's version, bound into the journal.
 	Version string
+	// Binary is the bytes of the installer that runs (its sealed copy),
+	// kept as the command on the host once the node is installed; nil
+	// keeps none.
+	Binary []byte
 	// Out receives the operator's output; Phase is told each phase.
 	Out   io.Writer
 	Phase func(label string)
@@ -96,7 +100,7 @@ func JournalPath(h layout.Host, id string) string {
 // differs). A refusal before the first change
 // is a workflow.Refusal (the command prints "Nothing was changed."); a
 // failure after it is a *workflow.Changed naming what this run changed.
-func Run(ctx context.Context, c Command) (*workflow.Report, error) {
+func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	o := c.Options
 	phase := func(label string) {
 		if c.Phase != nil {
@@ -124,6 +128,13 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	defer func() {
+		// Under the lock, once the node is installed: the command on the
+		// host is these bytes (CONTRACT §10, "The command on the host").
+		if err == nil && rep != nil && rep.Condition == workflow.Complete && c.Binary != nil {
+			KeepCommand(c.Host, c.Binary, c.Version, c.outOrDiscard())
+		}
+	}()
 	if c.EndChild != nil {
 		// Before the lock goes: no process of the account's outlives the run.
 		defer c.EndChild()
@@ -303,7 +314,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 			}
 		},
 	}
-	rep, err := r.Run(ctx)
+	rep, err = r.Run(ctx)
 	changed = append(changed, runChanges(err)...)
 	var be *workflow.BindingError
 	if errors.As(err, &be) {

@@ -92,6 +92,8 @@ func styledSummary(d Data, sudoUID string, st SummaryStyle, title string) string
 	line(st.heading("Manage"))
 	line("  Status: " + sudo + "systemctl status " + unit)
 	line("  Logs: " + sudo + "journalctl -u " + unit + " -f")
+	// The command on the host (CONTRACT §10): every node's workflows.
+	line("  Installer: " + sudo + "oac-node-install status")
 	line("")
 	line(st.heading("Next"))
 	line("  Open Nodes in Web: the node is listed there and takes sandboxes now.")

@@ -56,6 +56,14 @@ func (e *Env) Printf(format string, args ...any) {
 	}
 }
 
+// printer is where the steps' lines for the operator go (Out, or nowhere).
+func (e *Env) printer() io.Writer {
+	if e.Out == nil {
+		return io.Discard
+	}
+	return e.Out
+}
+
 // Bookkeeping opens the installer's database; the caller closes it.
 func (e *Env) Bookkeeping() (*bookkeeping.DB, error) {
 	return bookkeeping.Open(e.HostPaths.Bookkeeping())

@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // recordsStep removes the installation's bookkeeping entry and
-// /etc/oac-node/<id>.json; when no node remains and the account step kept
-// nothing, also /run/oac-node-docker, installer.db and /etc/oac-node.
+// /etc/oac-node/<id>.json; when no node remains, the command on the host
+// (/usr/local/sbin/oac-node-install) it recorded; when, besides, the
+// account step kept nothing, also /run/oac-node-docker, installer.db and
+// /etc/oac-node.
 // /run/oac-node.lock stays.
 type recordsStep struct{ e *Env }
 
@@ -88,6 +91,13 @@ func (s recordsStep) forget() (bool, error) {
 	insts, err := db.ListInstallations()
 	if err != nil {
 		return false, err
+	}
+	if len(insts) == 0 {
+		// The last node is gone, and so is the command on the host
+		// (CONTRACT §10, "The command on the host").
+		if err := install.RemoveCommand(db, e.printer()); err != nil {
+			return false, err
+		}
 	}
 	_, acct, err := db.Account()
 	if err != nil {

@@ -49,6 +49,11 @@ func (h Host) JournalDir(id string) string { return h.p("var/lib/oac-node-instal
 // JournalsRoot is the parent of every installation's root journal directory.
 func (h Host) JournalsRoot() string { return h.p("var/lib/oac-node-install") }
 
+// Command is /usr/local/sbin/oac-node-install (root, 0755): the root-owned
+// copy of the installer the last install run left on the host, which the
+// help's `sudo oac-node-install status` names.
+func (h Host) Command() string { return h.p("usr/local/sbin/oac-node-install") }
+
 // HostLock is /run/oac-node.lock, serializing installs and uninstalls.
 func (h Host) HostLock() string { return h.p("run/oac-node.lock") }
 

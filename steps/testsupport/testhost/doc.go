@@ -6,6 +6,7 @@
 //	machine                         private namespaces (pid, mount, uts, ipc, cgroup)
 //	sub-cgroup oac-testhost-… ───▶  cgroup root
 //	<tmp>/etc, <tmp>/var-lib  ───▶  /etc, /var/lib (copies, bind-mounted)
+//	<tmp>/usr-local-sbin      ───▶  /usr/local/sbin (copy, bind-mounted)
 //	                                /run, /dev, /sys/fs/cgroup: fresh tmpfs
 //	/run/docker.sock          ───▶  /run/docker.sock (bind, when present)
 //	                                /sys, /proc/sys: read-only
@@ -33,7 +34,7 @@
 // with t.Cleanup) kills PID 1 with SIGKILL, which ends every process in the
 // namespace, removes the sub-cgroups and the copies. A last cleanup
 // compares the machine's /etc/passwd, /etc/group, /etc/shadow,
-// /etc/gshadow, /etc/systemd/system, /etc/oac-node and
+// /etc/gshadow, /etc/systemd/system, /etc/oac-node, /usr/local/sbin and
 // kernel.core_pattern with their state before Start and fails the test
 // when anything changed.
 //

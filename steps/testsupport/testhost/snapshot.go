@@ -10,12 +10,12 @@ import (
 )
 
 // watched are the machine's paths a test host must leave as they were:
-// the account databases, systemd's unit directory, the installer's records
-// and the kernel's core pattern (which systemd as PID 1 writes when it
+// the account databases, systemd's unit directory, the installer's records,
+// /usr/local/sbin (the command on the host) and the kernel's core pattern (which systemd as PID 1 writes when it
 // may).
 var watched = []string{
 	"/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow",
-	"/etc/systemd/system", "/etc/oac-node", "/proc/sys/kernel/core_pattern",
+	"/etc/systemd/system", "/etc/oac-node", "/usr/local/sbin", "/proc/sys/kernel/core_pattern",
 }
 
 // Snapshot is what the machine's watched paths hold (see Start: the

@@ -1,0 +1,147 @@
+package install
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+)
+
+// KeepCommand leaves bin, the bytes of the installer that ran, as the
+// command on the host (CONTRACT §10, "The command on the host"):
+// /usr/local/sbin/oac-node-install, root:root 0755, written atomically and
+// recorded in the bookkeeping. It is called under the host lock once a run
+// installed the node, or found it installed. The copy is replaced when its
+// bytes differ (the command last run wins) and left alone when they are
+// the same. A file there that the bookkeeping does not record is not the
+// installer's: it is kept, and so is a directory that is not root's alone.
+// The node is installed either way: a copy that cannot be kept is a
+// warning on out, never a failure.
+func KeepCommand(h layout.Host, bin []byte, version string, out io.Writer) {
+	changed, err := keepCommand(h, bin, version)
+	switch {
+	case err != nil:
+		fmt.Fprintf(out, "Warning: the command was not kept as %s (%v); run this installer's own file with sudo for status and uninstall.\n", h.Command(), err)
+	case changed:
+		fmt.Fprintf(out, "The command on this host is now %s (this build).\n", h.Command())
+	}
+}
+
+func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
+	path := h.Command()
+	if err := trustedDir(filepath.Dir(path)); err != nil {
+		return false, err
+	}
+	sum := sha256.Sum256(bin)
+	digest := hex.EncodeToString(sum[:])
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	rec, recorded, err := db.GetCommand()
+	if err != nil {
+		return false, err
+	}
+	held, err := fileDigest(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return false, err
+	case !recorded || rec.Path != path:
+		return false, errors.New("a file the installer did not write is there; it is kept")
+	case held == digest:
+		if rec.SHA256 != digest || rec.Version != version {
+			return false, db.SetCommand(bookkeeping.Command{Path: path, SHA256: digest, Version: version})
+		}
+		return false, nil
+	}
+	// The record comes first: cut off between the two, the bookkeeping
+	// names a copy that is missing or older, which the next run replaces.
+	if err := db.SetCommand(bookkeeping.Command{Path: path, SHA256: digest, Version: version}); err != nil {
+		return false, err
+	}
+	if err := safefile.AtomicWrite(path, bin, 0o755); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// RemoveCommand removes the command on the host when the last node is
+// gone (uninstall's bookkeeping step, under the host lock, with db open):
+// the recorded copy, if its bytes are still those recorded; a copy changed
+// since is kept, and said so on out. The record goes either way.
+func RemoveCommand(db *bookkeeping.DB, out io.Writer) error {
+	rec, recorded, err := db.GetCommand()
+	if err != nil || !recorded {
+		return err
+	}
+	if err := trustedDir(filepath.Dir(rec.Path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	held, err := fileDigest(rec.Path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	case held != rec.SHA256:
+		fmt.Fprintf(out, "Kept %s: it changed since the installer wrote it.\n", rec.Path)
+	default:
+		if err := safefile.Remove(rec.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", rec.Path, err)
+		}
+		if err := safefile.SyncDir(filepath.Dir(rec.Path)); err != nil {
+			return err
+		}
+	}
+	return db.ForgetCommand()
+}
+
+// trustedDir checks that dir is a directory (not a link) that only root
+// may change: owned by root, writable by no group or other.
+func trustedDir(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("%s is not a directory", dir)
+	case st.Uid != 0 || st.Mode&0o022 != 0:
+		return fmt.Errorf("%s may be changed by others than root (owner uid %d, mode %04o)", dir, st.Uid, st.Mode&0o7777)
+	}
+	return nil
+}
+
+// fileDigest is the sha256 of the regular file at p, opened without
+// following a link.
+func fileDigest(p string) (string, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return "", fmt.Errorf("%s is a symbolic link", p)
+		}
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return "", err
+	} else if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", p)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+

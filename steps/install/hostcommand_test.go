@@ -1,0 +1,126 @@
+package install
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
+)
+
+// commandHost is a host tree with /usr/local/sbin and the bookkeeping.
+func commandHost(t *testing.T) layout.Host {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the command on the host is root's: needs root")
+	}
+	h := layout.Host{Root: t.TempDir()}
+	for _, dir := range []string{filepath.Dir(h.Command()), h.EtcDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+func recordedCommand(t *testing.T, h layout.Host) (bookkeeping.Command, bool) {
+	t.Helper()
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, ok, err := db.GetCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ok
+}
+
+// An install leaves the bytes that ran as the command on the host, root's,
+// 0755, recorded; the same bytes again change nothing (not even the inode);
+// other bytes replace it (the command last run wins); the last node's
+// uninstall removes it.
+func TestTheCommandOnTheHost(t *testing.T) {
+	h := commandHost(t)
+	var out bytes.Buffer
+	KeepCommand(h, []byte("build 1"), "v1", &out)
+	st, err := os.Stat(h.Command())
+	if err != nil {
+		t.Fatalf("no command on the host: %v (%s)", err, out.String())
+	}
+	if st.Mode().Perm() != 0o755 || !strings.Contains(out.String(), h.Command()) {
+		t.Errorf("mode %v, output %q", st.Mode(), out.String())
+	}
+	if c, ok := recordedCommand(t, h); !ok || c.Path != h.Command() || c.Version != "v1" {
+		t.Errorf("recorded %+v %v", c, ok)
+	}
+
+	out.Reset()
+	KeepCommand(h, []byte("build 1"), "v1", &out)
+	again, _ := os.Stat(h.Command())
+	if !os.SameFile(st, again) || out.Len() != 0 {
+		t.Errorf("the same bytes replaced the command (output %q)", out.String())
+	}
+
+	KeepCommand(h, []byte("build 2"), "v2", &out)
+	if b, _ := os.ReadFile(h.Command()); string(b) != "build 2" {
+		t.Errorf("the command holds %q, want the last run's bytes", b)
+	}
+
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := RemoveCommand(db, &out); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := os.Lstat(h.Command()); !os.IsNotExist(err) {
+		t.Errorf("the command is still there: %v", err)
+	}
+	if _, ok := recordedCommand(t, h); ok {
+		t.Error("the command is still recorded")
+	}
+}
+
+// A file the installer did not write is never replaced or removed, nor is
+// a copy changed since it was written, nor is anything written into a
+// directory others may change.
+func TestTheCommandOnTheHostKeepsWhatIsNotItsOwn(t *testing.T) {
+	h := commandHost(t)
+	os.WriteFile(h.Command(), []byte("the operator's"), 0o755)
+	var out bytes.Buffer
+	KeepCommand(h, []byte("build 1"), "v1", &out)
+	if b, _ := os.ReadFile(h.Command()); string(b) != "the operator's" || !strings.Contains(out.String(), "Warning") {
+		t.Errorf("an unrecorded file: now %q, output %q", b, out.String())
+	}
+
+	h = commandHost(t)
+	KeepCommand(h, []byte("build 1"), "v1", &out)
+	os.WriteFile(h.Command(), []byte("changed since"), 0o755)
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := RemoveCommand(db, &out); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if b, _ := os.ReadFile(h.Command()); string(b) != "changed since" || !strings.Contains(out.String(), "Kept") {
+		t.Errorf("a changed copy: now %q, output %q", b, out.String())
+	}
+
+	h = commandHost(t)
+	os.Chmod(filepath.Dir(h.Command()), 0o777)
+	out.Reset()
+	KeepCommand(h, []byte("build 1"), "v1", &out)
+	if _, err := os.Lstat(h.Command()); !os.IsNotExist(err) || !strings.Contains(out.String(), "may be changed by others") {
+		t.Errorf("a world-writable directory: %v, output %q", err, out.String())
+	}
+}
