@@ -10,9 +10,9 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -69,7 +69,7 @@ type UninstallOptions struct {
 	UID    int
 	Docker func(ctx context.Context, host string) (UninstallNetworks, error)
 	// Proxy is the proxy snapshot for the request to Core.
-	Proxy download.ProxyEnv
+	Proxy proxy.Env
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }
@@ -97,7 +97,7 @@ func ServeUninstallStep(a UninstallAdapters) privsep.Handler {
 			return nil, err
 		}
 		in := UninstallOptions{Home: os.Getenv("HOME"), UID: os.Getuid(), Docker: a.Docker,
-			Proxy: download.ProxyEnvFromEnviron(os.Environ()), Log: progressWriter{c}}
+			Proxy: proxy.FromEnviron(os.Environ()), Log: progressWriter{c}}
 		res, err := RunUninstallStep(ctx, in, req)
 		return res, classify(err)
 	}

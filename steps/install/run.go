@@ -22,6 +22,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -51,7 +52,7 @@ type Command struct {
 	// EndChild, when set, ends the service-account child before the host
 	// lock is released (Children.Close).
 	EndChild func() error
-	Proxy    privsep.ProxyEnv
+	Proxy    proxy.Env
 	// Version is the binary's version, bound into the journal.
 	Version string
 	// Out receives the operator's output; Phase is told each phase.
