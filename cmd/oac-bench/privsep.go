@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
 // The privsep measures.
@@ -306,7 +307,7 @@ func timeExec(home string) (time.Duration, error) {
 	}
 	cmd := exec.Command("/proc/self/exe", benchNoop)
 	cmd.Dir = home
-	cmd.Env = privsep.ChildEnv(home, nil)
+	cmd.Env = privsep.ChildEnv(home, proxy.Env{})
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: benchUID, Gid: benchUID},
 		Setsid:     true,

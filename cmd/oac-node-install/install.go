@@ -15,12 +15,12 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/status"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -87,13 +87,13 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	out := newOutput(c.stdout)
 	defer out.finish()
 	child := asaccount.NewChildren(privsep.Options{
-		Binary: bin, Home: host.Home(), Proxy: privsep.ProxyFromEnviron(os.Environ()),
+		Binary: bin, Home: host.Home(), Proxy: proxy.FromEnviron(os.Environ()),
 		Output: out.beside(c.stderr), Progress: out.event, NoColor: noColor(),
 	}, accounts.Under(host.Root))
 	rep, err := install.Run(ctx, install.Command{
 		Options: opts, Host: host, ReadToken: readTok, Environ: os.Environ(), Machine: unix.ByteSliceToString(uts.Machine[:]),
 		Core: install.CoreReader{Roots: roots, Proxy: proxyFunc}, Engine: engine, Accounts: accounts.Commands{},
-		Systemd: sd, Child: child.Run, EndChild: child.Close, Binary: bin.Mapped(), Proxy: privsep.ProxyFromEnviron(os.Environ()), Version: workflow.Version,
+		Systemd: sd, Child: child.Run, EndChild: child.Close, Binary: bin.Mapped(), Proxy: proxy.FromEnviron(os.Environ()), Version: workflow.Version,
 		Out: out, Phase: out.phase, Style: out.summaryStyle(),
 	})
 	if err == nil && rep != nil && rep.Condition != workflow.Complete {
@@ -172,7 +172,7 @@ func installOptions(f *installerFlags) (install.Options, error) {
 // proxySettings parses the proxy variables of the environment; its
 // refusal names a variable, never its value (which may hold credentials).
 func proxySettings() (func(*http.Request) (*url.URL, error), error) {
-	proxyFunc, err := download.ProxyEnvFromEnviron(os.Environ()).ProxyFunc()
+	proxyFunc, err := proxy.FromEnviron(os.Environ()).ProxyFunc()
 	if err != nil {
 		return nil, workflow.Refuse(err)
 	}

@@ -7,11 +7,11 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -69,7 +69,7 @@ func NodeConfiguration(ctx context.Context, home, installationID string, uid int
 	if err != nil {
 		return nil, fmt.Errorf("Core CA: %w", err)
 	}
-	client, err := noderoot.NewCoreClient(nid, roots, download.ProxyEnvFromEnviron(os.Environ()))
+	client, err := noderoot.NewCoreClient(nid, roots, proxy.FromEnviron(os.Environ()))
 	if err != nil {
 		return nil, err
 	}

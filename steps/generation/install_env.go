@@ -22,6 +22,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -210,8 +211,8 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 		return nil, errCoreCA
 	}
 	check := in.Download
-	if check.Proxy == (download.ProxyEnv{}) {
-		check.Proxy = download.ProxyEnvFromEnviron(os.Environ())
+	if check.Proxy == (proxy.Env{}) {
+		check.Proxy = proxy.FromEnviron(os.Environ())
 	}
 	if check.RootCAs == nil {
 		check.RootCAs = x509.NewCertPool()

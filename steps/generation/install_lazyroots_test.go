@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/host/download"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -27,7 +27,7 @@ func TestInstallEnvBuildsRootsOnFirstUse(t *testing.T) {
 		t.Fatalf("a CA file without a certificate: %v", err)
 	}
 	bad = f.options()
-	bad.Download.Proxy = download.ProxyEnv{HTTPSProxy: "ftp://proxy.example:21"}
+	bad.Download.Proxy = proxy.FromEnviron([]string{"https_proxy=ftp://proxy.example:21"})
 	if _, err := NewInstallEnv(ctx, bad); err == nil {
 		t.Fatal("a proxy URL of another scheme was accepted")
 	}

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
 func TestCoreIdentityAnswerIsStrict(t *testing.T) {
@@ -40,7 +40,7 @@ func TestCoreIdentityAnswerIsStrict(t *testing.T) {
 
 func testCoreClient(t *testing.T, id *noderoot.NodeIdentity, roots *x509.CertPool) *core.Client {
 	t.Helper()
-	c, err := noderoot.NewCoreClient(id, trust.Only(roots), download.ProxyEnv{})
+	c, err := noderoot.NewCoreClient(id, trust.Only(roots), proxy.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

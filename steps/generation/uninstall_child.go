@@ -11,9 +11,9 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -72,7 +72,7 @@ type UninstallOptions struct {
 	UID    int
 	Docker func(ctx context.Context, host string) (UninstallNetworks, error)
 	// Proxy is the proxy snapshot for the request to Core.
-	Proxy download.ProxyEnv
+	Proxy proxy.Env
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }
@@ -98,7 +98,7 @@ func (o UninstallOptions) openNodeRoot(id string) (*safefile.Root, error) {
 func UninstallServer(a UninstallAdapters) asaccount.Server {
 	return asaccount.Server{Serve: func(ctx context.Context, c *privsep.Child, req asaccount.Request) (asaccount.Answer, error) {
 		in := UninstallOptions{Home: os.Getenv("HOME"), UID: os.Getuid(), Docker: a.Docker,
-			Proxy: download.ProxyEnvFromEnviron(os.Environ()), Log: progressWriter{c}}
+			Proxy: proxy.FromEnviron(os.Environ()), Log: progressWriter{c}}
 		return RunUninstallStep(ctx, in, req)
 	}, Errors: childErrors}
 }

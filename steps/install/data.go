@@ -10,9 +10,9 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -52,7 +52,7 @@ type Data interface {
 	Databases() accounts.Databases
 	Systemd() systemd.Manager
 	// Proxy is the command's proxy variables, for the env file.
-	Proxy() privsep.ProxyEnv
+	Proxy() proxy.Env
 	// HostLocked reports whether the command holds /run/oac-node.lock.
 	HostLocked() bool
 	// Printf reports progress to the operator.
@@ -71,7 +71,7 @@ type Env struct {
 	Adapter   accounts.Adapter
 	DBs       accounts.Databases
 	Manager   systemd.Manager
-	ProxyEnv  privsep.ProxyEnv
+	ProxyEnv  proxy.Env
 	Runner    asaccount.Runner
 	Out       io.Writer
 	Locked    bool
@@ -89,7 +89,7 @@ func (e *Env) Configuration() *core.Configuration { return e.Conf }
 func (e *Env) Accounts() accounts.Adapter         { return e.Adapter }
 func (e *Env) Databases() accounts.Databases      { return e.DBs }
 func (e *Env) Systemd() systemd.Manager           { return e.Manager }
-func (e *Env) Proxy() privsep.ProxyEnv            { return e.ProxyEnv }
+func (e *Env) Proxy() proxy.Env                   { return e.ProxyEnv }
 func (e *Env) Token() string                      { return e.Tok }
 func (e *Env) Child() asaccount.Runner            { return e.Runner }
 

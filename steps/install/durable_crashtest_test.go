@@ -9,8 +9,8 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -61,23 +61,23 @@ func TestInstallStepsMakeWhatTheyFindDurable(t *testing.T) {
 	run := func(s workflow.Step) func() error {
 		return func() error { _, err := s.Run(ctx, workflow.Facts{}); return err }
 	}
-	proxy := privsep.ProxyEnv{"https_proxy": "http://proxy.example:3128"}
+	withProxy := proxy.FromEnviron([]string{"https_proxy=http://proxy.example:3128"})
 	for _, tc := range []struct {
 		name  string
-		proxy privsep.ProxyEnv
+		proxy proxy.Env
 		call  func() error
 		paths []string
 	}{
-		{"the account (run)", nil, run(accountStep{f.env}), append(dbs, f.host.Home(), filepath.Dir(f.host.Home()))},
-		{"the account (verify)", nil, verify(accountStep{f.env}), dbs},
-		{"the group membership (run)", nil, run(groupStep{f.env}), dbs},
-		{"the group membership (verify)", nil, verify(groupStep{f.env}), dbs},
-		{"the unit file", nil, run(unitStep{f.env}), []string{f.host.Unit(id), filepath.Dir(f.host.Unit(id))}},
-		{"the removed env file", nil, run(envFileStep{f.env}), []string{f.host.EtcDir()}},
-		{"the env file", proxy, run(envFileStep{f.env}), []string{f.host.EnvFile(id), f.host.EtcDir()}},
+		{"the account (run)", proxy.Env{}, run(accountStep{f.env}), append(dbs, f.host.Home(), filepath.Dir(f.host.Home()))},
+		{"the account (verify)", proxy.Env{}, verify(accountStep{f.env}), dbs},
+		{"the group membership (run)", proxy.Env{}, run(groupStep{f.env}), dbs},
+		{"the group membership (verify)", proxy.Env{}, verify(groupStep{f.env}), dbs},
+		{"the unit file", proxy.Env{}, run(unitStep{f.env}), []string{f.host.Unit(id), filepath.Dir(f.host.Unit(id))}},
+		{"the removed env file", proxy.Env{}, run(envFileStep{f.env}), []string{f.host.EtcDir()}},
+		{"the env file", withProxy, run(envFileStep{f.env}), []string{f.host.EnvFile(id), f.host.EtcDir()}},
 	} {
 		f.env.ProxyEnv = tc.proxy
-		if tc.proxy != nil {
+		if tc.proxy != (proxy.Env{}) {
 			// The file an earlier run wrote.
 			if _, err := (envFileStep{f.env}).Run(ctx, nil); err != nil {
 				t.Fatal(err)

@@ -18,9 +18,9 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -186,10 +186,10 @@ func refusalCases() []refusalCase {
 			os.MkdirAll(filepath.Join(f.host.Root, "home/alice/.oac/nodes", generationtest.InstallationID), 0o700)
 		}, edit: func(f *runFixture, c *Command) { c.Environ = []string{"SUDO_USER=alice"} }, want: ".oac/nodes/" + generationtest.InstallationID},
 		{name: "proxy value with a newline", edit: func(f *runFixture, c *Command) {
-			c.Proxy = privsep.ProxyEnv{"https_proxy": "http://proxy.example.com:3128\nX=1", "HTTPS_PROXY": "http://proxy.example.com:3128\nX=1"}
+			c.Proxy = proxy.FromEnviron([]string{"https_proxy=http://proxy.example.com:3128\nX=1", "HTTPS_PROXY=http://proxy.example.com:3128\nX=1"})
 		}, want: "line break"},
 		{name: "registered: proxy value with a newline", registered: true, edit: func(f *runFixture, c *Command) {
-			c.Proxy = privsep.ProxyEnv{"https_proxy": "http://proxy.example.com:3128\nX=1", "HTTPS_PROXY": "http://proxy.example.com:3128\nX=1"}
+			c.Proxy = proxy.FromEnviron([]string{"https_proxy=http://proxy.example.com:3128\nX=1", "HTTPS_PROXY=http://proxy.example.com:3128\nX=1"})
 		}, want: "line break"},
 		{name: "no token for a new node", edit: func(f *runFixture, c *Command) { c.Token = "" }, want: "enrollment token"},
 		{name: "Core unreachable", edit: func(f *runFixture, c *Command) {

@@ -18,11 +18,11 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -53,7 +53,7 @@ type Command struct {
 	// EndChild, when set, ends the service-account child before the host
 	// lock is released (asaccount.Children.Close).
 	EndChild func() error
-	Proxy    privsep.ProxyEnv
+	Proxy    proxy.Env
 	// Version is the binary's version, bound into the journal.
 	Version string
 	// Binary is the bytes of the installer that runs (its sealed copy),

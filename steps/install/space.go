@@ -18,6 +18,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -57,7 +58,7 @@ type SpaceCheck struct {
 	// Roots are the trusted roots of console requests; Proxy the proxy
 	// settings.
 	Roots *trust.Roots
-	Proxy download.ProxyEnv
+	Proxy proxy.Env
 	// Images is the Docker Engine, asked whether it already holds the
 	// image (nil: it is not asked).
 	Images image.Inspector
@@ -69,7 +70,7 @@ type SpaceCheck struct {
 // known node and an interrupted first run.
 func (c *Command) spaceCheck(conf *core.Configuration, known bool) *SpaceCheck {
 	sc := &SpaceCheck{Host: c.Host, Provider: conf.Provider, Spec: conf.Specification, SourceURL: c.Options.SourceURL,
-		Bundle: c.Options.Bundle, Roots: c.Core.Roots, Proxy: download.ProxyEnvFromEnviron(c.Environ)}
+		Bundle: c.Options.Bundle, Roots: c.Core.Roots, Proxy: proxy.FromEnviron(c.Environ)}
 	if ins, ok := c.Engine.(image.Inspector); ok && conf.Provider == release.ProviderDocker {
 		sc.Images = ins
 	}

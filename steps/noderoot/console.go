@@ -10,16 +10,18 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // Proxy is the proxy snapshot of every request of the run, to the console
-// and to Core: Options.Download.Proxy, or when zero the environment's.
-func (e *Env) Proxy() download.ProxyEnv {
-	if e.opts.Download.Proxy != (download.ProxyEnv{}) {
+// and to Core: Options.Download.Proxy, or when it sets nothing (the zero
+// proxy.Env) the environment's.
+func (e *Env) Proxy() proxy.Env {
+	if e.opts.Download.Proxy != (proxy.Env{}) {
 		return e.opts.Download.Proxy
 	}
-	return download.ProxyEnvFromEnviron(os.Environ())
+	return proxy.FromEnviron(os.Environ())
 }
 
 // Console returns the console client and its origin: the origin of

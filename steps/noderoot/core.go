@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -17,17 +17,17 @@ type ConfigurationReader interface {
 }
 
 // NewCoreClient returns a client for the node id that trusts roots (nil:
-// the system roots); proxy is the proxy snapshot,
+// the system roots); p is the proxy snapshot,
 // read by the parser downloads use (lowercase first even when empty, an
 // unusable value refused). It refuses, before any request, a Core origin
 // that the identity's recorded insecure-origin policy does not allow:
 // the node credential never travels in clear text to a host that is not
 // loopback unless the node was installed with --allow-insecure-origin.
-func NewCoreClient(id *NodeIdentity, roots *trust.Roots, proxy download.ProxyEnv) (*core.Client, error) {
+func NewCoreClient(id *NodeIdentity, roots *trust.Roots, p proxy.Env) (*core.Client, error) {
 	if err := provider.CheckOriginPolicy(id.CoreURL, id.AllowInsecureOrigin); err != nil {
 		return nil, fmt.Errorf("%w: core_url: %w", ErrIdentity, err)
 	}
-	proxyFunc, err := proxy.ProxyFunc()
+	proxyFunc, err := p.ProxyFunc()
 	if err != nil {
 		return nil, fmt.Errorf("Core client: %w", err)
 	}

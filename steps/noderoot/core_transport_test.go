@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/download/downloadtest"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -72,7 +72,7 @@ func TestCoreOriginPolicy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := &NodeIdentity{Credential: testCredential, CoreURL: tc.coreURL, AllowInsecureOrigin: tc.insecure}
-			_, err := NewCoreClient(id, nil, download.ProxyEnv{})
+			_, err := NewCoreClient(id, nil, proxy.Env{})
 			if refused := errors.Is(err, provider.ErrInsecureOrigin); refused != tc.refused || (err != nil && !refused) {
 				t.Errorf("NewCoreClient: %v, want refused %v", err, tc.refused)
 			}
@@ -103,7 +103,7 @@ func TestCoreOriginPolicy(t *testing.T) {
 // serves loopback hosts too, and an unusable value is refused before any
 // request.
 func TestCoreClientProxy(t *testing.T) {
-	for _, v := range download.ProxyVariables {
+	for _, v := range proxy.Variables {
 		t.Setenv(v, "")
 		os.Unsetenv(v)
 	}
@@ -159,7 +159,7 @@ func seen(p *downloadtest.Proxy) []string {
 // testCoreClient is a Core client without a proxy.
 func testCoreClient(t *testing.T, id *NodeIdentity, roots *x509.CertPool) *core.Client {
 	t.Helper()
-	c, err := NewCoreClient(id, trust.Only(roots), download.ProxyEnv{})
+	c, err := NewCoreClient(id, trust.Only(roots), proxy.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,12 @@ import (
 	"sort"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -128,7 +128,7 @@ func inspectNodes(ctx context.Context, req Request) ([]NodeInspection, error) {
 				sr = NodeRequest{InstallationID: id}
 			}
 			sr.InstallationID = id
-			reg, core := nodeStatus(ctx, req.Home, os.Getuid(), download.ProxyEnvFromEnviron(os.Environ()), sr)
+			reg, core := nodeStatus(ctx, req.Home, os.Getuid(), proxy.FromEnviron(os.Environ()), sr)
 			ni.Registration, ni.Core = &reg, core
 		}
 		out = append(out, ni)

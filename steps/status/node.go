@@ -13,8 +13,8 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
 // The service account's view of one node's registration and of Core's
@@ -92,7 +92,7 @@ type CoreView struct {
 // under home (as the service account uid) and, when it has an identity and
 // req names Core, asks Core once, within coreTimeout, what it knows
 // of the node. It writes nothing. Core is nil when not asked.
-func nodeStatus(ctx context.Context, home string, uid int, proxy download.ProxyEnv, req NodeRequest) (Registration, *CoreView) {
+func nodeStatus(ctx context.Context, home string, uid int, p proxy.Env, req NodeRequest) (Registration, *CoreView) {
 	root, err := noderoot.OpenNodeRoot(home, req.InstallationID)
 	if err != nil {
 		return Registration{State: RegistrationInvalid, Error: err.Error()}, nil
@@ -131,7 +131,7 @@ func nodeStatus(ctx context.Context, home string, uid int, proxy download.ProxyE
 	if req.CoreURL == "" {
 		return reg, &CoreView{State: CoreNotAsked, Error: "no host record names this node's Core"}
 	}
-	return reg, askCoreStatus(ctx, root, uid, proxy, nid, req)
+	return reg, askCoreStatus(ctx, root, uid, p, nid, req)
 }
 
 // present reports whether rel exists under root (not following links).
@@ -162,7 +162,7 @@ var diagnosticCode = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 var identityAnswerFormat = strictjson.Format{MaxSize: core.MaxConfigurationSize, AllowUnknownKeys: true}
 
 // askCoreStatus asks Core's identity route once, at root's address of Core.
-func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy download.ProxyEnv, nid *noderoot.NodeIdentity, req NodeRequest) *CoreView {
+func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, p proxy.Env, nid *noderoot.NodeIdentity, req NodeRequest) *CoreView {
 	origin := strings.TrimRight(req.CoreURL, "/")
 	view := &CoreView{URL: origin}
 	fail := func(state string, err error) *CoreView {
@@ -175,7 +175,7 @@ func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, proxy down
 	if err != nil {
 		return fail(CoreNotAsked, err)
 	}
-	c, err := noderoot.NewCoreClient(nid, pool, proxy)
+	c, err := noderoot.NewCoreClient(nid, pool, p)
 	if err != nil {
 		return fail(CoreNotAsked, err)
 	}

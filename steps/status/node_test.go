@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
 // TestNodeStatus reads the registration from the node root and asks a
@@ -77,7 +77,7 @@ func TestNodeStatus(t *testing.T) {
 			}
 			os.MkdirAll(root, 0o700)
 			status, answer = tc.status, tc.answer
-			reg, view := nodeStatus(context.Background(), home, os.Getuid(), download.ProxyEnv{},
+			reg, view := nodeStatus(context.Background(), home, os.Getuid(), proxy.Env{},
 				NodeRequest{InstallationID: inst, CoreURL: core.URL})
 			if reg.State != tc.reg {
 				t.Errorf("registration %+v, want %s", reg, tc.reg)

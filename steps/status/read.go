@@ -12,6 +12,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -72,7 +73,7 @@ func ReadNodes(ctx context.Context, o Options, req Request) ([]NodeInspection, e
 	res, err := privsep.Run(cctx, privsep.Options{
 		Binary: bin, UID: u.UID, GID: u.GID, Groups: groups, Home: req.Home,
 		Role: Role, Request: req, Output: o.Output, Signals: o.Signals,
-		Proxy: privsep.ProxyFromEnviron(os.Environ()),
+		Proxy: proxy.FromEnviron(os.Environ()),
 	})
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return nil, fmt.Errorf("reading the node roots as %s did not finish within %s (a process of that account may be holding it up; see `ps -u %s`)",

@@ -19,9 +19,9 @@ import (
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
-	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -111,7 +111,7 @@ func enroll(t *testing.T, s *Server) EnrollRequest {
 func coreClient(t *testing.T, s *Server, req EnrollRequest) *core.Client {
 	id := &noderoot.NodeIdentity{Credential: req.Credential, CoreURL: s.URL}
 	id.Identity.NodeID = req.NodeID
-	c, err := noderoot.NewCoreClient(id, trust.Only(s.CA.Pool()), download.ProxyEnv{})
+	c, err := noderoot.NewCoreClient(id, trust.Only(s.CA.Pool()), proxy.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

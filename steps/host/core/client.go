@@ -16,7 +16,7 @@ import (
 )
 
 // Proxy selects a request's proxy (nil: none); the installer has one proxy
-// parser, download.ProxyEnv.
+// parser, steps/record/proxy.
 type Proxy = func(*http.Request) (*url.URL, error)
 
 // Client talks to one Core origin with one credential: a node's credential

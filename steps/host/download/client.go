@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
 // Defaults of Options.
@@ -51,8 +52,8 @@ type Options struct {
 	// nil means DefaultRetrySleeps. Its length plus one is the number of
 	// attempts.
 	RetrySleeps []time.Duration
-	// Proxy is the proxy snapshot (ProxyEnvFromEnviron(os.Environ())).
-	Proxy ProxyEnv
+	// Proxy is the proxy snapshot (proxy.FromEnviron(os.Environ())).
+	Proxy proxy.Env
 	// UserAgent is sent with every request; default "oac-node-install".
 	UserAgent string
 }
@@ -75,12 +76,12 @@ type Client struct {
 // NewClient builds a Client. It fails only on an unusable proxy setting,
 // and its message never contains the setting's value.
 func NewClient(o Options) (*Client, error) {
-	sel, err := newProxySelector(o.Proxy)
+	sel, err := o.Proxy.Selector()
 	if err != nil {
 		return nil, fmt.Errorf("proxy settings: %w", err)
 	}
 	c := &Client{
-		secrets:         sel.secrets(),
+		secrets:         sel.Secrets(),
 		metadataTimeout: orDuration(o.MetadataTimeout, DefaultMetadataTimeout),
 		stallWindow:     orDuration(o.StallWindow, DefaultStallWindow),
 		stallBytes:      o.StallBytes,
@@ -99,7 +100,7 @@ func NewClient(o Options) (*Client, error) {
 	connect := orDuration(o.ConnectTimeout, DefaultConnectTimeout)
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
 	base := &http.Transport{
-		Proxy:                 sel.proxy,
+		Proxy:                 sel.Proxy,
 		DialContext:           dialer.DialContext,
 		TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   connect,

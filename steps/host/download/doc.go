@@ -3,8 +3,8 @@
 //
 // A Client carries everything that shapes a request: the trusted roots
 // (a private CA for a development console), timeouts, the stall rule, the
-// retry sleeps and a snapshot of the six proxy variables. It speaks
-// HTTP/1.1 only; on loopback HTTP/2 halves the throughput of a large
+// retry sleeps and a snapshot of the six proxy variables (proxy.Env). It
+// speaks HTTP/1.1 only; on loopback HTTP/2 halves the throughput of a large
 // transfer.
 //
 // Two kinds of request exist, with different rules:
@@ -69,13 +69,9 @@
 //
 // # Proxies
 //
-// The proxy snapshot follows the bootstrap's rules: each lowercase
-// variable (http_proxy, https_proxy, no_proxy) takes precedence over its
-// uppercase form even when set but empty. HTTPS goes through CONNECT. A
-// no_proxy entry is "*", a host or domain (with or without a leading "."
-// or "*.", matching the domain and its subdomains), an IP address, a CIDR
-// prefix, any of them optionally with ":port". Loopback is not bypassed
-// implicitly, the way curl and Python behave. Proxy credentials never
-// appear in an error: messages are scrubbed of them at the package
-// boundary.
+// The proxy snapshot is a proxy.Env, parsed by its Selector, the
+// installer's one parser of proxy URLs and no_proxy lists (steps/record/proxy
+// documents the rules). HTTPS goes through CONNECT. Proxy credentials never
+// appear in an error: messages are scrubbed of them (Selector.Secrets) at
+// the package boundary.
 package download

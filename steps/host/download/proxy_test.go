@@ -12,81 +12,8 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/host/download/downloadtest"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
-
-func TestProxyEnvPrecedence(t *testing.T) {
-	cases := []struct {
-		name string
-		env  map[string]string
-		want ProxyEnv
-	}{
-		{"none", map[string]string{}, ProxyEnv{}},
-		{"uppercase only", map[string]string{"HTTPS_PROXY": "http://u:3128", "HTTP_PROXY": "http://h:3128", "NO_PROXY": "a"},
-			ProxyEnv{HTTPProxy: "http://h:3128", HTTPSProxy: "http://u:3128", NoProxy: "a"}},
-		{"lowercase wins", map[string]string{"https_proxy": "http://l:1", "HTTPS_PROXY": "http://u:2", "no_proxy": "x", "NO_PROXY": "y"},
-			ProxyEnv{HTTPSProxy: "http://l:1", NoProxy: "x"}},
-		{"empty lowercase disables uppercase", map[string]string{"https_proxy": "", "HTTPS_PROXY": "http://u:2", "http_proxy": "", "HTTP_PROXY": "http://u:2", "no_proxy": "", "NO_PROXY": "*"},
-			ProxyEnv{}},
-		{"each variable on its own", map[string]string{"https_proxy": "", "HTTPS_PROXY": "http://u:2", "HTTP_PROXY": "http://h:3"},
-			ProxyEnv{HTTPProxy: "http://h:3"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ProxyEnvFromLookup(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
-			if got != tc.want {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
-			}
-			var environ []string
-			for k, v := range tc.env {
-				environ = append(environ, k+"="+v)
-			}
-			if got := ProxyEnvFromEnviron(environ); got != tc.want {
-				t.Fatalf("from environ: got %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestNoProxyMatch(t *testing.T) {
-	cases := []struct {
-		noProxy, host, port string
-		want                bool
-	}{
-		{"", "example.com", "443", false},
-		{"*", "example.com", "443", true},
-		{"example.com", "example.com", "443", true},
-		{"example.com", "a.example.com", "443", true},
-		{"example.com", "badexample.com", "443", false},
-		{".example.com", "example.com", "443", true},
-		{".example.com", "a.b.example.com", "443", true},
-		{"*.example.com", "a.example.com", "443", true},
-		{"EXAMPLE.com.", "example.COM.", "443", true},
-		{"other.org, example.com", "example.com", "443", true},
-		{"other.org example.com", "example.com", "443", true},
-		{"example.com:8443", "example.com", "443", false},
-		{"example.com:8443", "example.com", "8443", true},
-		{"10.1.2.3", "10.1.2.3", "443", true},
-		{"10.1.2.3", "10.1.2.4", "443", false},
-		{"10.0.0.0/8", "10.200.1.1", "443", true},
-		{"10.0.0.0/8", "11.0.0.1", "443", false},
-		{"10.0.0.0/8", "ten.example", "443", false},
-		{"10.0.0.0/8:443", "10.0.0.1", "443", true},
-		{"10.0.0.0/8:443", "10.0.0.1", "80", false},
-		{"::1", "::1", "443", true},
-		{"[::1]:443", "::1", "443", true},
-		{"fd00::/8", "fd12::1", "443", true},
-		{"127.0.0.1", "::ffff:127.0.0.1", "443", true},
-		{"127.0.0.1:8080", "127.0.0.1", "443", false},
-		{",,, ", "example.com", "443", false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.noProxy+"→"+tc.host+":"+tc.port, func(t *testing.T) {
-			if got := matchNoProxy(parseNoProxy(tc.noProxy), tc.host, tc.port); got != tc.want {
-				t.Fatalf("got %v", got)
-			}
-		})
-	}
-}
 
 // closedAddr is an address nothing listens on.
 func closedAddr(t *testing.T) string {
@@ -126,15 +53,15 @@ func TestDownloadThroughProxy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			proxy := &downloadtest.Proxy{Auth: auth}
-			ps := httptest.NewServer(proxy)
+			fake := &downloadtest.Proxy{Auth: auth}
+			ps := httptest.NewServer(fake)
 			defer ps.Close()
 			env := map[string]string{}
 			for k, v := range tc.env {
 				env[k] = strings.ReplaceAll(v, "PROXY", strings.TrimPrefix(ps.URL, "http://"))
 			}
 			o := testOptions(origin)
-			o.Proxy = ProxyEnvFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			o.Proxy = proxy.FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 			c := newTestClient(t, o)
 			target := targetIn(t)
 			err := c.Download(context.Background(), Request{URL: tc.url + "/artifact", Target: target, Size: int64(len(data)), SHA256: hexSum(data), Mode: 0o600})
@@ -142,7 +69,7 @@ func TestDownloadThroughProxy(t *testing.T) {
 				t.Fatalf("download: %v", err)
 			}
 			assertTargetSafe(t, target, data, 0o600)
-			methods, auths := proxy.Seen()
+			methods, auths := fake.Seen()
 			if !tc.proxied {
 				if len(methods) != 0 {
 					t.Fatalf("proxy used: %v", methods)
@@ -182,7 +109,7 @@ func TestProxyCredentialsNeverPrinted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(origin)
-			o.Proxy = ProxyEnv{HTTPSProxy: tc.proxy}
+			o.Proxy = proxy.Env{HTTPS: proxy.Setting{Value: tc.proxy, Set: true}}
 			c := newTestClient(t, o)
 			err := c.Download(context.Background(), Request{URL: origin.URL + "/a", Target: targetIn(t), Size: 1000, SHA256: hexSum(data), Mode: 0o600})
 			check(t, err)
@@ -200,7 +127,7 @@ func TestProxyCredentialsNeverPrinted(t *testing.T) {
 		"http://alice:" + pass + "@[::1",
 	} {
 		t.Run("invalid "+bad[:9], func(t *testing.T) {
-			_, err := NewClient(Options{Proxy: ProxyEnv{HTTPSProxy: bad}})
+			_, err := NewClient(Options{Proxy: proxy.Env{HTTPS: proxy.Setting{Value: bad, Set: true}}})
 			check(t, err)
 		})
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
 // DefaultGrace is how long an interrupted child's process group has to stop
@@ -45,8 +47,8 @@ type Options struct {
 	// pipe, never in arguments or the environment (it may hold a token).
 	Request any
 	// Proxy is the parent's proxy variables, taken at start
-	// (ProxyFromEnviron(os.Environ())); the child gets them normalized.
-	Proxy ProxyEnv
+	// (proxy.FromEnviron(os.Environ())); the child gets them normalized.
+	Proxy proxy.Env
 	// Output receives the child's stdout and stderr, sanitized (Writer).
 	// Nil discards them, and so does an Output whose writes fail, so that
 	// the child never blocks on a full pipe.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 	"golang.org/x/sys/unix"
 )
@@ -24,7 +25,7 @@ func TestRunChildProcessAttributes(t *testing.T) {
 	needRoot(t)
 	o := baseOptions(t, "inspect")
 	o.Groups = []int{nogroup, 100}
-	o.Proxy = ProxyEnv{"http_proxy": "http://proxy.example:3128", "HTTP_PROXY": "http://other.example:1", "NO_PROXY": "internal.example", "https_proxy": ""}
+	o.Proxy = proxy.FromEnviron([]string{"http_proxy=http://proxy.example:3128", "HTTP_PROXY=http://other.example:1", "NO_PROXY=internal.example", "https_proxy="})
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

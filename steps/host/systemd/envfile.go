@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
 // Loopback is appended to both no_proxy spellings of the environment file,
@@ -20,7 +20,7 @@ const Loopback = "localhost,127.0.0.1,::1"
 // with \ and " escaped; both no_proxy spellings are present and end with
 // Loopback. A value the file would hold with a newline, carriage return or NUL is
 // refused with ErrUnrepresentable; the error names the variable, never its value.
-func RenderEnvFile(p privsep.ProxyEnv) (text []byte, write bool, err error) {
+func RenderEnvFile(p proxy.Env) (text []byte, write bool, err error) {
 	values := map[string]string{}
 	var names []string
 	for _, kv := range p.Normalized() {

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 )
 
@@ -298,7 +298,7 @@ func helperNodeUnit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	env, write, err := systemd.RenderEnvFile(privsep.ProxyEnv{"HTTPS_PROXY": proxyText, "no_proxy": "example.com"})
+	env, write, err := systemd.RenderEnvFile(proxy.FromEnviron([]string{"HTTPS_PROXY=" + proxyText, "no_proxy=example.com"}))
 	if err != nil || !write {
 		return fmt.Errorf("env file: %v %v", write, err)
 	}

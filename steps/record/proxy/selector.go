@@ -1,4 +1,4 @@
-package download
+package proxy
 
 import (
 	"fmt"
@@ -9,87 +9,42 @@ import (
 	"strings"
 )
 
-// ProxyEnv is a snapshot of the proxy settings, already resolved from the
-// six variables: each field holds the lowercase variable when it is set,
-// even to the empty string, and the uppercase one otherwise. The zero
-// value uses no proxy.
-type ProxyEnv struct {
-	HTTPProxy  string // http_proxy, else HTTP_PROXY
-	HTTPSProxy string // https_proxy, else HTTPS_PROXY
-	NoProxy    string // no_proxy, else NO_PROXY
-}
-
-// ProxyVariables are the six variable names a proxy snapshot reads, the
-// only ones the installer passes through sudo and into its child.
-var ProxyVariables = []string{"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}
-
-// ProxyEnvFromLookup resolves the snapshot with lookup (os.LookupEnv, or
-// a test's map): a set lowercase variable wins even when empty.
-func ProxyEnvFromLookup(lookup func(string) (string, bool)) ProxyEnv {
-	get := func(lower, upper string) string {
-		if v, ok := lookup(lower); ok {
-			return v
-		}
-		v, _ := lookup(upper)
-		return v
-	}
-	return ProxyEnv{
-		HTTPProxy:  get("http_proxy", "HTTP_PROXY"),
-		HTTPSProxy: get("https_proxy", "HTTPS_PROXY"),
-		NoProxy:    get("no_proxy", "NO_PROXY"),
-	}
-}
-
-// ProxyEnvFromEnviron resolves the snapshot from an environment list in
-// os.Environ form; the first assignment of a name counts, as in getenv.
-func ProxyEnvFromEnviron(environ []string) ProxyEnv {
-	m := map[string]string{}
-	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
-		if _, seen := m[k]; !seen {
-			m[k] = v
-		}
-	}
-	return ProxyEnvFromLookup(func(k string) (string, bool) { v, ok := m[k]; return v, ok })
-}
-
-// ProxyFunc returns the Transport.Proxy function of the snapshot, for a
-// client other than Client (Core's): every client of the installer uses
-// this one parser. An unusable setting is refused with an error that names
-// the variable, never its value.
-func (p ProxyEnv) ProxyFunc() (func(*http.Request) (*url.URL, error), error) {
-	sel, err := newProxySelector(p)
-	if err != nil {
-		return nil, fmt.Errorf("proxy settings: %w", err)
-	}
-	return sel.proxy, nil
-}
-
-// proxySelector picks the proxy for one request URL.
-type proxySelector struct {
+// Selector is a parsed snapshot: it picks the proxy for one request URL.
+type Selector struct {
 	http, https *url.URL
 	bypass      []noProxyRule
 }
 
-// newProxySelector parses the snapshot. Its errors never contain a
-// variable's value, which may hold credentials.
-func newProxySelector(p ProxyEnv) (*proxySelector, error) {
-	h, err := parseProxyURL(p.HTTPProxy, "http_proxy/HTTP_PROXY")
+// Selector parses the snapshot. An unusable setting is refused with an
+// error that names the variable, never its value, which may hold
+// credentials.
+func (e Env) Selector() (*Selector, error) {
+	h, err := parseProxyURL(e.HTTP.Value, "http_proxy/HTTP_PROXY")
 	if err != nil {
 		return nil, err
 	}
-	hs, err := parseProxyURL(p.HTTPSProxy, "https_proxy/HTTPS_PROXY")
+	hs, err := parseProxyURL(e.HTTPS.Value, "https_proxy/HTTPS_PROXY")
 	if err != nil {
 		return nil, err
 	}
-	return &proxySelector{http: h, https: hs, bypass: parseNoProxy(p.NoProxy)}, nil
+	return &Selector{http: h, https: hs, bypass: parseNoProxy(e.NoProxy.Value)}, nil
 }
 
-// secrets lists the strings that would reveal proxy credentials.
-func (s *proxySelector) secrets() []string {
+// ProxyFunc returns the Transport.Proxy function of the snapshot, for a
+// client that keeps no list of secrets to scrub (Core's); its error is
+// Selector's, prefixed with "proxy settings: ".
+func (e Env) ProxyFunc() (func(*http.Request) (*url.URL, error), error) {
+	sel, err := e.Selector()
+	if err != nil {
+		return nil, fmt.Errorf("proxy settings: %w", err)
+	}
+	return sel.Proxy, nil
+}
+
+// Secrets lists the strings that would reveal proxy credentials, for
+// scrubbing them out of error messages: for each proxy URL with user
+// information, the spellings a message may show it in, longest first.
+func (s *Selector) Secrets() []string {
 	var out []string
 	for _, u := range []*url.URL{s.http, s.https} {
 		if u == nil || u.User == nil {
@@ -104,6 +59,8 @@ func (s *proxySelector) secrets() []string {
 	return out
 }
 
+// parseProxyURL parses the value of the variable pair name: nil for an
+// empty value, a bare host[:port] taken as http://.
 func parseProxyURL(v, name string) (*url.URL, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -126,8 +83,9 @@ func parseProxyURL(v, name string) (*url.URL, error) {
 	return u, nil
 }
 
-// proxy is the Transport.Proxy function.
-func (s *proxySelector) proxy(r *http.Request) (*url.URL, error) {
+// Proxy is the Transport.Proxy function: the proxy for r's scheme, or nil
+// for none or when the no_proxy list bypasses r's host and port.
+func (s *Selector) Proxy(r *http.Request) (*url.URL, error) {
 	var p *url.URL
 	switch r.URL.Scheme {
 	case "https":
