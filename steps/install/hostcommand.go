@@ -43,15 +43,19 @@ func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
 	}
 	sum := sha256.Sum256(bin)
 	digest := hex.EncodeToString(sum[:])
-	db, err := bookkeeping.Open(h.Bookkeeping())
-	if err != nil {
+	// Read-only first: a converged run leaves installer.db as it is (an
+	// open for writing writes it).
+	var rec bookkeeping.Command
+	recorded := false
+	ro, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if err == nil {
+		rec, recorded, err = ro.GetCommand()
+		ro.Close()
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
-	defer db.Close()
-	rec, recorded, err := db.GetCommand()
-	if err != nil {
-		return false, err
-	}
+	want := bookkeeping.Command{Path: path, SHA256: digest, Version: version}
 	held, err := fileDigest(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -59,21 +63,30 @@ func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
 		return false, err
 	case !recorded || rec.Path != path:
 		return false, errors.New("a file the installer did not write is there; it is kept")
-	case held == digest:
-		if rec.SHA256 != digest || rec.Version != version {
-			return false, db.SetCommand(bookkeeping.Command{Path: path, SHA256: digest, Version: version})
-		}
+	case held == digest && rec.SHA256 == digest && rec.Version == version:
 		return false, nil
+	case held == digest:
+		return false, setCommand(h, want)
 	}
 	// The record comes first: cut off between the two, the bookkeeping
 	// names a copy that is missing or older, which the next run replaces.
-	if err := db.SetCommand(bookkeeping.Command{Path: path, SHA256: digest, Version: version}); err != nil {
+	if err := setCommand(h, want); err != nil {
 		return false, err
 	}
 	if err := safefile.AtomicWrite(path, bin, 0o755); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// setCommand records c in the bookkeeping.
+func setCommand(h layout.Host, c bookkeeping.Command) error {
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.SetCommand(c)
 }
 
 // RemoveCommand removes the command on the host when the last node is

@@ -2,10 +2,12 @@ package install
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -122,5 +124,24 @@ func TestTheCommandOnTheHostKeepsWhatIsNotItsOwn(t *testing.T) {
 	KeepCommand(h, []byte("build 1"), "v1", &out)
 	if _, err := os.Lstat(h.Command()); !os.IsNotExist(err) || !strings.Contains(out.String(), "may be changed by others") {
 		t.Errorf("a world-writable directory: %v, output %q", err, out.String())
+	}
+}
+
+// A run that finds the command as it left it does not write installer.db:
+// a converged rerun leaves root's records byte for byte.
+func TestTheCommandOnTheHostConvergedWritesNothing(t *testing.T) {
+	h := commandHost(t)
+	KeepCommand(h, []byte("build 1"), "v1", io.Discard)
+	before, err := os.Stat(h.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, _ := os.ReadFile(h.Bookkeeping())
+	time.Sleep(10 * time.Millisecond)
+	KeepCommand(h, []byte("build 1"), "v1", io.Discard)
+	after, _ := os.Stat(h.Bookkeeping())
+	b2, _ := os.ReadFile(h.Bookkeeping())
+	if !after.ModTime().Equal(before.ModTime()) || !bytes.Equal(b1, b2) {
+		t.Errorf("installer.db written by a converged run (mtime %v → %v)", before.ModTime(), after.ModTime())
 	}
 }
