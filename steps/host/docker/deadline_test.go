@@ -14,21 +14,7 @@ import (
 // at its deadline with ErrNoAnswer, naming the call; the caller's own
 // cancellation stays context.Canceled.
 func TestHungEngineCallsEndAtTheirDeadline(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "docker.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer conn.Close() // read nothing, answer nothing
-		}
-	}()
+	sock := engineSocket(t, func(conn net.Conn) {}) // read nothing, answer nothing
 	old := CallTimeout
 	CallTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { CallTimeout = old })
@@ -61,23 +47,10 @@ func TestHungEngineCallsEndAtTheirDeadline(t *testing.T) {
 // An engine that breaks off the connection without an answer fails the
 // call once, naming it once, with the next step for the operator.
 func TestBrokenOffAnswerNamesTheCallOnceAndTheNextStep(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "docker.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			buf := make([]byte, 4096)
-			conn.Read(buf) // the request, then no answer at all
-			conn.Close()
-		}
-	}()
+	sock := engineSocket(t, func(conn net.Conn) {
+		conn.Read(make([]byte, 4096)) // the request, then no answer at all
+		conn.Close()
+	})
 	c, err := New("unix://" + sock)
 	if err != nil {
 		t.Fatal(err)
@@ -91,4 +64,36 @@ func TestBrokenOffAnswerNamesTheCallOnceAndTheNextStep(t *testing.T) {
 	if strings.Count(msg, "inspect image") != 1 || !strings.Contains(msg, "docker info") || !strings.Contains(msg, "rerun the same command") {
 		t.Errorf("error %q: want the call named once and the next step", msg)
 	}
+}
+
+// engineSocket is a Docker Engine socket that hands each connection to
+// serve; connections serve leaves open are closed with the test.
+func engineSocket(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, conn)
+			serve(conn)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return sock
 }
