@@ -10,7 +10,6 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -237,7 +236,7 @@ func (s startStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcom
 // their facts; but no check of a service-account step reads a fact of
 // root's steps (each reads only what the earlier service-account steps
 // reported), so its answer is the one a child asked here would give.
-func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]generation.InstallStepCheck, error) {
+func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]NodeCheck, error) {
 	if e.checks != nil || e.checksErr != nil {
 		return e.checks, e.checksErr
 	}
@@ -248,7 +247,7 @@ func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]
 		e.checksErr = err
 		return nil, err
 	}
-	req, err := childRequest(generation.StepCheck, facts, e.nodeInput())
+	req, err := childRequest(StepCheck, facts, e.nodeInput())
 	if err != nil {
 		e.checksErr = err
 		return nil, err
@@ -258,7 +257,7 @@ func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]
 		e.checksErr = asaccount.StepErr(err)
 		return nil, e.checksErr
 	}
-	var out generation.InstallOutput
+	var out Output
 	if err := a.DecodeOutput(&out); err != nil {
 		e.checksErr = err
 		return nil, err
@@ -269,8 +268,8 @@ func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]
 
 // setNodeChecks records a child's answer to the check of every
 // service-account step.
-func (e *Env) setNodeChecks(checks []generation.InstallStepCheck) {
-	e.checks = map[string]generation.InstallStepCheck{}
+func (e *Env) setNodeChecks(checks []NodeCheck) {
+	e.checks = map[string]NodeCheck{}
 	for _, c := range checks {
 		e.checks[c.Step] = c
 	}

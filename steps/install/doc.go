@@ -4,7 +4,7 @@
 // account, group, host_records, env_file, unit, start, summary), which see
 // the run through Data (data.go); and the service-account steps — the
 // states the install definition marks workflow.ServiceAccount, which are
-// steps/generation's InstallSteps — each bound to an asaccount.Step that
+// steps/generation's nodeSteps — each bound to an asaccount.Step that
 // runs it in a privilege-separated child as oac-node and records its
 // result in root's journal /var/lib/oac-node-install/<id>/install.journal
 // (serviceaccount.go). Root never executes a file the account can write:
@@ -13,9 +13,9 @@
 //	root engine ── begin node_root ──▶ asaccount.Step.Run
 //	                                   └─ asaccount.Children.Run:
 //	                                        Session.Call(request: step,
-//	                                        facts, generation.InstallInput,
+//	                                        facts, Input,
 //	                                        token only for register)
-//	                                        child: generation.InstallServer
+//	                                        child: Server
 //	            ◀─ done node_root (facts) ─┘
 //
 // The service-account steps of a run share one child (asaccount.Children:

@@ -15,7 +15,6 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
@@ -149,7 +148,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	phase("Read Core's deployment specification")
 	var conf *core.Configuration
 	var raw []byte
-	var prechecked *generation.InstallOutput
+	var prechecked *Output
 	isRegistered := false
 	if known {
 		if isRegistered, err = Registered(c.Host, o.InstallationID); err != nil {
@@ -180,12 +179,12 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		in := (&Env{Opts: o}).nodeInput()
 		in.Check = true
 		var req asaccount.Request
-		req, err = childRequest(generation.StepConfiguration, nil, in)
+		req, err = childRequest(StepConfiguration, nil, in)
 		var a asaccount.Answer
 		if err == nil {
 			a, err = c.Child(ctx, req)
 		}
-		var out generation.InstallOutput
+		var out Output
 		if err == nil {
 			err = a.DecodeOutput(&out)
 		}
@@ -333,7 +332,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		// with the node root's unregistered state (CONTRACT §10), so the
 		// new command Web generates installs; the account and its groups
 		// stay recorded.
-		if derr := discardUnregistered(c.Host, o.InstallationID, path); derr != nil {
+		if derr := discardRecords(c.Host, o.InstallationID, path); derr != nil {
 			err = errors.Join(err, derr)
 		} else {
 			changed = append(changed, fmt.Sprintf("root's records of the installation (%s kept aside, the host record and the bookkeeping entry removed)", path))
@@ -367,10 +366,10 @@ func nextInstall(err error) string {
 // refusalOf is a refusal before the first change as a workflow.Refusal.
 func refusalOf(err error) error { return workflow.Refuse(err) }
 
-// discardUnregistered removes root's records of an installation that never
+// discardRecords removes root's records of an installation that never
 // registered: its host record, its bookkeeping entry, and its journal,
 // kept aside as a receipt so that the next run starts anew.
-func discardUnregistered(h layout.Host, id, journalPath string) error {
+func discardRecords(h layout.Host, id, journalPath string) error {
 	// The journal first: cut off after it, the records left make the new
 	// command refuse, naming the uninstall, rather than resume a journal
 	// whose host_records step is done while its record is gone.

@@ -7,7 +7,6 @@ import (
 	"maps"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -31,7 +30,7 @@ type serviceStep struct{ asaccount.Step }
 // nodeChecker is what checks every service-account step in one child (Env
 // implements it).
 type nodeChecker interface {
-	NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]generation.InstallStepCheck, error)
+	NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]NodeCheck, error)
 }
 
 // Check implements workflow.Checker with the answer of one child for all
@@ -56,7 +55,7 @@ func (s serviceStep) Check(ctx context.Context, facts workflow.Facts) (workflow.
 // childRequest is the install workflow's request to the child for step,
 // which is a state or a request of the installation's own (StepCheck,
 // StepConfiguration), with the run's facts and the installation's input.
-func childRequest(step string, facts map[string]string, in generation.InstallInput) (asaccount.Request, error) {
+func childRequest(step string, facts map[string]string, in Input) (asaccount.Request, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return asaccount.Request{}, fmt.Errorf("encode the installation's input: %w", err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
@@ -23,7 +22,7 @@ import (
 
 type registrar struct{ calls int }
 
-func (r *registrar) Register(_ context.Context, req generation.RegisterRequest) error {
+func (r *registrar) Register(_ context.Context, req RegisterRequest) error {
 	r.calls++
 	return os.WriteFile(filepath.Join(req.StateDir, "identity.json"), []byte("{}\n"), 0o600)
 }
@@ -65,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 // ChildInput implements asaccount.Data as Env does: the token only for
 // the register step's run.
 func (f *fixture) ChildInput(state workflow.State, verify bool) any {
-	in := generation.InstallInput{InstallationID: generationtest.InstallationID, SourceURL: f.srv.URL, CoreOrigin: f.srv.URL,
+	in := Input{InstallationID: generationtest.InstallationID, SourceURL: f.srv.URL, CoreOrigin: f.srv.URL,
 		CoreCA: f.srv.CA, Configuration: f.conf}
 	if state == workflow.InstallRegister && !verify {
 		in.Token = f.token
@@ -85,7 +84,7 @@ func (f *fixture) Child() asaccount.Runner {
 		if err := json.Unmarshal(body, &got); err != nil {
 			return asaccount.Answer{}, err
 		}
-		var input generation.InstallInput
+		var input Input
 		if err := got.DecodeInput(&input); err != nil {
 			return asaccount.Answer{}, err
 		}
@@ -93,7 +92,7 @@ func (f *fixture) Child() asaccount.Runner {
 		if err != nil {
 			return asaccount.Answer{}, err
 		}
-		in := generation.InstallOptions{
+		in := NodeOptions{
 			InstallationID: input.InstallationID, Home: f.home, UID: os.Getuid(), SourceURL: input.SourceURL, CoreOrigin: input.CoreOrigin,
 			CoreCA: input.CoreCA, Configuration: conf,
 			Docker:   func(context.Context, string) (noderoot.Docker, error) { return f.engine, nil },
@@ -101,7 +100,7 @@ func (f *fixture) Child() asaccount.Runner {
 			Helper:   func() ([]byte, error) { return []byte("installer"), nil },
 			Register: f.reg,
 		}
-		return generation.RunInstallStep(ctx, in, got)
+		return RunStep(ctx, in, got)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/install"
@@ -90,7 +89,7 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 			e.Printf("keep the account %s: a process still runs as it (see `pgrep -u %s`); once it has ended, rerun `%s`", layout.Account, layout.Account, rerun)
 			return kept("process"), nil
 		}
-		if facts[generation.FactStoresKept] != "" {
+		if facts[FactStoresKept] != "" {
 			e.Printf("keep the account %s and its home: they hold the kept microsandbox store; once it is removed, rerun `%s`", layout.Account, rerun)
 			return kept("store"), nil
 		}
@@ -201,7 +200,7 @@ func noChild(_ context.Context, req asaccount.Request) (asaccount.Answer, error)
 	}
 	a := asaccount.Answer{Event: ev}
 	if workflow.State(req.Step) == workflow.UninstallAskCore {
-		a.Facts = map[string]string{generation.FactCore: generation.CoreForced}
+		a.Facts = map[string]string{FactCore: CoreForced}
 	}
 	return a, nil
 }

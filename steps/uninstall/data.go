@@ -6,7 +6,6 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -64,7 +63,7 @@ func (e *Env) Bookkeeping() (*bookkeeping.DB, error) {
 // ChildInput implements asaccount.Data: the uninstallation's input, the
 // same for every step.
 func (e *Env) ChildInput(workflow.State, bool) any {
-	return generation.UninstallInput{
+	return Input{
 		InstallationID: e.Opts.InstallationID, Provider: e.Inst.Provider, CoreURL: e.Inst.CoreURL,
 		AllowInsecureOrigin: e.Inst.AllowInsecureOrigin, CoreCASHA256: e.Inst.CoreCA, Force: e.Opts.Force,
 		Registered: e.Registered,

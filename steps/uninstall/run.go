@@ -12,7 +12,6 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/install"
@@ -184,7 +183,7 @@ func nextUninstall(err error) string {
 // summary prints what stays and the commands that remove it.
 func summary(e *Env, facts workflow.Facts) {
 	id := e.Opts.InstallationID
-	if img := facts[generation.FactRuntimeImage]; img != "" {
+	if img := facts[FactRuntimeImage]; img != "" {
 		e.Printf("The Runtime image stays; remove it when no other node uses it: sudo docker image rm %s", img)
 	}
 	if facts[FactAccountKept] != "" {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
@@ -88,8 +87,8 @@ func inProcessChild(h layout.Host, engine *dockertest.FileEngine, n *atomic.Int3
 		if err != nil {
 			return asaccount.Answer{}, err
 		}
-		return generation.RunUninstallStep(ctx, generation.UninstallOptions{Home: h.Home(), UID: u.UID,
-			Docker: func(context.Context, string) (generation.UninstallNetworks, error) { return engine, nil }}, req)
+		return uninstall.RunStep(ctx, uninstall.NodeOptions{Home: h.Home(), UID: u.UID,
+			Docker: func(context.Context, string) (uninstall.Networks, error) { return engine, nil }}, req)
 	}
 }
 

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// nodeRootStep makes the node root's directories (RunInstallStep creates
+// nodeRootStep makes the node root's directories (RunStep creates
 // them before the environment opens the root), keeps the private copy of
 // the operator's Core CA, and removes every enrollment token file an
 // earlier run left. A registered node's CA copy is never replaced: a
 // different CA refuses.
-type nodeRootStep struct{ e *InstallEnv }
+type nodeRootStep struct{ e *NodeEnv }
 
 func (s nodeRootStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
@@ -52,7 +52,7 @@ const tokenFilePrefix = ".enrollment-"
 
 // removeTokenFiles removes every enrollment token file in the node root
 // (only regular files; anything else there is refused).
-func removeTokenFiles(e *InstallEnv) error {
+func removeTokenFiles(e *NodeEnv) error {
 	names, err := e.Root().ReadDir()
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package generation
+package uninstall
 
 import (
 	"context"
@@ -13,16 +13,17 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// UninstallInput is the uninstallation's own part of a request to the
+// Input is the uninstallation's own part of a request to the
 // service account (asaccount.Request.Input). The Core address, its
 // insecure-origin policy and the CA's sha256 come from root's records (the
 // host record and the bookkeeping), never from files the service account
 // can write.
-type UninstallInput struct {
+type Input struct {
 	InstallationID      string `json:"installation_id"`
 	Provider            string `json:"provider"`
 	CoreURL             string `json:"core_url"`
@@ -41,7 +42,7 @@ type UninstallInput struct {
 type UninstallStepRequest struct {
 	Step  string
 	Facts map[string]string
-	UninstallInput
+	Input
 }
 
 // UninstallStepResult is a step's result in the child.
@@ -50,79 +51,79 @@ type UninstallStepResult struct {
 	Facts map[string]string
 }
 
-// UninstallNetworks is the part of the Docker Engine the uninstall's
+// Networks is the part of the Docker Engine the uninstall's
 // network step uses. The real docker.Client implements it.
-type UninstallNetworks interface {
+type Networks interface {
 	NetworkInspect(ctx context.Context, name string) (docker.Network, error)
 	NetworkRemove(ctx context.Context, name string) error
 	ContainersByLabel(ctx context.Context, key, value string) ([]docker.Container, error)
 }
 
-// UninstallAdapters are the host adapters the uninstall child uses.
-type UninstallAdapters struct {
+// Adapters are the host adapters the uninstall child uses.
+type Adapters struct {
 	// Docker connects to the Docker Engine at host.
-	Docker func(ctx context.Context, host string) (UninstallNetworks, error)
+	Docker func(ctx context.Context, host string) (Networks, error)
 }
 
-// UninstallOptions describe the service-account side of one uninstall
+// NodeOptions describe the service-account side of one uninstall
 // step.
-type UninstallOptions struct {
+type NodeOptions struct {
 	// Home is the node account's home; UID the node account.
 	Home   string
 	UID    int
-	Docker func(ctx context.Context, host string) (UninstallNetworks, error)
+	Docker func(ctx context.Context, host string) (Networks, error)
 	// Proxy is the proxy snapshot for the request to Core.
 	Proxy download.ProxyEnv
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 }
 
-func (o UninstallOptions) logf(format string, args ...any) {
+func (o NodeOptions) logf(format string, args ...any) {
 	if o.Log != nil {
 		fmt.Fprintf(o.Log, format+"\n", args...)
 	}
 }
 
-func (o UninstallOptions) nodeRoot(id string) string { return layout.NodeRootIn(o.Home, id) }
+func (o NodeOptions) nodeRoot(id string) string { return layout.NodeRootIn(o.Home, id) }
 
 // openNodeRoot opens the node root of id beneath the home, through no
 // symbolic link (the home's subdirectories are the service account's to
 // replace).
-func (o UninstallOptions) openNodeRoot(id string) (*safefile.Root, error) {
+func (o NodeOptions) openNodeRoot(id string) (*safefile.Root, error) {
 	return safefile.OpenRootIn(o.Home, layout.NodeRel(id), safefile.Expect{UID: safefile.AnyUID})
 }
 
-// UninstallServer is the uninstallation's side in the service-account
+// Server is the uninstallation's side in the service-account
 // child (asaccount.Server): it runs the one step. Progress lines go to the
 // parent.
-func UninstallServer(a UninstallAdapters) asaccount.Server {
+func Server(a Adapters) asaccount.Server {
 	return asaccount.Server{Serve: func(ctx context.Context, c *privsep.Child, req asaccount.Request) (asaccount.Answer, error) {
-		in := UninstallOptions{Home: os.Getenv("HOME"), UID: os.Getuid(), Docker: a.Docker,
-			Proxy: download.ProxyEnvFromEnviron(os.Environ()), Log: progressWriter{c}}
-		return RunUninstallStep(ctx, in, req)
-	}, Errors: childErrors}
+		in := NodeOptions{Home: os.Getenv("HOME"), UID: os.Getuid(), Docker: a.Docker,
+			Proxy: download.ProxyEnvFromEnviron(os.Environ()), Log: asaccount.Log(c)}
+		return RunStep(ctx, in, req)
+	}, Errors: install.ServerErrors}
 }
 
-// RunUninstallStep runs one service-account step of an uninstallation as
-// req asks, with in's options: what UninstallServer does once the child's
+// RunStep runs one service-account step of an uninstallation as
+// req asks, with in's options: what Server does once the child's
 // options are set (tests call it in process).
-func RunUninstallStep(ctx context.Context, in UninstallOptions, req asaccount.Request) (asaccount.Answer, error) {
+func RunStep(ctx context.Context, in NodeOptions, req asaccount.Request) (asaccount.Answer, error) {
 	r := UninstallStepRequest{Step: req.Step, Facts: req.Facts}
-	if err := req.DecodeInput(&r.UninstallInput); err != nil {
+	if err := req.DecodeInput(&r.Input); err != nil {
 		return asaccount.Answer{}, err
 	}
 	if req.Verify {
 		return asaccount.Answer{}, fmt.Errorf("uninstallation: step %s cannot be verified", req.Step)
 	}
-	res, err := runUninstallStep(ctx, in, r)
+	res, err := runStep(ctx, in, r)
 	if err != nil {
 		return asaccount.Answer{}, err
 	}
 	return asaccount.Answer{Event: res.Event, Facts: res.Facts}, nil
 }
 
-// runUninstallStep runs the one step of req.
-func runUninstallStep(ctx context.Context, in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+// runStep runs the one step of req.
+func runStep(ctx context.Context, in NodeOptions, req UninstallStepRequest) (UninstallStepResult, error) {
 	if id := req.InstallationID; id == "" || strings.HasPrefix(id, ".") || filepath.Base(id) != id {
 		return UninstallStepResult{}, fmt.Errorf("uninstallation: %q is not an installation id", id)
 	}

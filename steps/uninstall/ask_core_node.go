@@ -1,4 +1,4 @@
-package generation
+package uninstall
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -39,7 +40,7 @@ var ErrCoreUnconfirmed = errors.New("cannot confirm with Core that the node was 
 // removal; a 2xx refuses; any other answer or none refuses and names
 // --force for a Core that no longer exists. --force, and a node that never
 // registered, skip the question.
-func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+func askCore(ctx context.Context, in NodeOptions, req UninstallStepRequest) (UninstallStepResult, error) {
 	if req.Force {
 		in.logf("skip the Core check (--force)")
 		return coreResult(CoreForced), nil
@@ -99,7 +100,7 @@ func askCore(ctx context.Context, in UninstallOptions, req UninstallStepRequest)
 	}
 	rctx, cancel := context.WithTimeout(ctx, UninstallCoreTimeout)
 	defer cancel()
-	_, status, err := coreIdentity(rctx, c)
+	_, status, err := install.CoreIdentity(rctx, c)
 	switch {
 	case ctx.Err() != nil:
 		return UninstallStepResult{}, ctx.Err()

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // openBundle opens the installation's bundle directory.
-func (e *InstallEnv) openBundle() (*safefile.Root, error) {
+func (e *NodeEnv) openBundle() (*safefile.Root, error) {
 	b, err := safefile.OpenRoot(e.in.Bundle)
 	if err != nil {
 		return nil, noderoot.Refusal("Give --bundle the offline bundle's directory", fmt.Errorf("%w: %w", noderoot.ErrBundle, err))
@@ -23,7 +23,7 @@ func (e *InstallEnv) openBundle() (*safefile.Root, error) {
 }
 
 // bundleCurrent is CurrentRelease of a bundle: its own release.
-func (e *InstallEnv) bundleCurrent() (*noderoot.Metadata, error) {
+func (e *NodeEnv) bundleCurrent() (*noderoot.Metadata, error) {
 	b, err := e.openBundle()
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func (e *InstallEnv) bundleCurrent() (*noderoot.Metadata, error) {
 // release other than the current one is in releases/<src>/. A bundle
 // without it is refused: the current Runtime never stands in for the
 // selected one.
-func (e *InstallEnv) Release(ctx context.Context, src string) (*noderoot.Metadata, error) {
+func (e *NodeEnv) Release(ctx context.Context, src string) (*noderoot.Metadata, error) {
 	if e.in.Bundle == "" {
 		return e.Env.Release(ctx, src)
 	}
@@ -76,7 +76,7 @@ func (e *InstallEnv) Release(ctx context.Context, src string) (*noderoot.Metadat
 
 // FetchReleaseFile implements Data: a fixed file of a release, from the
 // console or the bundle.
-func (e *InstallEnv) FetchReleaseFile(ctx context.Context, src, name string) ([]byte, error) {
+func (e *NodeEnv) FetchReleaseFile(ctx context.Context, src, name string) ([]byte, error) {
 	if e.in.Bundle == "" {
 		return e.Env.FetchReleaseFile(ctx, src, name)
 	}
@@ -100,7 +100,7 @@ func (e *InstallEnv) FetchReleaseFile(ctx context.Context, src, name string) ([]
 
 // Download implements Data: an artifact of a release, downloaded from the
 // console, or copied from the bundle with its bytes verified again.
-func (e *InstallEnv) Download(ctx context.Context, src string, req download.Request) error {
+func (e *NodeEnv) Download(ctx context.Context, src string, req download.Request) error {
 	if e.in.Bundle == "" {
 		return e.Env.Download(ctx, src, req)
 	}

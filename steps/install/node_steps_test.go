@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"bytes"
@@ -77,10 +77,10 @@ func newInstallFixture(t *testing.T) *installFixture {
 	}
 }
 
-func (f *installFixture) options() InstallOptions {
-	return InstallOptions{
-		InstallationID: testID, Home: f.home, UID: os.Getuid(), SourceURL: f.srv.URL, CoreOrigin: f.srv.URL, CoreCA: f.srv.CA,
-		Configuration: &core.Configuration{InstallationID: testID, Provider: release.ProviderDocker, CoreURL: f.srv.URL, Generation: 1,
+func (f *installFixture) options() NodeOptions {
+	return NodeOptions{
+		InstallationID: nodeTestID, Home: f.home, UID: os.Getuid(), SourceURL: f.srv.URL, CoreOrigin: f.srv.URL, CoreCA: f.srv.CA,
+		Configuration: &core.Configuration{InstallationID: nodeTestID, Provider: release.ProviderDocker, CoreURL: f.srv.URL, Generation: 1,
 			Specification: f.spec, SpecificationDigest: f.spec.Digest(), MaxActive: 2, MaxRetained: 4},
 		Docker:   func(context.Context, string) (noderoot.Docker, error) { return f.docker, nil },
 		Download: download.Options{RetrySleeps: []time.Duration{time.Millisecond}, StallWindow: 5 * time.Second},
@@ -94,16 +94,16 @@ func (f *installFixture) options() InstallOptions {
 // returns the first error.
 func (f *installFixture) run(token string) error {
 	f.t.Helper()
-	if err := EnsureNodeRoot(f.home, testID, os.Getuid()); err != nil {
+	if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
 		return err
 	}
-	e, err := NewInstallEnv(context.Background(), f.options())
+	e, err := NewNodeEnv(context.Background(), f.options())
 	if err != nil {
 		return err
 	}
 	defer e.Close()
 	e.SetToken(token)
-	steps := InstallSteps(e)
+	steps := nodeSteps(e)
 	facts := workflow.Facts{}
 	for _, st := range []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
 		workflow.InstallLease, workflow.InstallRuntime, workflow.InstallNetwork, workflow.InstallProviderConfig, workflow.InstallRegister} {
@@ -119,7 +119,7 @@ func (f *installFixture) run(token string) error {
 }
 
 func (f *installFixture) root(rel ...string) string {
-	return filepath.Join(append([]string{f.home, ".oac", "nodes", testID}, rel...)...)
+	return filepath.Join(append([]string{f.home, ".oac", "nodes", nodeTestID}, rel...)...)
 }
 
 func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
@@ -149,11 +149,11 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 		t.Errorf("installation.json %s registered.json %s", inst, reg)
 	}
 	cfg, _ := os.ReadFile(f.root("provider.json"))
-	if !strings.Contains(string(cfg), f.rel.Image.ConfigDigest) || !strings.Contains(string(cfg), "oac-node-"+testID) {
+	if !strings.Contains(string(cfg), f.rel.Image.ConfigDigest) || !strings.Contains(string(cfg), "oac-node-"+nodeTestID) {
 		t.Errorf("provider.json %s", cfg)
 	}
-	if st, _ := f.docker.State(); st.Nets["oac-node-"+testID][InstallationLabel] != testID {
-		n := st.Nets["oac-node-"+testID]
+	if st, _ := f.docker.State(); st.Nets["oac-node-"+nodeTestID][InstallationLabel] != nodeTestID {
+		n := st.Nets["oac-node-"+nodeTestID]
 		t.Errorf("network labels %v", n)
 	}
 	if left, _ := filepath.Glob(f.root(".enrollment-*")); len(left) != 0 {

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -12,17 +12,17 @@ const (
 	factNetwork      = "network"
 )
 
-// InstallSteps binds the install workflow's service-account states to e.
+// nodeSteps binds the install workflow's service-account states to e.
 // Root runs them in one privilege-separated child for the run
-// (install.Children, which calls RunInstallStep there); the other states
+// (install.Children, which calls RunStep there); the other states
 // are root's.
-func InstallSteps(e *InstallEnv) map[workflow.State]workflow.Step {
+func nodeSteps(e *NodeEnv) map[workflow.State]workflow.Step {
 	return map[workflow.State]workflow.Step{
 		workflow.InstallNodeRoot:       nodeRootStep{e},
 		workflow.InstallMetadata:       metadataStep{e},
-		workflow.InstallDownloads:      installDownloadStep{e},
+		workflow.InstallDownloads:      downloadsStep{e},
 		workflow.InstallHelper:         helperStep{e},
-		workflow.InstallLease:          installLeaseStep{e},
+		workflow.InstallLease:          leaseStep{e},
 		workflow.InstallRuntime:        runtimeStep{e},
 		workflow.InstallNetwork:        networkStep{e},
 		workflow.InstallProviderConfig: providerConfigStep{e},

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"bytes"
@@ -47,11 +47,11 @@ func TestSameBytes(t *testing.T) {
 }
 
 // helperCheck runs the installation's checks and returns the helper's.
-func (f *installFixture) helperCheck() (InstallStepCheck, error) {
+func (f *installFixture) helperCheck() (NodeCheck, error) {
 	f.t.Helper()
-	res, err := CheckInstallSteps(context.Background(), f.options(), InstallStepRequest{})
+	res, err := CheckNodeSteps(context.Background(), f.options(), InstallStepRequest{})
 	if err != nil {
-		return InstallStepCheck{}, err
+		return NodeCheck{}, err
 	}
 	for _, c := range res.Checks {
 		if c.Step == string(workflow.InstallHelper) {
@@ -59,14 +59,14 @@ func (f *installFixture) helperCheck() (InstallStepCheck, error) {
 		}
 	}
 	f.t.Fatalf("no helper check in %+v", res.Checks)
-	return InstallStepCheck{}, nil
+	return NodeCheck{}, nil
 }
 
 func TestHelperCheckComparesEveryByte(t *testing.T) {
 	f := newInstallFixture(t)
 	f.helper = bytes.Repeat([]byte("installer bytes!"), (compareBlock+100)/16)
 	// Not registered: a different helper is for the step to replace.
-	if err := EnsureNodeRoot(f.home, testID, os.Getuid()); err != nil {
+	if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := f.helperCheck(); err != nil || c.Outcome != workflow.NotDone {

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -18,21 +18,21 @@ import (
 func TestInstallEnvBuildsRootsOnFirstUse(t *testing.T) {
 	f := newInstallFixture(t)
 	ctx := context.Background()
-	if err := EnsureNodeRoot(f.home, testID, os.Getuid()); err != nil {
+	if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
 		t.Fatal(err)
 	}
 	bad := f.options()
 	bad.CoreCA = []byte("not a certificate")
-	if _, err := NewInstallEnv(ctx, bad); !errors.Is(err, errCoreCA) {
+	if _, err := NewNodeEnv(ctx, bad); !errors.Is(err, errCoreCA) {
 		t.Fatalf("a CA file without a certificate: %v", err)
 	}
 	bad = f.options()
 	bad.Download.Proxy = download.ProxyEnv{HTTPSProxy: "ftp://proxy.example:21"}
-	if _, err := NewInstallEnv(ctx, bad); err == nil {
+	if _, err := NewNodeEnv(ctx, bad); err == nil {
 		t.Fatal("a proxy URL of another scheme was accepted")
 	}
 
-	e, err := NewInstallEnv(ctx, f.options())
+	e, err := NewNodeEnv(ctx, f.options())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestInstallEnvBuildsRootsOnFirstUse(t *testing.T) {
 	if roots, console := e.Built(); roots || console {
 		t.Fatal("the roots or the console client were built with the environment")
 	}
-	steps := InstallSteps(e)
+	steps := nodeSteps(e)
 	if _, err := steps[workflow.InstallNodeRoot].Run(ctx, workflow.Facts{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"bytes"
@@ -26,23 +26,23 @@ import (
 // one child answers for all of them.
 const StepCheck = "check"
 
-// InstallStepCheck is one step's answer to StepCheck.
-type InstallStepCheck struct {
+// NodeCheck is one step's answer to StepCheck.
+type NodeCheck struct {
 	Step    string            `json:"step"`
 	Outcome workflow.Outcome  `json:"outcome"`
 	Event   workflow.Event    `json:"event,omitempty"`
 	Facts   map[string]string `json:"facts,omitempty"`
 }
 
-// CheckInstallSteps checks the service-account steps in the install
+// CheckNodeSteps checks the service-account steps in the install
 // workflow's order, each seeing the facts the earlier ones reported. A
 // node root that does not exist yet leaves every step unchecked (not
 // done). It writes nothing; a refusal is returned as the step's error.
-func CheckInstallSteps(ctx context.Context, in InstallOptions, req InstallStepRequest) (InstallStepResult, error) {
+func CheckNodeSteps(ctx context.Context, in NodeOptions, req InstallStepRequest) (InstallStepResult, error) {
 	if err := CheckNodeRoot(in.Home, in.InstallationID, in.UID); err != nil {
 		return InstallStepResult{}, err
 	}
-	e, err := NewInstallEnv(ctx, in)
+	e, err := NewNodeEnv(ctx, in)
 	if errors.Is(err, os.ErrNotExist) {
 		return InstallStepResult{}, nil
 	}
@@ -50,18 +50,18 @@ func CheckInstallSteps(ctx context.Context, in InstallOptions, req InstallStepRe
 		return InstallStepResult{}, err
 	}
 	defer e.Close()
-	steps := InstallSteps(e)
+	steps := nodeSteps(e)
 	facts := workflow.Facts(maps.Clone(req.Facts))
 	if facts == nil {
 		facts = workflow.Facts{}
 	}
-	var out []InstallStepCheck
+	var out []NodeCheck
 	for _, sd := range workflow.InstallDefinition().States {
 		st, ok := steps[sd.Name]
 		if !ok {
 			continue
 		}
-		c := InstallStepCheck{Step: string(sd.Name), Outcome: workflow.NotDone}
+		c := NodeCheck{Step: string(sd.Name), Outcome: workflow.NotDone}
 		if ck, ok := st.(workflow.Checker); ok {
 			o, res, err := ck.Check(ctx, maps.Clone(facts))
 			if err != nil {
@@ -76,11 +76,6 @@ func CheckInstallSteps(ctx context.Context, in InstallOptions, req InstallStepRe
 	}
 	return InstallStepResult{Checks: out}, nil
 }
-
-var (
-	done    = workflow.Done
-	notDone = workflow.NotDone
-)
 
 // Check: every directory of the node root is there (0700, the account's),
 // no enrollment token file is left, and the Core CA copy is the command's
@@ -136,7 +131,7 @@ func (s nodeRootStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 }
 
 // recordState compares a node record with what writeRecord would write.
-func (e *InstallEnv) recordState(rel string, v map[string]any) (noderoot.FileState, error) {
+func (e *NodeEnv) recordState(rel string, v map[string]any) (noderoot.FileState, error) {
 	want, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return 0, err
@@ -208,7 +203,7 @@ func (s metadataStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 // archive only when the provider does not hold the image); a registered
 // node's different node program, or any other file of its that differs,
 // refuses.
-func (s installDownloadStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+func (s downloadsStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	e := s.e
 	cur, err := e.CurrentRelease(ctx)
 	if err != nil {
@@ -329,7 +324,7 @@ func sameBytes(installer []byte, file io.Reader) (bool, error) {
 
 // Check: the lease and its identity exist and open (a lease that does not
 // refuses, as the step does).
-func (s installLeaseStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+func (s leaseStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	e := s.e
 	ok, err := e.LeaseExists()
 	if err != nil || !ok {
@@ -446,7 +441,7 @@ func (s waitReadyStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Ou
 	if err != nil {
 		return notDone, workflow.Result{}, nil
 	}
-	a, status, err := coreIdentity(ctx, c)
+	a, status, err := CoreIdentity(ctx, c)
 	if err != nil || status != http.StatusOK || !a.Connected || !a.ProviderReady || a.NodeID != nid.Identity.NodeID ||
 		a.InstallationID != nid.Identity.InstallationID || a.SpecificationDigest != nid.Identity.SpecificationDigest ||
 		a.DeploymentGeneration != nid.Identity.DeploymentGeneration || a.Provider != nid.Identity.Provider {

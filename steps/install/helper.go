@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ const MaxHelperSize = 64 << 20
 // captured when it started (never from a file the service account can
 // change). Before registration a different helper is replaced; a
 // registered node keeps the helper it was installed with.
-type helperStep struct{ e *InstallEnv }
+type helperStep struct{ e *NodeEnv }
 
 func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // the enrolled generation, with the local image ID the runtime step
 // resolved. It is write-once for a registered node (a difference refuses);
 // before registration an earlier attempt's different file is replaced.
-type providerConfigStep struct{ e *InstallEnv }
+type providerConfigStep struct{ e *NodeEnv }
 
 func (s providerConfigStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	e := s.e

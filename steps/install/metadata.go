@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // installation.json, preparation.json and runtime-artifacts.json. Before
 // registration those records are disposable and replaced when they differ;
 // after it any difference refuses.
-type metadataStep struct{ e *InstallEnv }
+type metadataStep struct{ e *NodeEnv }
 
 func (s metadataStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
@@ -60,7 +60,7 @@ func (s metadataStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 
 // installationRecord is installation.json (and, once registered,
 // registered.json): CONTRACT §3.
-func (e *InstallEnv) installationRecord() map[string]any {
+func (e *NodeEnv) installationRecord() map[string]any {
 	rec := map[string]any{
 		"installation_id":      e.in.InstallationID,
 		"provider":             e.base.Provider,

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const InstallationLabel = "io.oac.installation"
 // labelled with the installation. A microsandbox node has none. Preflight
 // refused a network of that name that existed before the installation, so
 // one that exists now is this installation's.
-type networkStep struct{ e *InstallEnv }
+type networkStep struct{ e *NodeEnv }
 
 func (s networkStep) networks(ctx context.Context) (DockerNetworks, string, error) {
 	dk, err := s.e.Docker(ctx)

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"bytes"
@@ -102,7 +102,7 @@ func (c *countingDocker) ImageLoad(ctx context.Context, path string) error {
 // the image held: it neither downloads the archive nor loads it.
 func TestInstallRuntimeAttestedWithTheDockerEngine(t *testing.T) {
 	rel := generationtest.BuildUniqueAttestedRelease(t)
-	dk := machineEngine(t, rel)
+	dk := generationtest.MachineEngine(t, rel)
 	cx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f := newInstallFixtureFor(t, rel)
@@ -110,18 +110,18 @@ func TestInstallRuntimeAttestedWithTheDockerEngine(t *testing.T) {
 	archive := "/node-install/releases/" + rel.Commit + "/artifacts/" + rel.Manifest.Artifacts[release.PathRuntimeImage].Filename
 	run := func() workflow.Facts {
 		t.Helper()
-		if err := EnsureNodeRoot(f.home, testID, os.Getuid()); err != nil {
+		if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
 			t.Fatal(err)
 		}
 		opts := f.options()
 		opts.Docker = func(context.Context, string) (noderoot.Docker, error) { return engine, nil }
-		e, err := NewInstallEnv(cx, opts)
+		e, err := NewNodeEnv(cx, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer e.Close()
 		e.SetToken("tok-123")
-		steps := InstallSteps(e)
+		steps := nodeSteps(e)
 		facts := workflow.Facts{}
 		for _, st := range []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
 			workflow.InstallLease, workflow.InstallRuntime} {

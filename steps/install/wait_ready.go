@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -51,13 +51,13 @@ var ErrNodeNotReady = errors.New("the node did not become ready")
 // until it reports the node connected and its provider ready. Transient
 // answers (408, 429, 5xx) and network errors keep polling; any other
 // status fails at once. The service and state are kept on failure.
-type waitReadyStep struct{ e *InstallEnv }
+type waitReadyStep struct{ e *NodeEnv }
 
-// identityAnswer is Core's identity answer (the echoed identity plus the
+// IdentityAnswer is Core's identity answer (the echoed identity plus the
 // two readiness flags); other keys are skipped. An absent key reads as its
 // zero value: a missing echo is a different identity, a missing flag is
 // not ready yet.
-type identityAnswer struct {
+type IdentityAnswer struct {
 	NodeID               string `json:"node_id,omitempty"`
 	InstallationID       string `json:"installation_id,omitempty"`
 	Provider             string `json:"provider,omitempty"`
@@ -90,7 +90,7 @@ func (s waitReadyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resu
 		return workflow.Result{}, err
 	}
 	ready, last, err := pollUntil(ctx, time.Now().Add(ReadyDeadline), func(rctx context.Context) (bool, string, error) {
-		a, status, err := coreIdentity(rctx, c)
+		a, status, err := CoreIdentity(rctx, c)
 		switch {
 		case ctx.Err() != nil:
 			return false, "", ctx.Err()
@@ -151,13 +151,14 @@ func pollUntil(ctx context.Context, deadline time.Time, poll func(context.Contex
 	}
 }
 
-// coreIdentity reads Core's identity route once with the node credential.
-func coreIdentity(ctx context.Context, c *core.Client) (*identityAnswer, int, error) {
+// CoreIdentity reads Core's identity route once with the node credential
+// (uninstall's Core check reads its status too).
+func CoreIdentity(ctx context.Context, c *core.Client) (*IdentityAnswer, int, error) {
 	body, status, err := c.IdentityAnswer(ctx)
 	if err != nil || status != http.StatusOK {
 		return nil, status, err
 	}
-	var a identityAnswer
+	var a IdentityAnswer
 	if err := identityAnswerFormat.Decode(body, &a); err != nil {
 		return nil, 0, fmt.Errorf("Core's identity answer is not valid: %v", err)
 	}

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// installDownloadStep makes the node root hold verified copies of the node
+// downloadsStep makes the node root hold verified copies of the node
 // program (from the console's current release) and of the Runtime files of
 // the selected release, downloaded from the console or copied from the
 // offline bundle (--bundle). A provider that already holds the Runtime image
@@ -21,9 +21,9 @@ import (
 // registration, a cached file whose bytes differ from what this run needs
 // is disposable and replaced; after it, a different node program refuses
 // and names the three steps to move a node to another program.
-type installDownloadStep struct{ e *InstallEnv }
+type downloadsStep struct{ e *NodeEnv }
 
-func (s installDownloadStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+func (s downloadsStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
 	cur, err := e.CurrentRelease(ctx)
 	if err != nil {
@@ -39,7 +39,7 @@ func (s installDownloadStep) Run(ctx context.Context, _ workflow.Facts) (workflo
 	}
 	if e.in.Bundle != "" {
 		// The source is chosen by the options: Release, FetchReleaseFile
-		// and Download of an InstallEnv copy from the bundle.
+		// and Download of an NodeEnv copy from the bundle.
 		e.Logf("copy the node's files from the offline bundle %s", e.in.Bundle)
 	}
 	node := cur.Release.Manifest.Artifacts[release.PathNode]
@@ -89,7 +89,7 @@ func (s installDownloadStep) Run(ctx context.Context, _ workflow.Facts) (workflo
 // dropDisposable removes the files of an unregistered node that are not
 // what this run needs (an earlier attempt's, or of another release), so
 // that they are downloaded again. Files that match stay.
-func dropDisposable(e *InstallEnv, files []noderoot.RuntimeFile) error {
+func dropDisposable(e *NodeEnv, files []noderoot.RuntimeFile) error {
 	for _, f := range files {
 		if f.SHA256 == "" {
 			continue

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestCoreIdentityAnswerIsStrict(t *testing.T) {
 			defer srv.Close()
 			id := &noderoot.NodeIdentity{Credential: testCredential, CoreURL: srv.URL}
 			pool := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-			a, status, err := coreIdentity(context.Background(), testCoreClient(t, id, pool))
+			a, status, err := CoreIdentity(context.Background(), testCoreClient(t, id, pool))
 			if tc.ok != (err == nil) {
 				t.Fatalf("identity = %+v, %d, %v; want ok %v", a, status, err, tc.ok)
 			}

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"bytes"
@@ -117,12 +117,12 @@ const recoveryToken = "no-token-confirm-the-written-identity"
 // address (the token stays unused) discards the unregistered state —
 // installation.json, provider.json and state/node — and keeps downloads.
 type registerStep struct {
-	e *InstallEnv
+	e *NodeEnv
 }
 
 // Token is the enrollment token of the run, read by root from standard
 // input and handed to the child over its request pipe.
-func (e *InstallEnv) Token() string { return e.token }
+func (e *NodeEnv) Token() string { return e.token }
 
 func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
@@ -208,7 +208,7 @@ func (s registerStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Ou
 
 // writeTokenFile writes the token to a new private file in the node root
 // (created exclusively, 0600, never through a link) and returns its path.
-func writeTokenFile(e *InstallEnv, token string) (string, error) {
+func writeTokenFile(e *NodeEnv, token string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
@@ -231,7 +231,7 @@ func writeTokenFile(e *InstallEnv, token string) (string, error) {
 
 // discardUnregistered removes what binds an unregistered node to the Core
 // address that refused it, keeping the downloads.
-func discardUnregistered(ctx context.Context, e *InstallEnv) error {
+func discardUnregistered(ctx context.Context, e *NodeEnv) error {
 	var errs []error
 	for _, rel := range []string{layout.InstallationFile, layout.ProviderConfigFile, layout.NodeIdentityFile} {
 		if err := e.Root().Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {

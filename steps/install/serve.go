@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
@@ -16,9 +15,9 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// InstallInput is the installation's own part of a request to the
+// Input is the installation's own part of a request to the
 // service account (asaccount.Request.Input).
-type InstallInput struct {
+type Input struct {
 	InstallationID      string          `json:"installation_id"`
 	SourceURL           string          `json:"source_url"`
 	Bundle              string          `json:"bundle,omitempty"`
@@ -34,15 +33,15 @@ type InstallInput struct {
 	Token string `json:"token,omitempty"`
 }
 
-// InstallOutput is the installation's own part of the child's answer
+// Output is the installation's own part of the child's answer
 // (asaccount.Answer.Output).
-type InstallOutput struct {
+type Output struct {
 	// Configuration is the answer of a StepConfiguration request.
 	Configuration json.RawMessage `json:"configuration,omitempty"`
 	// Checks is the answer of a StepCheck request, and of a
 	// StepConfiguration request with Check when Checked is set.
-	Checks  []InstallStepCheck `json:"checks,omitempty"`
-	Checked bool               `json:"checked,omitempty"`
+	Checks  []NodeCheck `json:"checks,omitempty"`
+	Checked bool        `json:"checked,omitempty"`
 }
 
 // InstallStepRequest is one request as the child's install steps see it:
@@ -52,13 +51,13 @@ type InstallStepRequest struct {
 	Step   string
 	Verify bool
 	Facts  map[string]string
-	InstallInput
+	Input
 }
 
 // installStepRequest is req as the child's install steps see it.
 func installStepRequest(req asaccount.Request) (InstallStepRequest, error) {
 	r := InstallStepRequest{Step: req.Step, Verify: req.Verify, Facts: req.Facts}
-	if err := req.DecodeInput(&r.InstallInput); err != nil {
+	if err := req.DecodeInput(&r.Input); err != nil {
 		return InstallStepRequest{}, err
 	}
 	return r, nil
@@ -71,14 +70,14 @@ type InstallStepResult struct {
 	Event         workflow.Event
 	Facts         map[string]string
 	Configuration json.RawMessage
-	Checks        []InstallStepCheck
+	Checks        []NodeCheck
 	Checked       bool
 }
 
 // answer is the result as the child sends it.
 func (r InstallStepResult) answer() (asaccount.Answer, error) {
 	a := asaccount.Answer{Outcome: r.Outcome, Event: r.Event, Facts: r.Facts}
-	if out := (InstallOutput{Configuration: r.Configuration, Checks: r.Checks, Checked: r.Checked}); out.Configuration != nil || out.Checks != nil || out.Checked {
+	if out := (Output{Configuration: r.Configuration, Checks: r.Checks, Checked: r.Checked}); out.Configuration != nil || out.Checks != nil || out.Checked {
 		raw, err := json.Marshal(out)
 		if err != nil {
 			return asaccount.Answer{}, fmt.Errorf("encode the installation's answer: %w", err)
@@ -88,19 +87,19 @@ func (r InstallStepResult) answer() (asaccount.Answer, error) {
 	return a, nil
 }
 
-// InstallAdapters are the host adapters the child's steps use.
-type InstallAdapters struct {
+// Adapters are the host adapters the child's steps use.
+type Adapters struct {
 	Docker       func(ctx context.Context, host string) (noderoot.Docker, error)
 	Microsandbox func(msb, store, firmware string) noderoot.Microsandbox
 	Register     Registrar
 }
 
-// InstallServer is the installation's side in the service-account child
+// Server is the installation's side in the service-account child
 // (asaccount.Server): it opens the node (creating the node root first for
 // the node_root step) and runs or verifies the one step, reads a registered
 // node's configuration (StepConfiguration), or checks every step
 // (StepCheck). Progress lines go to the parent.
-func InstallServer(a InstallAdapters) asaccount.Server {
+func Server(a Adapters) asaccount.Server {
 	return asaccount.Server{Serve: func(ctx context.Context, c *privsep.Child, req asaccount.Request) (asaccount.Answer, error) {
 		r, err := installStepRequest(req)
 		if err != nil {
@@ -120,7 +119,7 @@ func InstallServer(a InstallAdapters) asaccount.Server {
 				return InstallStepResult{Configuration: raw}.answer()
 			}
 			r.Step, r.Check, r.Configuration = StepCheck, false, raw
-			res, err := serveInstallStep(ctx, c, a, r)
+			res, err := serveStep(ctx, c, a, r)
 			if err != nil {
 				// A failed check is left to a check of its own, which
 				// reports it where it belongs: after the preflight checks.
@@ -129,16 +128,16 @@ func InstallServer(a InstallAdapters) asaccount.Server {
 			res.Configuration, res.Checked = raw, true
 			return res.answer()
 		}
-		res, err := serveInstallStep(ctx, c, a, r)
+		res, err := serveStep(ctx, c, a, r)
 		if err != nil {
 			return asaccount.Answer{}, err
 		}
 		return res.answer()
-	}, Errors: childErrors}
+	}, Errors: ServerErrors}
 }
 
-// serveInstallStep runs or verifies the one step of req.
-func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, req InstallStepRequest) (InstallStepResult, error) {
+// serveStep runs or verifies the one step of req.
+func serveStep(ctx context.Context, c *privsep.Child, a Adapters, req InstallStepRequest) (InstallStepResult, error) {
 	conf, err := core.ParseConfiguration(req.Configuration)
 	if err != nil {
 		return InstallStepResult{}, err
@@ -153,7 +152,7 @@ func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, 
 	}()
 	home := os.Getenv("HOME")
 	uid := os.Getuid()
-	in := InstallOptions{
+	in := NodeOptions{
 		InstallationID: req.InstallationID, Home: home, UID: uid, SourceURL: req.SourceURL, Bundle: req.Bundle, CoreOrigin: req.CoreOrigin,
 		AllowInsecureOrigin: req.AllowInsecureOrigin, CoreCA: req.CoreCA, Configuration: conf,
 		Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
@@ -167,17 +166,17 @@ func serveInstallStep(ctx context.Context, c *privsep.Child, a InstallAdapters, 
 			}
 			return exe.Mapped(), nil
 		},
-		Log:      progressWriter{c},
+		Log:      asaccount.Log(c),
 		Progress: transferReporter(c),
 	}
-	return runInstallStep(ctx, in, req)
+	return runStep(ctx, in, req)
 }
 
-// childErrors are the install and uninstall steps' error types that the
+// ServerErrors are the install and uninstall steps' error types that the
 // child reports with a class of their own: Core's refusal of the node's
 // public URL ends its registration for good, and an artifact's failure is
 // a transfer failure.
-var childErrors = asaccount.Errors{
+var ServerErrors = asaccount.Errors{
 	Unregistered: func(err error) bool {
 		var rej *RegistrationRejected
 		return errors.As(err, &rej) && rej.Code == CodeAddressMismatch
@@ -188,32 +187,32 @@ var childErrors = asaccount.Errors{
 	},
 }
 
-// RunInstallStep runs, verifies or checks one service-account step of an
-// installation as req asks, with in's options: what InstallServer does
+// RunStep runs, verifies or checks one service-account step of an
+// installation as req asks, with in's options: what Server does
 // once the child's options are set (tests call it in process).
-func RunInstallStep(ctx context.Context, in InstallOptions, req asaccount.Request) (asaccount.Answer, error) {
+func RunStep(ctx context.Context, in NodeOptions, req asaccount.Request) (asaccount.Answer, error) {
 	r, err := installStepRequest(req)
 	if err != nil {
 		return asaccount.Answer{}, err
 	}
-	res, err := runInstallStep(ctx, in, r)
+	res, err := runStep(ctx, in, r)
 	if err != nil {
 		return asaccount.Answer{}, err
 	}
 	return res.answer()
 }
 
-// runInstallStep runs, verifies or checks the one step of req.
-func runInstallStep(ctx context.Context, in InstallOptions, req InstallStepRequest) (InstallStepResult, error) {
+// runStep runs, verifies or checks the one step of req.
+func runStep(ctx context.Context, in NodeOptions, req InstallStepRequest) (InstallStepResult, error) {
 	if req.Step == StepCheck {
-		return CheckInstallSteps(ctx, in, req)
+		return CheckNodeSteps(ctx, in, req)
 	}
 	if req.Step == string(workflow.InstallNodeRoot) {
 		if err := EnsureNodeRoot(in.Home, in.InstallationID, in.UID); err != nil {
 			return InstallStepResult{}, err
 		}
 	}
-	e, err := NewInstallEnv(ctx, in)
+	e, err := NewNodeEnv(ctx, in)
 	if err != nil {
 		return InstallStepResult{}, err
 	}
@@ -221,7 +220,7 @@ func runInstallStep(ctx context.Context, in InstallOptions, req InstallStepReque
 	if req.Step == string(workflow.InstallRegister) {
 		e.SetToken(req.Token)
 	}
-	step, ok := InstallSteps(e)[workflow.State(req.Step)]
+	step, ok := nodeSteps(e)[workflow.State(req.Step)]
 	if !ok {
 		return InstallStepResult{}, fmt.Errorf("installation: %q is not a service-account step", req.Step)
 	}
@@ -260,16 +259,4 @@ func transferReporter(c *privsep.Child) func(name string, done, total int64) {
 		}
 		f(done, total)
 	}
-}
-
-// progressWriter turns log lines into the child's progress lines.
-type progressWriter struct{ c *privsep.Child }
-
-func (p progressWriter) Write(b []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if line != "" {
-			p.c.Progress(line)
-		}
-	}
-	return len(b), nil
 }

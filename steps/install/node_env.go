@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -28,15 +28,15 @@ import (
 // ActionInstall is the service-account part of an installation: the node
 // root, its records and verified downloads, the retained helper, the
 // enrolled generation's lease, the Runtime image, the Docker network,
-// provider.json and the registration with Core. Its steps (InstallSteps)
+// provider.json and the registration with Core. Its steps (nodeSteps)
 // run in one privilege-separated child of the root installer's run
 // (install.Children).
 const ActionInstall = "install"
 
-// InstallOptions describe the service-account part of one installation run.
+// NodeOptions describe the service-account part of one installation run.
 // Root validated every field before the child started; the child checks
 // them again where it relies on them.
-type InstallOptions struct {
+type NodeOptions struct {
 	InstallationID string
 	// Home is the node account's home; UID the node account.
 	Home string
@@ -78,13 +78,13 @@ type InstallOptions struct {
 	Progress func(name string, done, total int64)
 }
 
-// InstallEnv is the Data of an installation's service-account steps: a
+// NodeEnv is the Data of an installation's service-account steps: a
 // generation Env bound to the enrolled generation, whose base
 // configuration is the one the installation writes (provider.json), plus
 // what only an installation does.
-type InstallEnv struct {
+type NodeEnv struct {
 	*noderoot.Env
-	in      InstallOptions
+	in      NodeOptions
 	spec    *release.Specification // Core's specification of the enrolled generation
 	base    *provider.Config       // the provider.json the installation writes
 	source  string                 // the console origin, no trailing slash
@@ -94,7 +94,7 @@ type InstallEnv struct {
 
 // SetToken hands the run's enrollment token to the register step. It is
 // kept in memory only.
-func (e *InstallEnv) SetToken(token string) { e.token = token }
+func (e *NodeEnv) SetToken(token string) { e.token = token }
 
 // NodeRootDirs are the directories of a new node root, in creation order,
 // relative to the account's home.
@@ -159,9 +159,9 @@ func CheckNodeRoot(home, installationID string, uid int) error {
 	return nil
 }
 
-// NewInstallEnv opens the node root (EnsureNodeRoot made it) for the
+// NewNodeEnv opens the node root (EnsureNodeRoot made it) for the
 // installation's steps. The caller closes it.
-func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) {
+func NewNodeEnv(ctx context.Context, in NodeOptions) (*NodeEnv, error) {
 	conf := in.Configuration
 	if conf == nil {
 		return nil, errors.New("installation: no Core configuration")
@@ -200,7 +200,7 @@ func NewInstallEnv(ctx context.Context, in InstallOptions) (*InstallEnv, error) 
 	if err != nil {
 		return nil, err
 	}
-	e := &InstallEnv{Env: env, in: in, spec: conf.Specification}
+	e := &NodeEnv{Env: env, in: in, spec: conf.Specification}
 	// The operator's CA and the proxy settings are checked now; the
 	// system roots and the client are built when a step first needs them
 	// (CertPool, Console).
@@ -246,7 +246,7 @@ var errCoreCA = errors.New("the Core CA file holds no PEM certificate")
 
 // coreAddrs resolves Core's origin for the microsandbox network policy;
 // Docker nodes need none.
-func (e *InstallEnv) coreAddrs(ctx context.Context) ([]netip.AddrPort, error) {
+func (e *NodeEnv) coreAddrs(ctx context.Context) ([]netip.AddrPort, error) {
 	if e.in.Configuration.Provider != release.ProviderMicrosandbox {
 		return nil, nil
 	}
@@ -286,11 +286,11 @@ func (e *InstallEnv) coreAddrs(ctx context.Context) ([]netip.AddrPort, error) {
 }
 
 // Install returns the options the environment was built from.
-func (e *InstallEnv) Install() InstallOptions { return e.in }
+func (e *NodeEnv) Install() NodeOptions { return e.in }
 
 // CurrentRelease is the verified metadata of the console's current
 // release, whose node program the installation runs.
-func (e *InstallEnv) CurrentRelease(ctx context.Context) (*noderoot.Metadata, error) {
+func (e *NodeEnv) CurrentRelease(ctx context.Context) (*noderoot.Metadata, error) {
 	if e.current != nil {
 		return e.current, nil
 	}
@@ -323,7 +323,7 @@ func (e *InstallEnv) CurrentRelease(ctx context.Context) (*noderoot.Metadata, er
 // newline, mode 0600). replace allows different bytes to replace the
 // record (an unregistered node's disposable state); otherwise different
 // bytes are ErrConflict.
-func (e *InstallEnv) writeRecord(rel string, v map[string]any, replace bool) error {
+func (e *NodeEnv) writeRecord(rel string, v map[string]any, replace bool) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -343,6 +343,6 @@ func (e *InstallEnv) writeRecord(rel string, v map[string]any, replace bool) err
 
 // Registered reports whether registered.json exists: once it does, no node
 // file is replaced.
-func (e *InstallEnv) Registered() (bool, error) {
+func (e *NodeEnv) Registered() (bool, error) {
 	return safefile.Exists(e.Node().Registered())
 }

@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // identity, linux/amd64) is kept; otherwise the verified archive is
 // unpacked, its identity proven, and imported. The unpacked copy is
 // removed afterwards; the downloaded archive stays for repair.
-type runtimeStep struct{ e *InstallEnv }
+type runtimeStep struct{ e *NodeEnv }
 
 const factImageID = "image"
 

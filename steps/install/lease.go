@@ -1,4 +1,4 @@
-package generation
+package install
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// installLeaseStep creates the enrolled generation's lease and its durable
+// leaseStep creates the enrolled generation's lease and its durable
 // identity record, or validates them when an earlier run made them. Its
 // policy is Inspect: an interruption may leave a lease whose identity never
 // became durable, which only an operator may judge.
-type installLeaseStep struct{ e *InstallEnv }
+type leaseStep struct{ e *NodeEnv }
 
-func (s installLeaseStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+func (s leaseStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
 	id := e.Identity()
 	ok, err := e.LeaseExists()

@@ -1,4 +1,4 @@
-package generation
+package uninstall
 
 import (
 	"encoding/json"
@@ -21,7 +21,7 @@ const FactStoresKept = "stores_kept"
 
 // removeNodeState removes the node root as the service account, never
 // following a link.
-func removeNodeState(in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+func removeNodeState(in NodeOptions, req UninstallStepRequest) (UninstallStepResult, error) {
 	in.logf("remove the node state %s", in.nodeRoot(req.InstallationID))
 	h, err := safefile.OpenRoot(in.Home)
 	if errors.Is(err, os.ErrNotExist) {
@@ -42,7 +42,7 @@ func removeNodeState(in UninstallOptions, req UninstallStepRequest) (UninstallSt
 // removal (or the node never registered); with --force it keeps them and
 // prints the command that removes each. Then .oac/nodes, .oac/m and .oac
 // go when empty.
-func removeStores(in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+func removeStores(in NodeOptions, req UninstallStepRequest) (UninstallStepResult, error) {
 	res := UninstallStepResult{Event: workflow.EventStoreHandled}
 	stores, err := installationStores(in, req.InstallationID)
 	if err != nil {
@@ -85,7 +85,7 @@ func removeStores(in UninstallOptions, req UninstallStepRequest) (UninstallStepR
 
 // installationStores lists the stores under <home>/.oac/m whose marker
 // names id (a link, or a store without a readable marker, is not one).
-func installationStores(in UninstallOptions, id string) ([]string, error) {
+func installationStores(in NodeOptions, id string) ([]string, error) {
 	m := filepath.Join(in.Home, layout.MicrosandboxStoresRel)
 	root, err := safefile.OpenRootIn(in.Home, layout.MicrosandboxStoresRel, safefile.Expect{UID: safefile.AnyUID})
 	if errors.Is(err, os.ErrNotExist) {

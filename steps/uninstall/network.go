@@ -1,4 +1,4 @@
-package generation
+package uninstall
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -29,7 +30,7 @@ const (
 // remains; otherwise it keeps the network and prints the command that
 // removes it. It also reports the Runtime image the node used, which
 // uninstall never removes. A microsandbox node has no network.
-func removeNetwork(ctx context.Context, in UninstallOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+func removeNetwork(ctx context.Context, in NodeOptions, req UninstallStepRequest) (UninstallStepResult, error) {
 	res := UninstallStepResult{Event: workflow.EventNetworkHandled, Facts: map[string]string{}}
 	if req.Provider != release.ProviderDocker {
 		return res, nil
@@ -57,17 +58,17 @@ func removeNetwork(ctx context.Context, in UninstallOptions, req UninstallStepRe
 	if err != nil {
 		return UninstallStepResult{}, err
 	}
-	if got.Labels[InstallationLabel] != req.InstallationID {
-		in.logf("keep the Docker network %s: it is not labelled %s=%s", name, InstallationLabel, req.InstallationID)
+	if got.Labels[install.InstallationLabel] != req.InstallationID {
+		in.logf("keep the Docker network %s: it is not labelled %s=%s", name, install.InstallationLabel, req.InstallationID)
 		return res, nil
 	}
-	left, err := dk.ContainersByLabel(ctx, InstallationLabel, req.InstallationID)
+	left, err := dk.ContainersByLabel(ctx, install.InstallationLabel, req.InstallationID)
 	if err != nil {
 		return UninstallStepResult{}, err
 	}
 	if len(left) > 0 {
 		in.logf("keep the Docker network %s: %d containers labelled %s=%s remain; remove it later with `sudo docker network rm %s`",
-			name, len(left), InstallationLabel, req.InstallationID, name)
+			name, len(left), install.InstallationLabel, req.InstallationID, name)
 		res.Facts[FactNetworkKept] = "true"
 		return res, nil
 	}
@@ -85,7 +86,7 @@ func removeNetwork(ctx context.Context, in UninstallOptions, req UninstallStepRe
 // host and network name are used, and the network is removed only when
 // labelled for the installation, so the account's files cannot keep the
 // uninstallation from completing.
-func readProviderConfig(in UninstallOptions, id string) (*provider.Config, error) {
+func readProviderConfig(in NodeOptions, id string) (*provider.Config, error) {
 	ignore := func(err error) (*provider.Config, error) {
 		in.logf("ignore the node's provider.json (%v); use the default Docker host and network name", err)
 		return nil, nil
