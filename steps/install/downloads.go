@@ -105,3 +105,62 @@ func dropDisposable(e *NodeEnv, files []noderoot.RuntimeFile) error {
 	}
 	return nil
 }
+
+// Check: the node program and the Runtime files are verified copies (the
+// archive only when the provider does not hold the image); a registered
+// node's different node program, or any other file of its that differs,
+// refuses.
+func (s downloadsStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	cur, err := e.CurrentRelease(ctx)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	sel, err := e.Release(ctx, e.spec.Runtime.SourceCommit)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	node := cur.Release.Manifest.Artifacts[release.PathNode]
+	st, err := noderoot.CheckFile(e, release.PathNode, noderoot.RuntimeFile{Rel: release.PathNode, SHA256: node.SHA256, Size: node.Size, Filename: node.Filename})
+	switch {
+	case errors.Is(err, noderoot.ErrConflict) && registered:
+		return 0, workflow.Result{}, noderoot.Refusal("A registered node keeps its node program: remove the node in Web, run this command with --uninstall, then add the node again with a new command", fmt.Errorf("%s differs from the current release's node program: %w", release.PathNode, err))
+	case errors.Is(err, noderoot.ErrConflict):
+		return notDone, workflow.Result{}, nil
+	case err != nil:
+		return 0, workflow.Result{}, err
+	case st == noderoot.FileMissing:
+		return notDone, workflow.Result{}, nil
+	}
+	_, warm, err := noderoot.ImageHeld(ctx, e, e.base)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	for _, f := range noderoot.ReleaseFiles(sel.Release) {
+		if f.Rel == noderoot.PathUnpacked || (f.Rel == release.PathRuntimeImage && warm) {
+			continue
+		}
+		st, err := noderoot.CheckFile(e, f.Rel, f)
+		if errors.Is(err, noderoot.ErrConflict) && registered {
+			// Once registered no node file is replaced (CONTRACT §10):
+			// refused here, before the lock's writes, not by the run.
+			return 0, workflow.Result{}, noderoot.Refusal("A registered node's files are not replaced: remove the node in Web, run this command with --uninstall, then add the node again with a new command",
+				fmt.Errorf("%s differs from the release's: %w", f.Rel, err))
+		}
+		if errors.Is(err, noderoot.ErrConflict) || (err == nil && st == noderoot.FileMissing) {
+			return notDone, workflow.Result{}, nil
+		}
+		if err != nil {
+			return 0, workflow.Result{}, err
+		}
+	}
+	facts := map[string]string{}
+	if warm {
+		facts[factWarm] = "true"
+	}
+	return done, workflow.Result{Facts: facts}, nil
+}

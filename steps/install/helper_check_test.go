@@ -49,16 +49,16 @@ func TestSameBytes(t *testing.T) {
 // helperCheck runs the installation's checks and returns the helper's.
 func (f *installFixture) helperCheck() (NodeCheck, error) {
 	f.t.Helper()
-	res, err := CheckNodeSteps(context.Background(), f.options(), InstallStepRequest{})
+	checks, err := CheckNodeSteps(context.Background(), f.options(), nil)
 	if err != nil {
 		return NodeCheck{}, err
 	}
-	for _, c := range res.Checks {
+	for _, c := range checks {
 		if c.Step == string(workflow.InstallHelper) {
 			return c, nil
 		}
 	}
-	f.t.Fatalf("no helper check in %+v", res.Checks)
+	f.t.Fatalf("no helper check in %+v", checks)
 	return NodeCheck{}, nil
 }
 

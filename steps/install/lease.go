@@ -34,3 +34,18 @@ func (s leaseStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, 
 	}
 	return workflow.Result{}, l.Close()
 }
+
+// Check: the lease and its identity exist and open (a lease that does not
+// refuses, as the step does).
+func (s leaseStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	ok, err := e.LeaseExists()
+	if err != nil || !ok {
+		return notDone, workflow.Result{}, err
+	}
+	l, err := lease.Open(e.Node().Generations(), e.Identity(), e.UID())
+	if err != nil {
+		return 0, workflow.Result{}, noderoot.Refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("lease of generation %d: %w", e.Identity().Generation, err))
+	}
+	return done, workflow.Result{}, l.Close()
+}

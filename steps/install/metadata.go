@@ -83,3 +83,54 @@ func refusalIfConflict(err error) error {
 	}
 	return err
 }
+
+// Check: the three records hold what this run computes; a registered
+// node's different record refuses.
+func (s metadataStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	cur, err := e.CurrentRelease(ctx)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	spec := e.spec
+	sel, err := e.Release(ctx, spec.Runtime.SourceCommit)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	if err := release.MatchRelease(spec, sel.Release.Manifest); err != nil {
+		return 0, workflow.Result{}, noderoot.Artifact(err)
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	sums := map[string]any{}
+	for _, f := range noderoot.ReleaseFiles(sel.Release) {
+		sums[f.Rel] = f.SHA256
+	}
+	out := done
+	for _, r := range []struct {
+		rel string
+		v   map[string]any
+	}{
+		{layout.InstallationFile, e.installationRecord()},
+		{layout.PreparationFile, map[string]any{"source_url": e.source}},
+		{layout.RuntimeArtifactsFile, map[string]any{"installation_id": e.in.InstallationID, "source_commit": spec.Runtime.SourceCommit, "sha256": sums}},
+	} {
+		st, err := e.recordState(r.rel, r.v)
+		switch {
+		case errors.Is(err, noderoot.ErrConflict) && registered:
+			return 0, workflow.Result{}, refusalIfConflict(err)
+		case errors.Is(err, noderoot.ErrConflict):
+			out = notDone
+		case err != nil:
+			return 0, workflow.Result{}, err
+		case st == noderoot.FileMissing:
+			out = notDone
+		}
+	}
+	return out, workflow.Result{Facts: map[string]string{
+		factSourceCommit: spec.Runtime.SourceCommit,
+		factNodeRelease:  cur.Release.Manifest.SourceCommit,
+	}}, nil
+}

@@ -94,3 +94,12 @@ func networkExists(ctx context.Context, n DockerNetworks, name, id string) (bool
 	}
 	return true, nil
 }
+
+// Check is Verify: it only inspects the engine.
+func (s networkStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	out, res, err := s.Verify(ctx, facts)
+	if out == workflow.Unknown && err == nil {
+		out = notDone
+	}
+	return out, res, err
+}

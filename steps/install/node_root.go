@@ -1,6 +1,7 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -66,4 +67,57 @@ func removeTokenFiles(e *NodeEnv) error {
 		}
 	}
 	return nil
+}
+
+// Check: every directory of the node root is there (0700, the account's),
+// no enrollment token file is left, and the Core CA copy is the command's
+// (a registered node's different copy refuses).
+func (s nodeRootStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	h, err := safefile.OpenRoot(e.in.Home)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	defer h.Close()
+	for _, rel := range nodeRootDirs(e.in.InstallationID) {
+		d, err := h.OpenDir(rel, safefile.Expect{UID: e.in.UID, Mode: 0o700})
+		if errors.Is(err, os.ErrNotExist) {
+			return notDone, workflow.Result{}, nil
+		}
+		if err != nil {
+			return 0, workflow.Result{}, err
+		}
+		d.Close()
+	}
+	names, err := e.Root().ReadDir()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, tokenFilePrefix) {
+			return notDone, workflow.Result{}, nil
+		}
+	}
+	ca := e.in.CoreCA
+	if len(ca) == 0 {
+		return done, workflow.Result{}, nil
+	}
+	registered, err := e.Registered()
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	old, err := e.ReadPrivate(layout.CoreCAFile, 1<<20)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return notDone, workflow.Result{}, nil
+	case err != nil:
+		return 0, workflow.Result{}, err
+	case !bytes.Equal(old, ca) && registered:
+		return 0, workflow.Result{}, noderoot.Refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", safefile.ErrConflict))
+	case !bytes.Equal(old, ca):
+		return notDone, workflow.Result{}, nil
+	case registered:
+		return done, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Facts: map[string]string{"core_ca_sha256": release.SHA256Hex(ca)}}, nil
 }

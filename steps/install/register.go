@@ -256,3 +256,36 @@ func discardUnregistered(ctx context.Context, e *NodeEnv) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Check: registered.json exists with installation.json's bytes; other
+// bytes refuse.
+func (s registerStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	// A record that is there but not a private regular file of the
+	// account's (a link, a device, too large) is refused here, before the
+	// workflow writes anything, not when the register step meets it.
+	const hostile = "The node's registration record is not as the installer left it; inspect it"
+	reg, err := e.ReadPrivate(layout.RegisteredFile, 4096)
+	if errors.Is(err, os.ErrNotExist) {
+		return notDone, workflow.Result{}, nil
+	}
+	if err != nil {
+		return 0, workflow.Result{}, noderoot.Refusal(hostile, err)
+	}
+	inst, err := e.ReadPrivate(layout.InstallationFile, 4096)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, workflow.Result{}, noderoot.Refusal(hostile, err)
+	}
+	if !bytes.Equal(reg, inst) {
+		return 0, workflow.Result{}, noderoot.Refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
+	}
+	// A registered node without its identity has lost its credential: it
+	// can neither reach Core nor be confirmed removed.
+	if _, err := os.Lstat(e.Node().Identity()); errors.Is(err, os.ErrNotExist) {
+		return 0, workflow.Result{}, noderoot.Refusal("Remove the node in Web, run this command with --uninstall --force, then add the node again with a new command",
+			fmt.Errorf("registered.json is there but state/node/identity.json, the node's credential, is gone"))
+	} else if err != nil {
+		return 0, workflow.Result{}, noderoot.Refusal(hostile, err)
+	}
+	return done, workflow.Result{}, nil
+}

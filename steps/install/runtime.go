@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"os"
 
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -42,4 +43,16 @@ func (s runtimeStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Out
 		return workflow.Unknown, workflow.Result{}, err
 	}
 	return workflow.Done, workflow.Result{Facts: map[string]string{factImageID: id}}, nil
+}
+
+// Check: the provider holds the image and no unpacked copy is left.
+func (s runtimeStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	id, held, err := noderoot.ImageHeld(ctx, s.e, s.e.base)
+	if err != nil || !held {
+		return notDone, workflow.Result{}, err
+	}
+	if _, err := os.Lstat(s.e.Node().Root + "/" + noderoot.PathUnpacked); err == nil {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Facts: map[string]string{factImageID: id}}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
@@ -44,40 +45,10 @@ type Output struct {
 	Checked bool        `json:"checked,omitempty"`
 }
 
-// InstallStepRequest is one request as the child's install steps see it:
-// the step, whether it verifies, the run's facts and the installation's
-// input.
-type InstallStepRequest struct {
-	Step   string
-	Verify bool
-	Facts  map[string]string
-	Input
-}
-
-// installStepRequest is req as the child's install steps see it.
-func installStepRequest(req asaccount.Request) (InstallStepRequest, error) {
-	r := InstallStepRequest{Step: req.Step, Verify: req.Verify, Facts: req.Facts}
-	if err := req.DecodeInput(&r.Input); err != nil {
-		return InstallStepRequest{}, err
-	}
-	return r, nil
-}
-
-// InstallStepResult is a step's answer in the child: the step's result,
-// for a verification its outcome, and the installation's own answers.
-type InstallStepResult struct {
-	Outcome       workflow.Outcome
-	Event         workflow.Event
-	Facts         map[string]string
-	Configuration json.RawMessage
-	Checks        []NodeCheck
-	Checked       bool
-}
-
-// answer is the result as the child sends it.
-func (r InstallStepResult) answer() (asaccount.Answer, error) {
-	a := asaccount.Answer{Outcome: r.Outcome, Event: r.Event, Facts: r.Facts}
-	if out := (Output{Configuration: r.Configuration, Checks: r.Checks, Checked: r.Checked}); out.Configuration != nil || out.Checks != nil || out.Checked {
+// answer is the child's answer: the step's result (a verification's
+// outcome) with the installation's own answer, when it has one.
+func answer(a asaccount.Answer, out Output) (asaccount.Answer, error) {
+	if out.Configuration != nil || out.Checks != nil || out.Checked {
 		raw, err := json.Marshal(out)
 		if err != nil {
 			return asaccount.Answer{}, fmt.Errorf("encode the installation's answer: %w", err)
@@ -101,13 +72,13 @@ type Adapters struct {
 // (StepCheck). Progress lines go to the parent.
 func Server(a Adapters) asaccount.Server {
 	return asaccount.Server{Serve: func(ctx context.Context, c *privsep.Child, req asaccount.Request) (asaccount.Answer, error) {
-		r, err := installStepRequest(req)
-		if err != nil {
+		var in Input
+		if err := req.DecodeInput(&in); err != nil {
 			return asaccount.Answer{}, err
 		}
-		if r.Step == StepConfiguration {
-			conf, err := NodeConfiguration(ctx, os.Getenv("HOME"), r.InstallationID, os.Getuid(),
-				RecordedCore{Origin: r.CoreOrigin, AllowInsecureOrigin: r.AllowInsecureOrigin, CA: r.CoreCA})
+		if req.Step == StepConfiguration {
+			conf, err := NodeConfiguration(ctx, os.Getenv("HOME"), in.InstallationID, os.Getuid(),
+				RecordedCore{Origin: in.CoreOrigin, AllowInsecureOrigin: in.AllowInsecureOrigin, CA: in.CoreCA})
 			if err != nil {
 				return asaccount.Answer{}, err
 			}
@@ -115,32 +86,33 @@ func Server(a Adapters) asaccount.Server {
 			if err != nil {
 				return asaccount.Answer{}, err
 			}
-			if !r.Check {
-				return InstallStepResult{Configuration: raw}.answer()
+			if !in.Check {
+				return answer(asaccount.Answer{}, Output{Configuration: raw})
 			}
-			r.Step, r.Check, r.Configuration = StepCheck, false, raw
-			res, err := serveStep(ctx, c, a, r)
+			req.Step, in.Check, in.Configuration = StepCheck, false, raw
+			res, out, err := serveStep(ctx, c, a, req, in)
 			if err != nil {
 				// A failed check is left to a check of its own, which
 				// reports it where it belongs: after the preflight checks.
-				return InstallStepResult{Configuration: raw}.answer()
+				return answer(asaccount.Answer{}, Output{Configuration: raw})
 			}
-			res.Configuration, res.Checked = raw, true
-			return res.answer()
+			out.Configuration, out.Checked = raw, true
+			return answer(res, out)
 		}
-		res, err := serveStep(ctx, c, a, r)
+		res, out, err := serveStep(ctx, c, a, req, in)
 		if err != nil {
 			return asaccount.Answer{}, err
 		}
-		return res.answer()
+		return answer(res, out)
 	}, Errors: ServerErrors}
 }
 
-// serveStep runs or verifies the one step of req.
-func serveStep(ctx context.Context, c *privsep.Child, a Adapters, req InstallStepRequest) (InstallStepResult, error) {
-	conf, err := core.ParseConfiguration(req.Configuration)
+// serveStep runs, verifies or checks the one step of req, with its input
+// in.
+func serveStep(ctx context.Context, c *privsep.Child, a Adapters, req asaccount.Request, in Input) (asaccount.Answer, Output, error) {
+	conf, err := core.ParseConfiguration(in.Configuration)
 	if err != nil {
-		return InstallStepResult{}, err
+		return asaccount.Answer{}, Output{}, err
 	}
 	// The sealed copy stays mapped while the step runs: the helper
 	// step and its check read it in place, without a copy.
@@ -152,9 +124,9 @@ func serveStep(ctx context.Context, c *privsep.Child, a Adapters, req InstallSte
 	}()
 	home := os.Getenv("HOME")
 	uid := os.Getuid()
-	in := NodeOptions{
-		InstallationID: req.InstallationID, Home: home, UID: uid, SourceURL: req.SourceURL, Bundle: req.Bundle, CoreOrigin: req.CoreOrigin,
-		AllowInsecureOrigin: req.AllowInsecureOrigin, CoreCA: req.CoreCA, Configuration: conf,
+	opts := NodeOptions{
+		InstallationID: in.InstallationID, Home: home, UID: uid, SourceURL: in.SourceURL, Bundle: in.Bundle, CoreOrigin: in.CoreOrigin,
+		AllowInsecureOrigin: in.AllowInsecureOrigin, CoreCA: in.CoreCA, Configuration: conf,
 		Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
 		Helper: func() ([]byte, error) {
 			if exe == nil {
@@ -169,7 +141,7 @@ func serveStep(ctx context.Context, c *privsep.Child, a Adapters, req InstallSte
 		Log:      asaccount.Log(c),
 		Progress: transferReporter(c),
 	}
-	return runStep(ctx, in, req)
+	return runStep(ctx, opts, req, in)
 }
 
 // ServerErrors are the install and uninstall steps' error types that the
@@ -190,39 +162,40 @@ var ServerErrors = asaccount.Errors{
 // RunStep runs, verifies or checks one service-account step of an
 // installation as req asks, with in's options: what Server does
 // once the child's options are set (tests call it in process).
-func RunStep(ctx context.Context, in NodeOptions, req asaccount.Request) (asaccount.Answer, error) {
-	r, err := installStepRequest(req)
+func RunStep(ctx context.Context, opts NodeOptions, req asaccount.Request) (asaccount.Answer, error) {
+	var in Input
+	if err := req.DecodeInput(&in); err != nil {
+		return asaccount.Answer{}, err
+	}
+	res, out, err := runStep(ctx, opts, req, in)
 	if err != nil {
 		return asaccount.Answer{}, err
 	}
-	res, err := runStep(ctx, in, r)
-	if err != nil {
-		return asaccount.Answer{}, err
-	}
-	return res.answer()
+	return answer(res, out)
 }
 
-// runStep runs, verifies or checks the one step of req.
-func runStep(ctx context.Context, in NodeOptions, req InstallStepRequest) (InstallStepResult, error) {
+// runStep runs, verifies or checks the one step of req, whose input is in.
+func runStep(ctx context.Context, opts NodeOptions, req asaccount.Request, in Input) (asaccount.Answer, Output, error) {
 	if req.Step == StepCheck {
-		return CheckNodeSteps(ctx, in, req)
+		checks, err := CheckNodeSteps(ctx, opts, req.Facts)
+		return asaccount.Answer{}, Output{Checks: checks}, err
 	}
 	if req.Step == string(workflow.InstallNodeRoot) {
-		if err := EnsureNodeRoot(in.Home, in.InstallationID, in.UID); err != nil {
-			return InstallStepResult{}, err
+		if err := EnsureNodeRoot(opts.Home, opts.InstallationID, opts.UID); err != nil {
+			return asaccount.Answer{}, Output{}, err
 		}
 	}
-	e, err := NewNodeEnv(ctx, in)
+	e, err := NewNodeEnv(ctx, opts)
 	if err != nil {
-		return InstallStepResult{}, err
+		return asaccount.Answer{}, Output{}, err
 	}
 	defer e.Close()
 	if req.Step == string(workflow.InstallRegister) {
-		e.SetToken(req.Token)
+		e.SetToken(in.Token)
 	}
 	step, ok := nodeSteps(e)[workflow.State(req.Step)]
 	if !ok {
-		return InstallStepResult{}, fmt.Errorf("installation: %q is not a service-account step", req.Step)
+		return asaccount.Answer{}, Output{}, fmt.Errorf("installation: %q is not a service-account step", req.Step)
 	}
 	facts := workflow.Facts(req.Facts)
 	if facts == nil {
@@ -231,19 +204,19 @@ func runStep(ctx context.Context, in NodeOptions, req InstallStepRequest) (Insta
 	if req.Verify {
 		v, ok := step.(workflow.Verifier)
 		if !ok {
-			return InstallStepResult{}, fmt.Errorf("installation: step %s cannot be verified", req.Step)
+			return asaccount.Answer{}, Output{}, fmt.Errorf("installation: step %s cannot be verified", req.Step)
 		}
-		out, res, err := v.Verify(ctx, facts)
+		o, res, err := v.Verify(ctx, facts)
 		if err != nil {
-			return InstallStepResult{}, err
+			return asaccount.Answer{}, Output{}, err
 		}
-		return InstallStepResult{Outcome: out, Event: res.Event, Facts: res.Facts}, nil
+		return asaccount.Answer{Outcome: o, Event: res.Event, Facts: res.Facts}, Output{}, nil
 	}
 	res, err := step.Run(ctx, facts)
 	if err != nil {
-		return InstallStepResult{}, err
+		return asaccount.Answer{}, Output{}, err
 	}
-	return InstallStepResult{Event: res.Event, Facts: res.Facts}, nil
+	return asaccount.Answer{Event: res.Event, Facts: res.Facts}, Output{}, nil
 }
 
 // transferReporter sends the parent each download's progress, at most at
@@ -259,4 +232,15 @@ func transferReporter(c *privsep.Child) func(name string, done, total int64) {
 		}
 		f(done, total)
 	}
+}
+
+// childRequest is the install workflow's request to the child for step,
+// which is a state or a request of the installation's own (StepCheck,
+// StepConfiguration), with the run's facts and the installation's input.
+func childRequest(step string, facts map[string]string, in Input) (asaccount.Request, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return asaccount.Request{}, fmt.Errorf("encode the installation's input: %w", err)
+	}
+	return asaccount.Request{Workflow: workflow.InstallDefinition().Name, Step: step, Facts: maps.Clone(facts), Input: raw}, nil
 }

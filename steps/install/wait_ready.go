@@ -164,3 +164,28 @@ func CoreIdentity(ctx context.Context, c *core.Client) (*IdentityAnswer, int, er
 	}
 	return &a, http.StatusOK, nil
 }
+
+// Check reads Core's identity route once: connected and ready is done;
+// anything else leaves the wait to the run.
+func (s waitReadyStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	e := s.e
+	nid, err := e.NodeIdentity()
+	if err != nil || nid.CoreURL != noderoot.TrimOrigin(e.in.CoreOrigin) || nid.AllowInsecureOrigin != e.in.AllowInsecureOrigin {
+		return notDone, workflow.Result{}, nil
+	}
+	pool, err := e.CertPool()
+	if err != nil {
+		return notDone, workflow.Result{}, nil
+	}
+	c, err := noderoot.NewCoreClient(nid, pool, e.Proxy())
+	if err != nil {
+		return notDone, workflow.Result{}, nil
+	}
+	a, status, err := CoreIdentity(ctx, c)
+	if err != nil || status != http.StatusOK || !a.Connected || !a.ProviderReady || a.NodeID != nid.Identity.NodeID ||
+		a.InstallationID != nid.Identity.InstallationID || a.SpecificationDigest != nid.Identity.SpecificationDigest ||
+		a.DeploymentGeneration != nid.Identity.DeploymentGeneration || a.Provider != nid.Identity.Provider {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Facts: map[string]string{"node_id": nid.Identity.NodeID}}, nil
+}

@@ -11,13 +11,13 @@ import (
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
-// recordsStep removes the installation's bookkeeping entry and
+// bookkeepingStep removes the installation's bookkeeping entry and
 // /etc/oac-node/<id>.json; when no node remains and the account step kept
 // nothing, also /run/oac-node-docker, installer.db and /etc/oac-node.
 // /run/oac-node.lock stays.
-type recordsStep struct{ e *Env }
+type bookkeepingStep struct{ e *Env }
 
-func (s recordsStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
+func (s bookkeepingStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
 	e, id := s.e, s.e.Opts.InstallationID
 	e.final = maps.Clone(facts)
 	rec := e.HostPaths.Record(id)
@@ -51,7 +51,7 @@ func (s recordsStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 
 // forget removes the installation's entries from the bookkeeping and
 // reports whether no installation and no account remain in it.
-func (s recordsStep) forget() (bool, error) {
+func (s bookkeepingStep) forget() (bool, error) {
 	e, id := s.e, s.e.Opts.InstallationID
 	db, err := e.Bookkeeping()
 	if err != nil {

@@ -30,14 +30,14 @@ const (
 // remains; otherwise it keeps the network and prints the command that
 // removes it. It also reports the Runtime image the node used, which
 // uninstall never removes. A microsandbox node has no network.
-func removeNetwork(ctx context.Context, in NodeOptions, req UninstallStepRequest) (UninstallStepResult, error) {
-	res := UninstallStepResult{Event: workflow.EventNetworkHandled, Facts: map[string]string{}}
+func removeNetwork(ctx context.Context, in NodeOptions, req Input) (workflow.Result, error) {
+	res := workflow.Result{Event: workflow.EventNetworkHandled, Facts: map[string]string{}}
 	if req.Provider != release.ProviderDocker {
 		return res, nil
 	}
 	host, name := docker.DefaultHost, docker.NetworkName(req.InstallationID)
 	if c, err := readProviderConfig(in, req.InstallationID); err != nil {
-		return UninstallStepResult{}, err
+		return workflow.Result{}, err
 	} else if c != nil && c.Docker != nil {
 		host, res.Facts[FactRuntimeImage] = c.Docker.Host, c.Docker.Image
 		if c.Docker.Network != "" {
@@ -45,18 +45,18 @@ func removeNetwork(ctx context.Context, in NodeOptions, req UninstallStepRequest
 		}
 	}
 	if in.Docker == nil {
-		return UninstallStepResult{}, errors.New("uninstallation: no Docker adapter")
+		return workflow.Result{}, errors.New("uninstallation: no Docker adapter")
 	}
 	dk, err := in.Docker(ctx, host)
 	if err != nil {
-		return UninstallStepResult{}, err
+		return workflow.Result{}, err
 	}
 	got, err := dk.NetworkInspect(ctx, name)
 	if errors.Is(err, docker.ErrNotFound) {
 		return res, nil
 	}
 	if err != nil {
-		return UninstallStepResult{}, err
+		return workflow.Result{}, err
 	}
 	if got.Labels[install.InstallationLabel] != req.InstallationID {
 		in.logf("keep the Docker network %s: it is not labelled %s=%s", name, install.InstallationLabel, req.InstallationID)
@@ -64,7 +64,7 @@ func removeNetwork(ctx context.Context, in NodeOptions, req UninstallStepRequest
 	}
 	left, err := dk.ContainersByLabel(ctx, install.InstallationLabel, req.InstallationID)
 	if err != nil {
-		return UninstallStepResult{}, err
+		return workflow.Result{}, err
 	}
 	if len(left) > 0 {
 		in.logf("keep the Docker network %s: %d containers labelled %s=%s remain; remove it later with `sudo docker network rm %s`",
@@ -74,7 +74,7 @@ func removeNetwork(ctx context.Context, in NodeOptions, req UninstallStepRequest
 	}
 	in.logf("remove the Docker network %s", name)
 	if err := dk.NetworkRemove(ctx, name); err != nil && !errors.Is(err, docker.ErrNotFound) {
-		return UninstallStepResult{}, fmt.Errorf("remove the Docker network %s: %w", name, err)
+		return workflow.Result{}, fmt.Errorf("remove the Docker network %s: %w", name, err)
 	}
 	return res, nil
 }

@@ -3,18 +3,14 @@ package uninstall
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/install"
-	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -36,61 +32,10 @@ type Input struct {
 	Registered bool `json:"registered,omitempty"`
 }
 
-// UninstallStepRequest is one request as the child's uninstall steps see
-// it: the step (ask_core, network, node_state, microsandbox_store), the
-// run's facts and the uninstallation's input.
-type UninstallStepRequest struct {
-	Step  string
-	Facts map[string]string
-	Input
-}
-
-// UninstallStepResult is a step's result in the child.
-type UninstallStepResult struct {
-	Event workflow.Event
-	Facts map[string]string
-}
-
-// Networks is the part of the Docker Engine the uninstall's
-// network step uses. The real docker.Client implements it.
-type Networks interface {
-	NetworkInspect(ctx context.Context, name string) (docker.Network, error)
-	NetworkRemove(ctx context.Context, name string) error
-	ContainersByLabel(ctx context.Context, key, value string) ([]docker.Container, error)
-}
-
 // Adapters are the host adapters the uninstall child uses.
 type Adapters struct {
 	// Docker connects to the Docker Engine at host.
 	Docker func(ctx context.Context, host string) (Networks, error)
-}
-
-// NodeOptions describe the service-account side of one uninstall
-// step.
-type NodeOptions struct {
-	// Home is the node account's home; UID the node account.
-	Home   string
-	UID    int
-	Docker func(ctx context.Context, host string) (Networks, error)
-	// Proxy is the proxy snapshot for the request to Core.
-	Proxy download.ProxyEnv
-	// Log receives progress lines (nil: discarded).
-	Log io.Writer
-}
-
-func (o NodeOptions) logf(format string, args ...any) {
-	if o.Log != nil {
-		fmt.Fprintf(o.Log, format+"\n", args...)
-	}
-}
-
-func (o NodeOptions) nodeRoot(id string) string { return layout.NodeRootIn(o.Home, id) }
-
-// openNodeRoot opens the node root of id beneath the home, through no
-// symbolic link (the home's subdirectories are the service account's to
-// replace).
-func (o NodeOptions) openNodeRoot(id string) (*safefile.Root, error) {
-	return safefile.OpenRootIn(o.Home, layout.NodeRel(id), safefile.Expect{UID: safefile.AnyUID})
 }
 
 // Server is the uninstallation's side in the service-account
@@ -108,30 +53,30 @@ func Server(a Adapters) asaccount.Server {
 // req asks, with in's options: what Server does once the child's
 // options are set (tests call it in process).
 func RunStep(ctx context.Context, in NodeOptions, req asaccount.Request) (asaccount.Answer, error) {
-	r := UninstallStepRequest{Step: req.Step, Facts: req.Facts}
-	if err := req.DecodeInput(&r.Input); err != nil {
+	var r Input
+	if err := req.DecodeInput(&r); err != nil {
 		return asaccount.Answer{}, err
 	}
 	if req.Verify {
 		return asaccount.Answer{}, fmt.Errorf("uninstallation: step %s cannot be verified", req.Step)
 	}
-	res, err := runStep(ctx, in, r)
+	res, err := runStep(ctx, in, req.Step, req.Facts, r)
 	if err != nil {
 		return asaccount.Answer{}, err
 	}
 	return asaccount.Answer{Event: res.Event, Facts: res.Facts}, nil
 }
 
-// runStep runs the one step of req.
-func runStep(ctx context.Context, in NodeOptions, req UninstallStepRequest) (UninstallStepResult, error) {
+// runStep runs the one step with the run's facts and its input req.
+func runStep(ctx context.Context, in NodeOptions, step string, facts map[string]string, req Input) (workflow.Result, error) {
 	if id := req.InstallationID; id == "" || strings.HasPrefix(id, ".") || filepath.Base(id) != id {
-		return UninstallStepResult{}, fmt.Errorf("uninstallation: %q is not an installation id", id)
+		return workflow.Result{}, fmt.Errorf("uninstallation: %q is not an installation id", id)
 	}
 	var (
-		res UninstallStepResult
+		res workflow.Result
 		err error
 	)
-	switch workflow.State(req.Step) {
+	switch workflow.State(step) {
 	case workflow.UninstallAskCore:
 		res, err = askCore(ctx, in, req)
 	case workflow.UninstallNetwork:
@@ -139,9 +84,9 @@ func runStep(ctx context.Context, in NodeOptions, req UninstallStepRequest) (Uni
 	case workflow.UninstallNodeState:
 		res, err = removeNodeState(in, req)
 	case workflow.UninstallMicrosandboxStore:
-		res, err = removeStores(in, req)
+		res, err = removeStores(in, req, facts)
 	default:
-		return UninstallStepResult{}, fmt.Errorf("uninstallation: %q is not a service-account step", req.Step)
+		return workflow.Result{}, fmt.Errorf("uninstallation: %q is not a service-account step", step)
 	}
 	return res, err
 }

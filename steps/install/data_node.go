@@ -1,6 +1,7 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -345,4 +346,30 @@ func (e *NodeEnv) writeRecord(rel string, v map[string]any, replace bool) error 
 // file is replaced.
 func (e *NodeEnv) Registered() (bool, error) {
 	return safefile.Exists(e.Node().Registered())
+}
+
+// Facts the installation's service-account steps record.
+const (
+	factSourceCommit = "source_commit" // the selected Runtime release
+	factNodeRelease  = "node_release"  // the console release of the node program
+	factWarm         = "warm_image"    // "true": the image was already held; no archive was fetched
+	factNetwork      = "network"
+)
+
+// recordState compares a node record with what writeRecord would write.
+func (e *NodeEnv) recordState(rel string, v map[string]any) (noderoot.FileState, error) {
+	want, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	got, err := e.ReadPrivate(rel, 1<<16)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return noderoot.FileMissing, nil
+	case err != nil:
+		return 0, err
+	case !bytes.Equal(got, append(want, '\n')):
+		return 0, fmt.Errorf("%w: %s differs from what this command computes", noderoot.ErrConflict, rel)
+	}
+	return noderoot.FileOK, nil
 }
