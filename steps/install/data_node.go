@@ -31,7 +31,7 @@ import (
 // enrolled generation's lease, the Runtime image, the Docker network,
 // provider.json and the registration with Core. Its steps (nodeSteps)
 // run in one privilege-separated child of the root installer's run
-// (install.Children).
+// (asaccount.Children).
 const ActionInstall = "install"
 
 // NodeOptions describe the service-account part of one installation run.

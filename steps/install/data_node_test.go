@@ -15,7 +15,7 @@ import (
 // client only when a step first connects: the node root step does not, the
 // metadata step does (and its TLS connection to the test console, whose CA
 // is the operator's, works).
-func TestInstallEnvBuildsRootsOnFirstUse(t *testing.T) {
+func TestNodeEnvBuildsRootsOnFirstUse(t *testing.T) {
 	f := newInstallFixture(t)
 	ctx := context.Background()
 	if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {

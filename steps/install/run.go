@@ -382,7 +382,8 @@ func Steps(d Data) map[workflow.State]workflow.Step {
 
 // serviceSteps binds every state of the install workflow that runs as the
 // service account (workflow.ServiceAccount in its definition) to a
-// serviceStep of d: steps/generation's install steps, run in the child.
+// serviceStep of d, which runs the state's step of nodeSteps in the child
+// (Server).
 func serviceSteps(d asaccount.Data) map[workflow.State]workflow.Step {
 	def := workflow.InstallDefinition()
 	out := map[workflow.State]workflow.Step{}
@@ -393,9 +394,9 @@ func serviceSteps(d asaccount.Data) map[workflow.State]workflow.Step {
 }
 
 // nodeSteps binds the install workflow's service-account states to e.
-// Root runs them in one privilege-separated child for the run
-// (install.Children, which calls RunStep there); the other states
-// are root's.
+// They run in the run's one privilege-separated child as the service
+// account (asaccount.Children; Server and RunStep look each step up here);
+// the other states are root's (Steps).
 func nodeSteps(e *NodeEnv) map[workflow.State]workflow.Step {
 	return map[workflow.State]workflow.Step{
 		workflow.InstallNodeRoot:       nodeRootStep{e},

@@ -276,8 +276,8 @@ func accountKept(h layout.Host) bool {
 
 // Steps binds every state of the uninstall workflow to its step: root's
 // steps to e, and each state the definition marks workflow.ServiceAccount
-// to an asaccount.Step (serviceStep), which runs steps/generation's
-// uninstall step in the child; the Core check first answers from the check
+// to an asaccount.Step (serviceStep), which runs the state's step in the
+// child (Server, RunStep); the Core check first answers from the check
 // Run made before the journal (askCoreStep).
 func Steps(e *Env) map[workflow.State]workflow.Step {
 	out := map[workflow.State]workflow.Step{}
