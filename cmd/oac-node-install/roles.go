@@ -4,11 +4,12 @@ import (
 	"context"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/status"
+	"github.com/openagentcore/oac-node-install/steps/uninstall"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -21,11 +22,11 @@ var childRoles = map[string]privsep.Handler{
 		return status.Serve(ctx, c)
 	},
 	asaccount.Role: asaccount.Serve(map[string]asaccount.Server{
-		workflow.InstallDefinition().Name: generation.InstallServer(generation.InstallAdapters{
+		workflow.InstallDefinition().Name: install.Server(install.Adapters{
 			Docker: func(_ context.Context, host string) (noderoot.Docker, error) { return docker.New(host) },
 		}),
-		workflow.UninstallDefinition().Name: generation.UninstallServer(generation.UninstallAdapters{
-			Docker: func(_ context.Context, host string) (generation.UninstallNetworks, error) { return docker.New(host) },
+		workflow.UninstallDefinition().Name: uninstall.Server(uninstall.Adapters{
+			Docker: func(_ context.Context, host string) (uninstall.Networks, error) { return docker.New(host) },
 		}),
 	}),
 }

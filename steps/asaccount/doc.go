@@ -11,9 +11,9 @@
 // child's Answer as the step's result. The child is this binary, executed
 // from the bytes root captured at start (privsep.Capture), so root never
 // executes a file the account can write. It serves one role, Role: Serve
-// hands each request to the Server of its workflow (install's or
-// uninstall's, in steps/generation), which runs, verifies or checks the
-// one step as the account and answers.
+// hands each request to the Server of its workflow (install.Server,
+// uninstall.Server), which runs, verifies or checks the one step as the
+// account and answers; a Server's progress lines go through Log.
 //
 //	root engine ── begin <state> ──▶ Step.Run / Step.Verify
 //	                                  └─ Runner = Children.Run

@@ -29,26 +29,9 @@
 // microsandbox images only after a complete inventory shows them (any
 // inventory failure keeps every byte, ErrNativeKept), never Docker images.
 //
-// Until they move into steps/install and steps/uninstall, the
-// service-account steps of those workflows are here too:
-//
-//	install    node_root, metadata, downloads, helper, lease, runtime,
-//	           network, provider_config, register, wait_ready (root's
-//	           states come between: env_file, unit, start before wait_ready)
-//	           (install_*.go; InstallSteps, InstallServer, RunInstallStep,
-//	           CheckInstallSteps)
-//	uninstall  ask_core, network, node_state, microsandbox_store
-//	           (uninstall_*.go; UninstallServer, RunUninstallStep)
-//
-// Root's install and uninstall engines run them through asaccount.Step in
-// one child for the run (asaccount.Children, role asaccount.Role), which
-// hands each request to InstallServer or UninstallServer: each step's Run
-// and Verify, recorded in root's journal, and install's Check of every
-// step (StepCheck). Uninstall's
-// node_state removes the node root without following a link;
-// microsandbox_store removes the installation's stores only once Core
-// confirmed the removal (with --force it keeps them and prints the command
-// that removes each). Neither touches sandboxes, volumes or images.
+// The service-account steps of install and uninstall are not here: each
+// workflow's package (steps/install, steps/uninstall) holds all its
+// states' steps, whichever account runs them.
 //
 // Package generationtest builds the fixture releases, the TLS console and
 // Core, and the node roots the tests of this package, of noderoot, of

@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
-	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -21,7 +18,7 @@ import (
 // collection (the test removes it).
 func TestWithTheDockerEngine(t *testing.T) {
 	c := generationtest.BuildUniqueRelease(t)
-	dk := machineEngine(t, c)
+	dk := generationtest.MachineEngine(t, c)
 	cx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a := buildRelease(t, commitA)
@@ -62,40 +59,4 @@ func TestWithTheDockerEngine(t *testing.T) {
 	if _, err := lease.ReadDropped(n.node.Generations(), 2, os.Getuid()); err != nil {
 		t.Errorf("no dropped marker: %v", err)
 	}
-}
-
-// machineEngine is the machine's Docker Engine for a test, which it skips
-// with one line when there is none; rel's images are removed from the
-// engine when the test ends, and must be gone.
-func machineEngine(t *testing.T, rel *generationtest.Release) *docker.Client {
-	t.Helper()
-	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
-		t.Skip("no Docker Engine socket at /var/run/docker.sock")
-	}
-	dk, err := docker.New(docker.DefaultHost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dk.Close() })
-	cx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := dk.Info(cx); err != nil {
-		t.Skipf("the Docker Engine does not answer: %v", err)
-	}
-	raw, err := client.New(client.WithHost(docker.DefaultHost))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		defer raw.Close()
-		cx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, id := range []string{rel.Image.ConfigDigest, rel.Image.ManifestDigest} {
-			raw.ImageRemove(cx, id, client.ImageRemoveOptions{Force: true, PruneChildren: true})
-			if _, err := raw.ImageInspect(cx, id); err == nil {
-				t.Errorf("cleanup: image %s is still in the engine", id)
-			}
-		}
-	})
-	return dk
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
@@ -253,61 +254,43 @@ func ensureHome(home string, uid, gid int) error {
 	return syncDir(filepath.Dir(home))
 }
 
-// groupStep adds the account to the provider's device group (docker or
-// kvm, nothing else), recording the addition before usermod runs.
-type groupStep struct{ d Data }
-
-func (s groupStep) group() string {
-	if s.d.Configuration().Provider == "microsandbox" {
-		return "kvm"
-	}
-	return "docker"
-}
-
-func (s groupStep) member() (bool, error) {
-	names, err := s.d.Databases().GroupNames(layout.Account)
+// Check refuses an account that is not the recorded one and applies the
+// adoption rules as Run does (an account or home that cannot be adopted
+// refuses); done when the account exists, the bookkeeping says who made
+// it and its home is 0700 and the account's.
+func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	db, ok, err := readBookkeeping(s.d.Host())
 	if err != nil {
-		return false, err
+		return 0, workflow.Result{}, err
 	}
-	for _, n := range names {
-		if n == s.group() {
-			return true, nil
+	var rec bookkeeping.Account
+	recorded := false
+	if ok {
+		rec, recorded, err = db.Account()
+		db.Close()
+		if err != nil {
+			return 0, workflow.Result{}, err
 		}
 	}
-	return false, nil
-}
-
-func (s groupStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
-	in, err := s.member()
+	if err := checkRecorded(s.d.Databases(), rec, recorded, s.d.Options().InstallationID); err != nil {
+		return 0, workflow.Result{}, workflow.Unchanged(err)
+	}
+	home := s.d.Host().Home()
+	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)
 	if err != nil {
-		return workflow.Result{}, err
+		return 0, workflow.Result{}, err
 	}
-	if in {
-		return workflow.Result{}, s.d.Databases().Sync() // an earlier run's usermod may not be durable
-	}
-	db, err := openBookkeeping(s.d)
+	decision, err := accounts.Decide(facts)
 	if err != nil {
-		return workflow.Result{}, err
+		return 0, workflow.Result{}, workflow.Unchanged(workflow.Refuse(err))
 	}
-	defer db.Close()
-	if err := db.AddGroup(s.group()); err != nil {
-		return workflow.Result{}, err
+	if decision == accounts.Create || !recorded || facts.User == nil || (rec.Created && rec.UID != facts.User.UID) {
+		return notDone, workflow.Result{}, nil
 	}
-	s.d.Printf("add %s to the group %s", layout.Account, s.group())
-	return workflow.Result{}, s.d.Accounts().AddToGroup(ctx, s.group())
-}
-
-// Verify: the account is in the group (done) or not (not done).
-func (s groupStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	in, err := s.member()
-	switch {
-	case err != nil:
-		return workflow.Unknown, workflow.Result{}, err
-	case in:
-		if err := s.d.Databases().Sync(); err != nil { // an earlier run's usermod may not be durable
-			return workflow.Unknown, workflow.Result{}, err
-		}
-		return workflow.Done, workflow.Result{}, nil
+	var st syscall.Stat_t
+	if err := syscall.Lstat(home, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || st.Mode&0o7777 != 0o700 ||
+		int(st.Uid) != facts.User.UID || int(st.Gid) != facts.User.GID {
+		return notDone, workflow.Result{}, nil
 	}
-	return workflow.NotDone, workflow.Result{}, nil
+	return done, workflow.Result{Facts: map[string]string{factUID: fmt.Sprint(facts.User.UID)}}, nil
 }

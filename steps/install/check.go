@@ -5,14 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"syscall"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
-	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -55,145 +53,6 @@ func recordsFile(db *bookkeeping.DB, id, path string) bool {
 	return false
 }
 
-func (s preflightStep) Check(ctx context.Context, f workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	res, err := s.Run(ctx, f)
-	return done, res, err
-}
-
-func (s readTokenStep) Check(ctx context.Context, f workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	res, err := s.Run(ctx, f)
-	return done, res, err
-}
-
-func (s readConfigurationStep) Check(ctx context.Context, f workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	res, err := s.Run(ctx, f)
-	return done, res, err
-}
-
-// Check: a check needs no lock (it changes nothing).
-func (s hostLockStep) Check(context.Context, workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	return done, workflow.Result{}, nil
-}
-
-func (s summaryStep) Check(context.Context, workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	return done, workflow.Result{}, nil
-}
-
-// Check refuses an account that is not the recorded one and applies the
-// adoption rules as Run does (an account or home that cannot be adopted
-// refuses); done when the account exists, the bookkeeping says who made
-// it and its home is 0700 and the account's.
-func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	db, ok, err := readBookkeeping(s.d.Host())
-	if err != nil {
-		return 0, workflow.Result{}, err
-	}
-	var rec bookkeeping.Account
-	recorded := false
-	if ok {
-		rec, recorded, err = db.Account()
-		db.Close()
-		if err != nil {
-			return 0, workflow.Result{}, err
-		}
-	}
-	if err := checkRecorded(s.d.Databases(), rec, recorded, s.d.Options().InstallationID); err != nil {
-		return 0, workflow.Result{}, workflow.Unchanged(err)
-	}
-	home := s.d.Host().Home()
-	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)
-	if err != nil {
-		return 0, workflow.Result{}, err
-	}
-	decision, err := accounts.Decide(facts)
-	if err != nil {
-		return 0, workflow.Result{}, workflow.Unchanged(workflow.Refuse(err))
-	}
-	if decision == accounts.Create || !recorded || facts.User == nil || (rec.Created && rec.UID != facts.User.UID) {
-		return notDone, workflow.Result{}, nil
-	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(home, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || st.Mode&0o7777 != 0o700 ||
-		int(st.Uid) != facts.User.UID || int(st.Gid) != facts.User.GID {
-		return notDone, workflow.Result{}, nil
-	}
-	return done, workflow.Result{Facts: map[string]string{factUID: fmt.Sprint(facts.User.UID)}}, nil
-}
-
-// Check is Verify's member test.
-func (s groupStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	in, err := s.member()
-	if errors.Is(err, accounts.ErrNotFound) || (err == nil && !in) {
-		return notDone, workflow.Result{}, nil
-	}
-	return done, workflow.Result{}, err
-}
-
-// expectedInstallation is the bookkeeping entry the host records step
-// writes.
-func expectedInstallation(d Data) bookkeeping.Installation {
-	o := d.Options()
-	inst := bookkeeping.Installation{
-		ID: o.InstallationID, Provider: d.Configuration().Provider, CoreURL: o.CoreURL,
-		NodeRoot: d.Host().NodeRoot(o.InstallationID), Unit: d.Host().Unit(o.InstallationID), EnvFile: d.Host().EnvFile(o.InstallationID),
-		AllowInsecureOrigin: o.AllowInsecureOrigin,
-	}
-	if len(o.CoreCA) > 0 {
-		inst.CoreCA = sha256Hex(o.CoreCA)
-	}
-	return inst
-}
-
-// Check: the bookkeeping's entry and file record, the host record's bytes
-// and /run/oac-node-docker are what the step writes.
-func (s hostRecordsStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	d, id := s.d, s.d.Options().InstallationID
-	db, ok, err := readBookkeeping(d.Host())
-	if err != nil || !ok {
-		return notDone, workflow.Result{}, err
-	}
-	defer db.Close()
-	got, err := db.GetInstallation(id)
-	if err != nil {
-		return notDone, workflow.Result{}, nil
-	}
-	got.Created = expectedInstallation(d).Created
-	got.Registered = false // recorded by the env_file step, after register; kept by a rerun
-	path := d.Host().Record(id)
-	if got != expectedInstallation(d) || !recordsFile(db, id, path) {
-		return notDone, workflow.Result{}, nil
-	}
-	want, err := HostRecord(d).Marshal()
-	if err != nil {
-		return 0, workflow.Result{}, err
-	}
-	if data, err := os.ReadFile(path); err != nil || !bytes.Equal(data, want) {
-		return notDone, workflow.Result{}, nil
-	}
-	if fi, err := os.Lstat(d.Host().DockerConfig()); err != nil || !fi.IsDir() {
-		return notDone, workflow.Result{}, nil
-	}
-	return done, workflow.Result{}, nil
-}
-
-// Check: the env file is there with the run's proxy settings (and
-// recorded), or absent when the run has none.
-func (s envFileStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	d, id := s.d, s.d.Options().InstallationID
-	path := d.Host().EnvFile(id)
-	text, write, err := systemd.RenderEnvFile(d.Proxy())
-	if err != nil {
-		return 0, workflow.Result{}, workflow.Unchanged(err)
-	}
-	if !write {
-		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-			return done, workflow.Result{}, nil
-		}
-		return notDone, workflow.Result{}, nil
-	}
-	return checkWritten(d.Host(), id, path, text)
-}
-
 // checkWritten is done when the root-owned file path holds text and the
 // bookkeeping records it as the installation's.
 func checkWritten(h layout.Host, id, path string, text []byte) (workflow.Outcome, workflow.Result, error) {
@@ -211,25 +70,6 @@ func checkWritten(h layout.Host, id, path string, text []byte) (workflow.Outcome
 	return done, workflow.Result{}, nil
 }
 
-// Check: the unit file holds the text the step writes, and is recorded.
-func (s unitStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	d, id := s.d, s.d.Options().InstallationID
-	text, err := s.unit().Render()
-	if err != nil {
-		return 0, workflow.Result{}, workflow.Unchanged(err)
-	}
-	return checkWritten(d.Host(), id, d.Host().Unit(id), text)
-}
-
-// Check: systemd reports the unit enabled and active.
-func (s startStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	st, err := s.d.Systemd().State(ctx, (unitStep{s.d}).unit().Name())
-	if err != nil || st.ActiveState != "active" || st.UnitFileState != "enabled" {
-		return notDone, workflow.Result{}, nil
-	}
-	return done, workflow.Result{}, nil
-}
-
 // NodeChecks implements nodeChecker: the first call asks one child to
 // check every service-account step; later calls return its answer, or the
 // answer of the child that read a registered node's configuration
@@ -237,7 +77,7 @@ func (s startStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcom
 // their facts; but no check of a service-account step reads a fact of
 // root's steps (each reads only what the earlier service-account steps
 // reported), so its answer is the one a child asked here would give.
-func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]generation.InstallStepCheck, error) {
+func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]NodeCheck, error) {
 	if e.checks != nil || e.checksErr != nil {
 		return e.checks, e.checksErr
 	}
@@ -248,7 +88,7 @@ func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]
 		e.checksErr = err
 		return nil, err
 	}
-	req, err := childRequest(generation.StepCheck, facts, e.nodeInput())
+	req, err := childRequest(StepCheck, facts, e.nodeInput())
 	if err != nil {
 		e.checksErr = err
 		return nil, err
@@ -258,7 +98,7 @@ func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]
 		e.checksErr = asaccount.StepErr(err)
 		return nil, e.checksErr
 	}
-	var out generation.InstallOutput
+	var out Output
 	if err := a.DecodeOutput(&out); err != nil {
 		e.checksErr = err
 		return nil, err
@@ -269,9 +109,95 @@ func (e *Env) NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]
 
 // setNodeChecks records a child's answer to the check of every
 // service-account step.
-func (e *Env) setNodeChecks(checks []generation.InstallStepCheck) {
-	e.checks = map[string]generation.InstallStepCheck{}
+func (e *Env) setNodeChecks(checks []NodeCheck) {
+	e.checks = map[string]NodeCheck{}
 	for _, c := range checks {
 		e.checks[c.Step] = c
 	}
+}
+
+// serviceStep runs a service-account state's step in the child
+// (asaccount.Step), and checks it with the answer of the one child that
+// checks them all (Check).
+type serviceStep struct{ asaccount.Step }
+
+// nodeChecker is what checks every service-account step in one child (Env
+// implements it).
+type nodeChecker interface {
+	NodeChecks(ctx context.Context, facts workflow.Facts) (map[string]NodeCheck, error)
+}
+
+// Check implements workflow.Checker with the answer of one child for all
+// service-account steps; without an account, nothing of the node exists
+// yet (not done).
+func (s serviceStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	nc, ok := s.D.(nodeChecker)
+	if !ok {
+		return notDone, workflow.Result{}, nil
+	}
+	checks, err := nc.NodeChecks(ctx, facts)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	c, ok := checks[string(s.State)]
+	if !ok || c.Outcome != workflow.Done {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Event: c.Event, Facts: c.Facts}, nil
+}
+
+// StepCheck asks the child to check, without changing anything, every
+// service-account step of the installation in order (workflow.Checker):
+// one child answers for all of them.
+const StepCheck = "check"
+
+// NodeCheck is one step's answer to StepCheck.
+type NodeCheck struct {
+	Step    string            `json:"step"`
+	Outcome workflow.Outcome  `json:"outcome"`
+	Event   workflow.Event    `json:"event,omitempty"`
+	Facts   map[string]string `json:"facts,omitempty"`
+}
+
+// CheckNodeSteps checks the service-account steps in the install
+// workflow's order, each seeing the facts the earlier ones reported. A
+// node root that does not exist yet leaves every step unchecked (not
+// done). It writes nothing; a refusal is returned as the step's error.
+func CheckNodeSteps(ctx context.Context, in NodeOptions, runFacts map[string]string) ([]NodeCheck, error) {
+	if err := CheckNodeRoot(in.Home, in.InstallationID, in.UID); err != nil {
+		return nil, err
+	}
+	e, err := NewNodeEnv(ctx, in)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	steps := nodeSteps(e)
+	facts := workflow.Facts(maps.Clone(runFacts))
+	if facts == nil {
+		facts = workflow.Facts{}
+	}
+	var out []NodeCheck
+	for _, sd := range workflow.InstallDefinition().States {
+		st, ok := steps[sd.Name]
+		if !ok {
+			continue
+		}
+		c := NodeCheck{Step: string(sd.Name), Outcome: workflow.NotDone}
+		if ck, ok := st.(workflow.Checker); ok {
+			o, res, err := ck.Check(ctx, maps.Clone(facts))
+			if err != nil {
+				return nil, fmt.Errorf("check %s: %w", sd.Name, err)
+			}
+			if o == workflow.Done {
+				c.Outcome, c.Event, c.Facts = o, res.Event, res.Facts
+				maps.Copy(facts, res.Facts)
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
@@ -79,7 +78,7 @@ type Env struct {
 
 	// checks is the service-account child's answer to the check of every
 	// service-account step (NodeChecks).
-	checks    map[string]generation.InstallStepCheck
+	checks    map[string]NodeCheck
 	checksErr error
 }
 
@@ -105,8 +104,8 @@ func (e *Env) Bookkeeping() (*bookkeeping.DB, error) {
 
 // nodeInput is the installation's input to the child: the run's options
 // and Core's configuration, without the token.
-func (e *Env) nodeInput() generation.InstallInput {
-	return generation.InstallInput{
+func (e *Env) nodeInput() Input {
+	return Input{
 		InstallationID: e.Opts.InstallationID, SourceURL: e.Opts.SourceURL, Bundle: e.Opts.Bundle, CoreOrigin: e.Opts.CoreURL,
 		AllowInsecureOrigin: e.Opts.AllowInsecureOrigin, CoreCA: e.Opts.CoreCA, Configuration: e.ConfRaw,
 	}

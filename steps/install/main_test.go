@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
@@ -19,7 +18,7 @@ import (
 func TestMain(m *testing.M) {
 	privsep.ServeChild(os.Args[1:], map[string]privsep.Handler{
 		asaccount.Role: asaccount.Serve(map[string]asaccount.Server{
-			workflow.InstallDefinition().Name: generation.InstallServer(generation.InstallAdapters{
+			workflow.InstallDefinition().Name: Server(Adapters{
 				Docker:   func(context.Context, string) (noderoot.Docker, error) { return fileEngineOf(os.Getenv("HOME")), nil },
 				Register: fileRegistrarOf(os.Getenv("HOME")),
 			}),

@@ -19,9 +19,10 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
@@ -36,7 +37,6 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
-	"golang.org/x/sys/unix"
 )
 
 // Group ids of the microsandbox host root's group database.
@@ -180,8 +180,8 @@ func newMSBRun(t *testing.T, storeLen int) *msbRun {
 		switch req.Step {
 		case string(workflow.InstallWaitReady):
 			return asaccount.Answer{Outcome: workflow.Done, Facts: map[string]string{"node_id": generationtest.NodeID}}, nil
-		case generation.StepConfiguration:
-			out, err := json.Marshal(generation.InstallOutput{Configuration: r.conf})
+		case StepConfiguration:
+			out, err := json.Marshal(Output{Configuration: r.conf})
 			return asaccount.Answer{Output: out}, err
 		}
 		return real(ctx, req)

@@ -1,12 +1,14 @@
 package install
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/openagentcore/oac-node-install/journal"
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
@@ -111,57 +113,170 @@ func ensureDir(dir string, perm os.FileMode) error {
 
 func syncDir(dir string) error { return safefile.SyncDir(dir) }
 
-// HostRecord is the installation's /etc/oac-node/<id>.json (CONTRACT
-// §3.4), the host's list of nodes for other tools. The bookkeeping is
-// authoritative.
-func HostRecord(d Data) hostrecord.Record {
-	o := d.Options()
-	rec := hostrecord.Record{
-		Format: hostrecord.Version, InstallationID: o.InstallationID, Provider: d.Configuration().Provider,
-		CoreURL: o.CoreURL, NodeRoot: d.Host().NodeRoot(o.InstallationID), Unit: d.Host().Unit(o.InstallationID),
-		AllowInsecureOrigin: o.AllowInsecureOrigin,
-	}
-	if len(o.CoreCA) > 0 {
-		rec.CoreCA = layout.Node{Root: d.Host().NodeRoot(o.InstallationID)}.CoreCA()
-		rec.CoreCASHA256 = sha256Hex(o.CoreCA)
-	}
-	return rec
+var _ = layout.Account
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
-// hostRecordsStep records the installation in the bookkeeping, then
-// writes /etc/oac-node/<id>.json (0644) and the empty Docker configuration
-// directory /run/oac-node-docker (0755).
-type hostRecordsStep struct{ d Data }
+// durable makes root's file p, found holding the bytes it should, and its
+// name durable.
+func durable(p string) error {
+	return safefile.DurablePath(p, safefile.Expect{UID: safefile.AnyUID})
+}
 
-func (s hostRecordsStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
-	d, o := s.d, s.d.Options()
-	db, err := openBookkeeping(d)
+// checkRecordMissing refuses an installation the bookkeeping records while
+// its host record is gone, unless an unfinished run of the install journal
+// explains it (the host records step writes the bookkeeping entry first):
+// the two records disagree, and neither is taken for the truth.
+func checkRecordMissing(h layout.Host, id string) error {
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
-		return workflow.Result{}, err
+		return err
+	}
+	_, gerr := db.GetInstallation(id)
+	db.Close()
+	if errors.Is(gerr, bookkeeping.ErrNotFound) {
+		return nil
+	}
+	if gerr != nil {
+		return gerr
+	}
+	if rep, err := workflow.InspectJournal(JournalPath(h, id), workflow.Lookup); err == nil && rep.Condition != workflow.Complete {
+		return nil // the run the engine resumes writes the record
+	}
+	return fmt.Errorf("the installer's bookkeeping %s records installation %s, but its host record %s is missing; restore the record from a backup of /etc, or remove the node in Web and run `sudo oac-node-install --uninstall --installation-id %s --force`",
+		h.Bookkeeping(), id, h.Record(id), id)
+}
+
+// knownNode reports whether the host records this installation.
+func knownNode(h layout.Host, id string) (bool, error) {
+	return safefile.Exists(h.Record(id))
+}
+
+// CheckHostRecord refuses a command whose Core address, insecure-origin
+// policy or Core CA differ from what the host recorded for the
+// installation (/etc/oac-node/<id>.json, root's).
+func CheckHostRecord(h layout.Host, o Options) error {
+	rec, err := readHostRecord(h, o.InstallationID)
+	if err != nil {
+		return err
+	}
+	if rec.InstallationID != o.InstallationID {
+		return fmt.Errorf("the host record %s names installation %q, not %s; it was not written by this installer for this node: remove it or restore it", h.Record(o.InstallationID), rec.InstallationID, o.InstallationID)
+	}
+	// The bookkeeping is authoritative; a record that disagrees with it
+	// is refused (CONTRACT §10).
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if errors.Is(err, os.ErrPermission) {
+		// The check command without root cannot read the bookkeeping
+		// (0600); install runs as root.
+		return checkHostRecordCommand(rec, o)
+	}
+	if err != nil {
+		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s cannot be read (%v); uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), err)
+	}
+	inst, err := db.GetInstallation(o.InstallationID)
+	db.Close()
+	if err != nil {
+		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s has no entry for it (%v); uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), err)
+	}
+	for _, d := range []struct {
+		name     string
+		rec, inv any
+	}{
+		{"provider", rec.Provider, inst.Provider}, {"core_url", rec.CoreURL, inst.CoreURL}, {"node_root", rec.NodeRoot, inst.NodeRoot},
+		{"unit", rec.Unit, inst.Unit}, {"allow_insecure_origin", rec.AllowInsecureOrigin, inst.AllowInsecureOrigin},
+		{"core_ca_sha256", rec.CoreCASHA256, inst.CoreCA},
+	} {
+		if d.rec != d.inv {
+			return fmt.Errorf("the host record %s and the installer's bookkeeping %s disagree about %s; the bookkeeping is authoritative: restore the record or uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), d.name)
+		}
+	}
+	return checkHostRecordCommand(rec, o)
+}
+
+// checkHostRecordCommand compares the command with the host record.
+func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
+	ca := ""
+	if len(o.CoreCA) > 0 {
+		ca = sha256Hex(o.CoreCA)
+	}
+	switch {
+	case rec.CoreURL != o.CoreURL:
+		return fmt.Errorf("this host's node uses %s, but this command uses %s; remove the node and add it again to move it to another Core", rec.CoreURL, o.CoreURL)
+	case rec.AllowInsecureOrigin && !o.AllowInsecureOrigin:
+		return fmt.Errorf("this host's node was installed with --allow-insecure-origin and this command lacks it; rerun it with --allow-insecure-origin")
+	case !rec.AllowInsecureOrigin && o.AllowInsecureOrigin:
+		return fmt.Errorf("this host's node was installed without --allow-insecure-origin; rerun the command without it")
+	case rec.CoreCASHA256 == ca:
+		return nil
+	case ca == "":
+		return fmt.Errorf("this host's node was installed with --core-ca (a CA bundle with sha256 %s) and this command has none: rerun it with --core-ca and the same file; the node keeps a copy at %s",
+			rec.CoreCASHA256, nodeCACopy(rec))
+	case rec.CoreCASHA256 == "":
+		return fmt.Errorf("this host's node was installed without --core-ca (Core's certificate is checked against the system's roots); rerun the command without --core-ca")
+	}
+	return fmt.Errorf("this host's node was installed with another Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; the node keeps a copy at %s",
+		rec.CoreCASHA256, ca, nodeCACopy(rec))
+}
+
+// nodeCACopy is where the node keeps its copy of the Core CA it was
+// installed with: the operator may pass it as --core-ca, whose sha256 is
+// then checked against the host record like any other file.
+func nodeCACopy(rec hostrecord.Record) string {
+	root := rec.NodeRoot
+	if root == "" {
+		root = layout.Default.NodeRoot(rec.InstallationID)
+	}
+	return layout.Node{Root: root}.CoreCA()
+}
+
+// readHostRecord reads the host record of installation id (root's).
+func readHostRecord(h layout.Host, id string) (hostrecord.Record, error) {
+	rec, err := hostrecord.Read(h, id)
+	if err != nil && !errors.Is(err, hostrecord.ErrInvalid) {
+		return rec, fmt.Errorf("read the host record: %w", err)
+	}
+	return rec, err
+}
+
+// discardRecords removes root's records of an installation that never
+// registered: its host record, its bookkeeping entry, and its journal,
+// kept aside as a receipt so that the next run starts anew.
+func discardRecords(h layout.Host, id, journalPath string) error {
+	// The journal first: cut off after it, the records left make the new
+	// command refuse, naming the uninstall, rather than resume a journal
+	// whose host_records step is done while its record is gone.
+	if err := journal.KeepAside(journalPath); err != nil {
+		return err
+	}
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		return err
 	}
 	defer db.Close()
-	inst := bookkeeping.Installation{
-		ID: o.InstallationID, Provider: d.Configuration().Provider, CoreURL: o.CoreURL,
-		NodeRoot: d.Host().NodeRoot(o.InstallationID), Unit: d.Host().Unit(o.InstallationID), EnvFile: d.Host().EnvFile(o.InstallationID),
-		AllowInsecureOrigin: o.AllowInsecureOrigin,
+	files, err := db.Files(id)
+	if err != nil {
+		return err
 	}
-	if len(o.CoreCA) > 0 {
-		inst.CoreCA = sha256Hex(o.CoreCA)
+	for _, f := range files {
+		if f.Kind != bookkeeping.FileRecord {
+			continue
+		}
+		if err := safefile.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", f.Path, err)
+		}
+		if err := db.RemoveFile(f.Path); err != nil {
+			return err
+		}
 	}
-	if err := db.PutInstallation(inst); err != nil {
-		return workflow.Result{}, err
+	if err := db.DeleteInstallation(id); err != nil && !errors.Is(err, bookkeeping.ErrNotFound) {
+		return err
 	}
-	path := d.Host().Record(o.InstallationID)
-	if err := db.AddFile(bookkeeping.File{Path: path, InstallationID: o.InstallationID, Kind: bookkeeping.FileRecord}); err != nil {
-		return workflow.Result{}, err
-	}
-	if err := hostrecord.Write(d.Host(), HostRecord(d)); err != nil {
-		return workflow.Result{}, err
-	}
-	if err := ensureDir(d.Host().DockerConfig(), 0o755); err != nil {
-		return workflow.Result{}, err
-	}
-	return workflow.Result{}, nil
+	return nil
 }
-
-var _ = layout.Account

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -20,14 +19,14 @@ type childLog struct {
 }
 
 // wrap logs each request and edits the answer to the configuration read.
-func (l *childLog) wrap(next asaccount.Runner, edit func(*generation.InstallOutput)) asaccount.Runner {
+func (l *childLog) wrap(next asaccount.Runner, edit func(*Output)) asaccount.Runner {
 	return func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		l.mu.Lock()
 		l.steps = append(l.steps, req.Step)
 		l.mu.Unlock()
 		res, err := next(ctx, req)
-		if err == nil && edit != nil && req.Step == generation.StepConfiguration {
-			var out generation.InstallOutput
+		if err == nil && edit != nil && req.Step == StepConfiguration {
+			var out Output
 			if err := res.DecodeOutput(&out); err != nil {
 				return res, err
 			}
@@ -49,12 +48,12 @@ func TestRerunOfARegisteredNodeStartsOneChild(t *testing.T) {
 	f.installed(t)
 	for _, tc := range []struct {
 		name string
-		edit func(*generation.InstallOutput)
+		edit func(*Output)
 		want string
 	}{
-		{"one child", nil, generation.StepConfiguration},
-		{"the check left to its own child", func(r *generation.InstallOutput) { r.Checks, r.Checked = nil, false },
-			generation.StepConfiguration + " " + generation.StepCheck},
+		{"one child", nil, StepConfiguration},
+		{"the check left to its own child", func(r *Output) { r.Checks, r.Checked = nil, false },
+			StepConfiguration + " " + StepCheck},
 	} {
 		var log childLog
 		before := f.tree(t, true)

@@ -5,30 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"path/filepath"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal"
-	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
-	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
-
-// HostLockWait bounds the wait for another installation or uninstallation
-// on this host (CONTRACT §3.4).
-var HostLockWait = 600 * time.Second
 
 // Command is what the install command wires: the options, the host, the
 // token read from standard input, and the real adapters.
@@ -76,11 +65,6 @@ var phaseOf = map[workflow.State]string{
 	workflow.InstallEnvFile:     "Start the node service",
 	workflow.InstallWaitReady:   "Wait for Core connection and provider readiness",
 	workflow.InstallHostRecords: "Record the installation",
-}
-
-// JournalPath is root's install journal of an installation.
-func JournalPath(h layout.Host, id string) string {
-	return filepath.Join(h.JournalDir(id), "install.journal")
 }
 
 // Run installs the node or reruns an installation. The checks that read
@@ -160,7 +144,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	phase("Read Core's deployment specification")
 	var conf *core.Configuration
 	var raw []byte
-	var prechecked *generation.InstallOutput
+	var prechecked *Output
 	isRegistered := false
 	if known {
 		if isRegistered, err = Registered(c.Host, o.InstallationID); err != nil {
@@ -191,12 +175,12 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		in := (&Env{Opts: o}).nodeInput()
 		in.Check = true
 		var req asaccount.Request
-		req, err = childRequest(generation.StepConfiguration, nil, in)
+		req, err = childRequest(StepConfiguration, nil, in)
 		var a asaccount.Answer
 		if err == nil {
 			a, err = c.Child(ctx, req)
 		}
-		var out generation.InstallOutput
+		var out Output
 		if err == nil {
 			err = a.DecodeOutput(&out)
 		}
@@ -344,7 +328,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		// with the node root's unregistered state (CONTRACT §10), so the
 		// new command Web generates installs; the account and its groups
 		// stay recorded.
-		if derr := discardUnregistered(c.Host, o.InstallationID, path); derr != nil {
+		if derr := discardRecords(c.Host, o.InstallationID, path); derr != nil {
 			err = errors.Join(err, derr)
 		} else {
 			changed = append(changed, fmt.Sprintf("root's records of the installation (%s kept aside, the host record and the bookkeeping entry removed)", path))
@@ -378,61 +362,6 @@ func nextInstall(err error) string {
 // refusalOf is a refusal before the first change as a workflow.Refusal.
 func refusalOf(err error) error { return workflow.Refuse(err) }
 
-// discardUnregistered removes root's records of an installation that never
-// registered: its host record, its bookkeeping entry, and its journal,
-// kept aside as a receipt so that the next run starts anew.
-func discardUnregistered(h layout.Host, id, journalPath string) error {
-	// The journal first: cut off after it, the records left make the new
-	// command refuse, naming the uninstall, rather than resume a journal
-	// whose host_records step is done while its record is gone.
-	if err := journal.KeepAside(journalPath); err != nil {
-		return err
-	}
-	db, err := bookkeeping.Open(h.Bookkeeping())
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	files, err := db.Files(id)
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		if f.Kind != bookkeeping.FileRecord {
-			continue
-		}
-		if err := safefile.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", f.Path, err)
-		}
-		if err := db.RemoveFile(f.Path); err != nil {
-			return err
-		}
-	}
-	if err := db.DeleteInstallation(id); err != nil && !errors.Is(err, bookkeeping.ErrNotFound) {
-		return err
-	}
-	return nil
-}
-
-// inspectRefusal refuses to start over from a journal of another
-// installer that stopped in an Inspect state, naming it as status does.
-func inspectRefusal(path string, old *workflow.Report, version string) error {
-	by := "another installer"
-	if old.Binding != nil && old.Binding.Version != "" {
-		by = "oac-node-install " + old.Binding.Version
-	}
-	step := string(old.State)
-	if old.Pending != nil {
-		step = old.Pending.Step
-	}
-	note := "it leaves a state only an operator may judge"
-	if old.Note != "" {
-		note = old.Note
-	}
-	return fmt.Errorf("the installation's journal %s, written by %s, stopped in step %q (%s); this installer (%s) does not start over from it. Inspect it with `oac-node-install status` and `oac-node-install leases`",
-		path, by, step, note, version)
-}
-
 // outOrDiscard is the operator's output.
 func (c Command) outOrDiscard() io.Writer {
 	if c.Out == nil {
@@ -441,184 +370,55 @@ func (c Command) outOrDiscard() io.Writer {
 	return c.Out
 }
 
-// CheckToken refuses an enrollment token that cannot be one by
-// ident.CheckToken, saying which rule it breaks (never the token).
-func CheckToken(tok string) error {
-	if err := ident.CheckToken(tok); err != nil {
-		return fmt.Errorf("standard input: %w; run the command Web generated", err)
+// Steps binds every state of the install workflow: root's steps to d and
+// the service-account steps to serviceSteps(d).
+func Steps(d Data) map[workflow.State]workflow.Step {
+	out := serviceSteps(d)
+	root := map[workflow.State]workflow.Step{
+		workflow.InstallPreflight:         preflightStep{d},
+		workflow.InstallReadToken:         readTokenStep{d},
+		workflow.InstallReadConfiguration: readConfigurationStep{d},
+		workflow.InstallHostLock:          hostLockStep{d},
+		workflow.InstallAccount:           accountStep{d},
+		workflow.InstallGroup:             groupStep{d},
+		workflow.InstallHostRecords:       hostRecordsStep{d},
+		workflow.InstallEnvFile:           envFileStep{d},
+		workflow.InstallUnit:              unitStep{d},
+		workflow.InstallStart:             startStep{d},
+		workflow.InstallSummary:           summaryStep{d: d},
 	}
-	return nil
+	maps.Copy(out, root)
+	return out
 }
 
-// checkRecordMissing refuses an installation the bookkeeping records while
-// its host record is gone, unless an unfinished run of the install journal
-// explains it (the host records step writes the bookkeeping entry first):
-// the two records disagree, and neither is taken for the truth.
-func checkRecordMissing(h layout.Host, id string) error {
-	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+// serviceSteps binds every state of the install workflow that runs as the
+// service account (workflow.ServiceAccount in its definition) to a
+// serviceStep of d, which runs the state's step of nodeSteps in the child
+// (Server).
+func serviceSteps(d asaccount.Data) map[workflow.State]workflow.Step {
+	def := workflow.InstallDefinition()
+	out := map[workflow.State]workflow.Step{}
+	for _, st := range def.AccountStates(workflow.ServiceAccount) {
+		out[st] = serviceStep{asaccount.Step{Workflow: def.Name, State: st, D: d}}
 	}
-	if err != nil {
-		return err
-	}
-	_, gerr := db.GetInstallation(id)
-	db.Close()
-	if errors.Is(gerr, bookkeeping.ErrNotFound) {
-		return nil
-	}
-	if gerr != nil {
-		return gerr
-	}
-	if rep, err := workflow.InspectJournal(JournalPath(h, id), workflow.Lookup); err == nil && rep.Condition != workflow.Complete {
-		return nil // the run the engine resumes writes the record
-	}
-	return fmt.Errorf("the installer's bookkeeping %s records installation %s, but its host record %s is missing; restore the record from a backup of /etc, or remove the node in Web and run `sudo oac-node-install --uninstall --installation-id %s --force`",
-		h.Bookkeeping(), id, h.Record(id), id)
+	return out
 }
 
-// knownNode reports whether the host records this installation.
-func knownNode(h layout.Host, id string) (bool, error) {
-	return safefile.Exists(h.Record(id))
-}
-
-// HostLock takes /run/oac-node.lock, waiting at most HostLockWait and
-// saying once through phase (when set) that it waits for another
-// installation or uninstallation. Having waited in vain, it refuses
-// (workflow.Refusal).
-func HostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile.FileLock, error) {
-	if err := os.MkdirAll(filepath.Dir(h.HostLock()), 0o755); err != nil {
-		return nil, err
+// nodeSteps binds the install workflow's service-account states to e.
+// They run in the run's one privilege-separated child as the service
+// account (asaccount.Children; Server and RunStep look each step up here);
+// the other states are root's (Steps).
+func nodeSteps(e *NodeEnv) map[workflow.State]workflow.Step {
+	return map[workflow.State]workflow.Step{
+		workflow.InstallNodeRoot:       nodeRootStep{e},
+		workflow.InstallMetadata:       metadataStep{e},
+		workflow.InstallDownloads:      downloadsStep{e},
+		workflow.InstallHelper:         helperStep{e},
+		workflow.InstallLease:          leaseStep{e},
+		workflow.InstallRuntime:        runtimeStep{e},
+		workflow.InstallNetwork:        networkStep{e},
+		workflow.InstallProviderConfig: providerConfigStep{e},
+		workflow.InstallRegister:       registerStep{e},
+		workflow.InstallWaitReady:      waitReadyStep{e},
 	}
-	l, err := safefile.TryLock(h.HostLock(), 0o600)
-	if err == nil || !errors.Is(err, safefile.ErrLocked) {
-		return l, err
-	}
-	if phase != nil {
-		phase("Wait for another node installation or uninstallation on this host")
-	}
-	wctx, cancel := context.WithTimeout(ctx, HostLockWait)
-	defer cancel()
-	l, err = safefile.LockContext(wctx, h.HostLock(), 0o600)
-	if err != nil {
-		return nil, workflow.Refusef("another node installation on this host holds %s: %w", h.HostLock(), err)
-	}
-	return l, nil
-}
-
-// keepFinished moves a journal whose run ended aside, so the rerun starts
-// a new run; kept says it did.
-func keepFinished(path string) (kept bool, err error) {
-	rep, err := workflow.InspectJournal(path, workflow.Lookup)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil || rep.Condition != workflow.Complete {
-		return false, nil // the engine decides about it
-	}
-	if err := journal.KeepAside(path); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// hostCapacity is the host's CPUs and memory (MiB) from the kernel.
-func hostCapacity() (int, int64) {
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) != nil {
-		return 0, 0
-	}
-	var set unix.CPUSet
-	cpus := 0
-	if unix.SchedGetaffinity(0, &set) == nil {
-		cpus = set.Count()
-	}
-	return cpus, int64(si.Totalram) * int64(si.Unit) >> 20
-}
-
-// CheckHostRecord refuses a command whose Core address, insecure-origin
-// policy or Core CA differ from what the host recorded for the
-// installation (/etc/oac-node/<id>.json, root's).
-func CheckHostRecord(h layout.Host, o Options) error {
-	rec, err := readHostRecord(h, o.InstallationID)
-	if err != nil {
-		return err
-	}
-	if rec.InstallationID != o.InstallationID {
-		return fmt.Errorf("the host record %s names installation %q, not %s; it was not written by this installer for this node: remove it or restore it", h.Record(o.InstallationID), rec.InstallationID, o.InstallationID)
-	}
-	// The bookkeeping is authoritative; a record that disagrees with it
-	// is refused (CONTRACT §10).
-	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
-	if errors.Is(err, os.ErrPermission) {
-		// The check command without root cannot read the bookkeeping
-		// (0600); install runs as root.
-		return checkHostRecordCommand(rec, o)
-	}
-	if err != nil {
-		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s cannot be read (%v); uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), err)
-	}
-	inst, err := db.GetInstallation(o.InstallationID)
-	db.Close()
-	if err != nil {
-		return fmt.Errorf("the host record %s exists but the installer's bookkeeping %s has no entry for it (%v); uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), err)
-	}
-	for _, d := range []struct {
-		name     string
-		rec, inv any
-	}{
-		{"provider", rec.Provider, inst.Provider}, {"core_url", rec.CoreURL, inst.CoreURL}, {"node_root", rec.NodeRoot, inst.NodeRoot},
-		{"unit", rec.Unit, inst.Unit}, {"allow_insecure_origin", rec.AllowInsecureOrigin, inst.AllowInsecureOrigin},
-		{"core_ca_sha256", rec.CoreCASHA256, inst.CoreCA},
-	} {
-		if d.rec != d.inv {
-			return fmt.Errorf("the host record %s and the installer's bookkeeping %s disagree about %s; the bookkeeping is authoritative: restore the record or uninstall the node and add it again", h.Record(o.InstallationID), h.Bookkeeping(), d.name)
-		}
-	}
-	return checkHostRecordCommand(rec, o)
-}
-
-// checkHostRecordCommand compares the command with the host record.
-func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
-	ca := ""
-	if len(o.CoreCA) > 0 {
-		ca = sha256Hex(o.CoreCA)
-	}
-	switch {
-	case rec.CoreURL != o.CoreURL:
-		return fmt.Errorf("this host's node uses %s, but this command uses %s; remove the node and add it again to move it to another Core", rec.CoreURL, o.CoreURL)
-	case rec.AllowInsecureOrigin && !o.AllowInsecureOrigin:
-		return fmt.Errorf("this host's node was installed with --allow-insecure-origin and this command lacks it; rerun it with --allow-insecure-origin")
-	case !rec.AllowInsecureOrigin && o.AllowInsecureOrigin:
-		return fmt.Errorf("this host's node was installed without --allow-insecure-origin; rerun the command without it")
-	case rec.CoreCASHA256 == ca:
-		return nil
-	case ca == "":
-		return fmt.Errorf("this host's node was installed with --core-ca (a CA bundle with sha256 %s) and this command has none: rerun it with --core-ca and the same file; the node keeps a copy at %s",
-			rec.CoreCASHA256, nodeCACopy(rec))
-	case rec.CoreCASHA256 == "":
-		return fmt.Errorf("this host's node was installed without --core-ca (Core's certificate is checked against the system's roots); rerun the command without --core-ca")
-	}
-	return fmt.Errorf("this host's node was installed with another Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; the node keeps a copy at %s",
-		rec.CoreCASHA256, ca, nodeCACopy(rec))
-}
-
-// nodeCACopy is where the node keeps its copy of the Core CA it was
-// installed with: the operator may pass it as --core-ca, whose sha256 is
-// then checked against the host record like any other file.
-func nodeCACopy(rec hostrecord.Record) string {
-	root := rec.NodeRoot
-	if root == "" {
-		root = layout.Default.NodeRoot(rec.InstallationID)
-	}
-	return layout.Node{Root: root}.CoreCA()
-}
-
-// readHostRecord reads the host record of installation id (root's).
-func readHostRecord(h layout.Host, id string) (hostrecord.Record, error) {
-	rec, err := hostrecord.Read(h, id)
-	if err != nil && !errors.Is(err, hostrecord.ErrInvalid) {
-		return rec, fmt.Errorf("read the host record: %w", err)
-	}
-	return rec, err
 }

@@ -99,3 +99,7 @@ func styledSummary(d Data, sudoUID string, st SummaryStyle, title string) string
 	line("  Open Nodes in Web: the node is listed there and takes sandboxes now.")
 	return strings.TrimRight(b.String(), "\n")
 }
+
+func (s summaryStep) Check(context.Context, workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	return done, workflow.Result{}, nil
+}

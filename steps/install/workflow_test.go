@@ -15,7 +15,6 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
@@ -45,7 +44,7 @@ type fileRegistrar struct{ dir string }
 
 func fileRegistrarOf(home string) fileRegistrar { return fileRegistrar{dir: engineDir(home)} }
 
-func (r fileRegistrar) Register(_ context.Context, req generation.RegisterRequest) (err error) {
+func (r fileRegistrar) Register(_ context.Context, req RegisterRequest) (err error) {
 	if fi, err := os.Lstat(req.TokenFile); err != nil || fi.Mode().Perm() != 0o600 {
 		return fmt.Errorf("token file: %v %v", fi, err)
 	}
@@ -53,7 +52,7 @@ func (r fileRegistrar) Register(_ context.Context, req generation.RegisterReques
 		return errors.New("the node program could not reach Core")
 	}
 	if err := os.Remove(filepath.Join(r.dir, "mismatch-register")); err == nil {
-		return &generation.RegistrationRejected{Status: 409, Code: generation.CodeAddressMismatch}
+		return &RegistrationRejected{Status: 409, Code: CodeAddressMismatch}
 	}
 	// As oac-node register does with an identity it wrote before: Core
 	// knows the node (this fake's registrations), so the answer is

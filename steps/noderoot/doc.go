@@ -2,7 +2,8 @@
 // it: the files, records, locks and clients every step that runs as that
 // account shares — the generation helper's prepare, repair and collect
 // steps (steps/generation), the service-account steps of install and
-// uninstall, and what steps/status's child reads. It holds no step and no
+// uninstall (steps/install, steps/uninstall), and what steps/status's
+// child reads. It holds no step and no
 // journal: an engine runs the steps and records every transition.
 //
 // The node root is ~/.oac/nodes/<id> (layout.Node); Env opens it through

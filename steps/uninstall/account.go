@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/install"
@@ -90,7 +92,7 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 			e.Printf("keep the account %s: a process still runs as it (see `pgrep -u %s`); once it has ended, rerun `%s`", layout.Account, layout.Account, rerun)
 			return kept("process"), nil
 		}
-		if facts[generation.FactStoresKept] != "" {
+		if facts[FactStoresKept] != "" {
 			e.Printf("keep the account %s and its home: they hold the kept microsandbox store; once it is removed, rerun `%s`", layout.Account, rerun)
 			return kept("store"), nil
 		}
@@ -201,7 +203,7 @@ func noChild(_ context.Context, req asaccount.Request) (asaccount.Answer, error)
 	}
 	a := asaccount.Answer{Event: ev}
 	if workflow.State(req.Step) == workflow.UninstallAskCore {
-		a.Facts = map[string]string{generation.FactCore: generation.CoreForced}
+		a.Facts = map[string]string{FactCore: CoreForced}
 	}
 	return a, nil
 }
@@ -252,4 +254,28 @@ func (s accountStep) Verify(ctx context.Context, facts workflow.Facts) (workflow
 		return workflow.Unknown, workflow.Result{}, err
 	}
 	return workflow.Done, res, nil
+}
+
+// ProcRunning reports whether a process under procfs (normally /proc)
+// runs with the real uid uid.
+func ProcRunning(procfs string) Processes {
+	return func(uid int) (bool, error) {
+		entries, err := os.ReadDir(procfs)
+		if err != nil {
+			return false, fmt.Errorf("list processes: %w", err)
+		}
+		for _, ent := range entries {
+			if _, err := strconv.Atoi(ent.Name()); err != nil {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Stat(procfs+"/"+ent.Name(), &st) != nil {
+				continue // ended meanwhile
+			}
+			if int(st.Uid) == uid {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 }

@@ -1,15 +1,18 @@
 package uninstall
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -72,7 +75,7 @@ func (e *Env) Bookkeeping() (*bookkeeping.DB, error) {
 // ChildInput implements asaccount.Data: the uninstallation's input, the
 // same for every step.
 func (e *Env) ChildInput(workflow.State, bool) any {
-	return generation.UninstallInput{
+	return Input{
 		InstallationID: e.Opts.InstallationID, Provider: e.Inst.Provider, CoreURL: e.Inst.CoreURL,
 		AllowInsecureOrigin: e.Inst.AllowInsecureOrigin, CoreCASHA256: e.Inst.CoreCA, Force: e.Opts.Force,
 		Registered: e.Registered,
@@ -89,4 +92,40 @@ func (e *Env) endChild() error {
 		return nil
 	}
 	return e.EndChild()
+}
+
+// Networks is the part of the Docker Engine the uninstall's
+// network step uses. The real docker.Client implements it.
+type Networks interface {
+	NetworkInspect(ctx context.Context, name string) (docker.Network, error)
+	NetworkRemove(ctx context.Context, name string) error
+	ContainersByLabel(ctx context.Context, key, value string) ([]docker.Container, error)
+}
+
+// NodeOptions describe the service-account side of one uninstall
+// step.
+type NodeOptions struct {
+	// Home is the node account's home; UID the node account.
+	Home   string
+	UID    int
+	Docker func(ctx context.Context, host string) (Networks, error)
+	// Proxy is the proxy snapshot for the request to Core.
+	Proxy proxy.Env
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+func (o NodeOptions) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
+
+func (o NodeOptions) nodeRoot(id string) string { return layout.NodeRootIn(o.Home, id) }
+
+// openNodeRoot opens the node root of id beneath the home, through no
+// symbolic link (the home's subdirectories are the service account's to
+// replace).
+func (o NodeOptions) openNodeRoot(id string) (*safefile.Root, error) {
+	return safefile.OpenRootIn(o.Home, layout.NodeRel(id), safefile.Expect{UID: safefile.AnyUID})
 }

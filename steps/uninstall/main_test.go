@@ -4,11 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
@@ -20,8 +18,8 @@ import (
 func TestMain(m *testing.M) {
 	privsep.ServeChild(os.Args[1:], map[string]privsep.Handler{
 		asaccount.Role: asaccount.Serve(map[string]asaccount.Server{
-			workflow.UninstallDefinition().Name: generation.UninstallServer(generation.UninstallAdapters{
-				Docker: func(context.Context, string) (generation.UninstallNetworks, error) {
+			workflow.UninstallDefinition().Name: Server(Adapters{
+				Docker: func(context.Context, string) (Networks, error) {
 					return fileEngineOf(os.Getenv("HOME")), nil
 				},
 			}),

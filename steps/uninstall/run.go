@@ -12,7 +12,6 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/install"
@@ -184,7 +183,7 @@ func nextUninstall(err error) string {
 // summary prints what stays and the commands that remove it.
 func summary(e *Env, facts workflow.Facts) {
 	id := e.Opts.InstallationID
-	if img := facts[generation.FactRuntimeImage]; img != "" {
+	if img := facts[FactRuntimeImage]; img != "" {
 		e.Printf("The Runtime image stays; remove it when no other node uses it: sudo docker image rm %s", img)
 	}
 	if facts[FactAccountKept] != "" {
@@ -273,4 +272,38 @@ func accountKept(h layout.Host) bool {
 	_, ok, err := db.Account()
 	insts, lerr := db.ListInstallations()
 	return err == nil && lerr == nil && ok && len(insts) == 0
+}
+
+// Steps binds every state of the uninstall workflow to its step: root's
+// steps to e, and each state the definition marks workflow.ServiceAccount
+// to an asaccount.Step (serviceStep), which runs the state's step in the
+// child (Server, RunStep); the Core check first answers from the check
+// Run made before the journal (askCoreStep).
+func Steps(e *Env) map[workflow.State]workflow.Step {
+	out := map[workflow.State]workflow.Step{}
+	for _, st := range workflow.UninstallDefinition().AccountStates(workflow.ServiceAccount) {
+		out[st] = e.serviceStep(st)
+	}
+	out[workflow.UninstallAskCore] = askCoreStep{e}
+	out[workflow.UninstallStopUnit] = stopUnitStep{e}
+	out[workflow.UninstallRemoveUnit] = removeUnitStep{e}
+	out[workflow.UninstallAccount] = accountStep{e}
+	out[workflow.UninstallBookkeeping] = bookkeepingStep{e}
+	return out
+}
+
+// ifNoAccount is the event of each service-account step when the service
+// account does not exist: nothing of the node can then be the account's,
+// so the step has nothing to do (and the Core check is skipped).
+var ifNoAccount = map[workflow.State]workflow.Event{
+	workflow.UninstallAskCore:           workflow.EventCoreCheckSkipped,
+	workflow.UninstallNetwork:           workflow.EventNetworkHandled,
+	workflow.UninstallNodeState:         workflow.EventStateRemoved,
+	workflow.UninstallMicrosandboxStore: workflow.EventStoreHandled,
+}
+
+// serviceStep runs the step of the service-account state st in the child.
+func (e *Env) serviceStep(st workflow.State) asaccount.Step {
+	return asaccount.Step{Workflow: workflow.UninstallDefinition().Name, State: st, D: e,
+		IfNoAccount: ifNoAccount[st], Accounts: e.DBs}
 }

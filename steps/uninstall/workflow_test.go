@@ -18,7 +18,6 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/generation"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
@@ -162,7 +161,7 @@ func (f *hostFixture) install(t *testing.T) {
 		return os.Lchown(p, u.UID, u.GID)
 	}))
 	must(t, fileEngineOf(f.host.Home()).Save(dockertest.FileState{Nets: map[string]map[string]string{
-		docker.NetworkName(id): {generation.InstallationLabel: id}}}))
+		docker.NetworkName(id): {install.InstallationLabel: id}}}))
 	installJournal(t, f.host)
 }
 

@@ -1,6 +1,7 @@
 package generationtest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -16,7 +17,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/moby/moby/client"
+
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/record/console"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
@@ -481,4 +486,40 @@ func DiffHost(before, after treetest.Tree) string {
 		break
 	}
 	return treetest.Diff(before, after)
+}
+
+// MachineEngine is the machine's Docker Engine for a test, which it skips
+// with one line when there is none; rel's images are removed from the
+// engine when the test ends, and must be gone.
+func MachineEngine(t *testing.T, rel *Release) *docker.Client {
+	t.Helper()
+	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+		t.Skip("no Docker Engine socket at /var/run/docker.sock")
+	}
+	dk, err := docker.New(docker.DefaultHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dk.Close() })
+	cx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := dk.Info(cx); err != nil {
+		t.Skipf("the Docker Engine does not answer: %v", err)
+	}
+	raw, err := client.New(client.WithHost(docker.DefaultHost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		defer raw.Close()
+		cx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, id := range []string{rel.Image.ConfigDigest, rel.Image.ManifestDigest} {
+			raw.ImageRemove(cx, id, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+			if _, err := raw.ImageInspect(cx, id); err == nil {
+				t.Errorf("cleanup: image %s is still in the engine", id)
+			}
+		}
+	})
+	return dk
 }

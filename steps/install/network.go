@@ -1,0 +1,105 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// DockerNetworks is the part of the Docker Engine the network step uses.
+// The real docker.Client implements it.
+type DockerNetworks interface {
+	NetworkInspect(ctx context.Context, name string) (docker.Network, error)
+	NetworkCreate(ctx context.Context, name string, labels map[string]string) (string, error)
+	NetworkRemove(ctx context.Context, name string) error
+}
+
+// InstallationLabel labels what belongs to an installation on the engine.
+const InstallationLabel = "io.oac.installation"
+
+// networkStep creates the installation's Docker network oac-node-<id>,
+// labelled with the installation. A microsandbox node has none. Preflight
+// refused a network of that name that existed before the installation, so
+// one that exists now is this installation's.
+type networkStep struct{ e *NodeEnv }
+
+func (s networkStep) networks(ctx context.Context) (DockerNetworks, string, error) {
+	dk, err := s.e.Docker(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	n, ok := dk.(DockerNetworks)
+	if !ok {
+		return nil, "", errors.New("the Docker adapter cannot manage networks")
+	}
+	return n, s.e.base.Docker.Network, nil
+}
+
+func (s networkStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	if s.e.base.Docker == nil {
+		return workflow.Result{Event: workflow.EventNetworkNotNeeded}, nil
+	}
+	n, name, err := s.networks(ctx)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	found, err := networkExists(ctx, n, name, s.e.in.InstallationID)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if !found {
+		s.e.Logf("create the Docker network %s", name)
+		if _, err := n.NetworkCreate(ctx, name, map[string]string{InstallationLabel: s.e.in.InstallationID}); err != nil && !errors.Is(err, docker.ErrExists) {
+			return workflow.Result{}, err
+		}
+	}
+	return workflow.Result{Event: workflow.EventNetworkReady, Facts: map[string]string{factNetwork: name}}, nil
+}
+
+// Verify: the network exists (done) or not (not done).
+func (s networkStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	if s.e.base.Docker == nil {
+		return workflow.Done, workflow.Result{Event: workflow.EventNetworkNotNeeded}, nil
+	}
+	n, name, err := s.networks(ctx)
+	if err != nil {
+		return workflow.Unknown, workflow.Result{}, err
+	}
+	found, err := networkExists(ctx, n, name, s.e.in.InstallationID)
+	switch {
+	case err != nil:
+		return workflow.Unknown, workflow.Result{}, err
+	case !found:
+		return workflow.NotDone, workflow.Result{}, nil
+	}
+	return workflow.Done, workflow.Result{Event: workflow.EventNetworkReady, Facts: map[string]string{factNetwork: name}}, nil
+}
+
+// networkExists reports whether the installation's network exists; one of
+// that name that is not labelled for the installation is refused.
+func networkExists(ctx context.Context, n DockerNetworks, name, id string) (bool, error) {
+	got, err := n.NetworkInspect(ctx, name)
+	if errors.Is(err, docker.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if got.Labels[InstallationLabel] != id {
+		return false, noderoot.Refusal("Another node of this installation may use this Docker Engine; remove it first", fmt.Errorf("the Docker network %s exists and is not labelled %s=%s", name, InstallationLabel, id))
+	}
+	return true, nil
+}
+
+// Check is Verify: it only inspects the engine.
+func (s networkStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	out, res, err := s.Verify(ctx, facts)
+	if out == workflow.Unknown && err == nil {
+		out = notDone
+	}
+	return out, res, err
+}

@@ -1,0 +1,58 @@
+package install
+
+import (
+	"context"
+	"os"
+
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// runtimeStep makes the provider hold the Runtime image of the enrolled
+// generation with its exact identity: an image already held (under either
+// identity, linux/amd64) is kept; otherwise the verified archive is
+// unpacked, its identity proven, and imported. The unpacked copy is
+// removed afterwards; the downloaded archive stays for repair.
+type runtimeStep struct{ e *NodeEnv }
+
+const factImageID = "image"
+
+func (s runtimeStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
+	id, err := noderoot.ImportImage(ctx, s.e, s.e.base, ".")
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if err := noderoot.RemoveUnpacked(s.e, "."); err != nil {
+		return workflow.Result{}, err
+	}
+	return workflow.Result{Facts: map[string]string{factImageID: id}}, nil
+}
+
+// Verify asks the provider whether it holds the image: held is done (the
+// unpacked copy is removed), absent is not done. A provider that cannot
+// answer leaves the outcome unknown.
+func (s runtimeStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	id, held, err := noderoot.ImageHeld(ctx, s.e, s.e.base)
+	switch {
+	case err != nil:
+		return workflow.Unknown, workflow.Result{}, err
+	case !held:
+		return workflow.NotDone, workflow.Result{}, nil
+	}
+	if err := noderoot.RemoveUnpacked(s.e, "."); err != nil {
+		return workflow.Unknown, workflow.Result{}, err
+	}
+	return workflow.Done, workflow.Result{Facts: map[string]string{factImageID: id}}, nil
+}
+
+// Check: the provider holds the image and no unpacked copy is left.
+func (s runtimeStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	id, held, err := noderoot.ImageHeld(ctx, s.e, s.e.base)
+	if err != nil || !held {
+		return notDone, workflow.Result{}, err
+	}
+	if _, err := os.Lstat(s.e.Node().Root + "/" + noderoot.PathUnpacked); err == nil {
+		return notDone, workflow.Result{}, nil
+	}
+	return done, workflow.Result{Facts: map[string]string{factImageID: id}}, nil
+}
