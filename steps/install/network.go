@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -102,4 +103,72 @@ func (s networkStep) Check(ctx context.Context, facts workflow.Facts) (workflow.
 		out = notDone
 	}
 	return out, res, err
+}
+
+// networkRecordStep is the network state as root runs it: the service
+// account's networkStep in the child, then root's record of the network in
+// the bookkeeping, which status lists and uninstall removes. A run cut off
+// between the two completes the record when its verification finds the
+// network made; a rerun whose bookkeeping lacks the record (an
+// installation of an installer that did not record it) runs the step again,
+// which finds the network and records it.
+type networkRecordStep struct {
+	serviceStep
+	d Data
+}
+
+// Run implements workflow.Step.
+func (s networkRecordStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Result, error) {
+	res, err := s.serviceStep.Run(ctx, facts)
+	if err != nil {
+		return res, err
+	}
+	return res, s.record(res.Facts)
+}
+
+// Verify implements workflow.Verifier.
+func (s networkRecordStep) Verify(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	out, res, err := s.serviceStep.Verify(ctx, facts)
+	if err != nil || out != workflow.Done {
+		return out, res, err
+	}
+	return out, res, s.record(res.Facts)
+}
+
+// Check implements workflow.Checker: done only when the bookkeeping records
+// the network too.
+func (s networkRecordStep) Check(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	out, res, err := s.serviceStep.Check(ctx, facts)
+	if err != nil || out != workflow.Done || res.Facts[factNetwork] == "" {
+		return out, res, err
+	}
+	db, err := bookkeeping.OpenReadOnly(s.d.Host().Bookkeeping())
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	defer db.Close()
+	nets, err := db.Networks(s.d.Options().InstallationID)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	for _, n := range nets {
+		if n.Name == res.Facts[factNetwork] {
+			return out, res, nil
+		}
+	}
+	return notDone, workflow.Result{}, nil
+}
+
+// record records the network the step named (none for microsandbox).
+func (s networkRecordStep) record(facts map[string]string) error {
+	name := facts[factNetwork]
+	if name == "" {
+		return nil
+	}
+	db, err := bookkeeping.Open(s.d.Host().Bookkeeping())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.AddNetwork(name, s.d.Options().InstallationID)
 }

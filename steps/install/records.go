@@ -275,6 +275,17 @@ func discardRecords(h layout.Host, id, journalPath string) error {
 			return err
 		}
 	}
+	// The network stays on the engine, labelled with the installation,
+	// for the new command's run to find; its record goes with the entry.
+	nets, err := db.Networks(id)
+	if err != nil {
+		return err
+	}
+	for _, n := range nets {
+		if err := db.RemoveNetwork(n.Name); err != nil {
+			return err
+		}
+	}
 	if err := db.DeleteInstallation(id); err != nil && !errors.Is(err, bookkeeping.ErrNotFound) {
 		return err
 	}

@@ -388,6 +388,7 @@ func Steps(d Data) map[workflow.State]workflow.Step {
 		workflow.InstallSummary:           summaryStep{d: d},
 	}
 	maps.Copy(out, root)
+	out[workflow.InstallNetwork] = networkRecordStep{serviceStep: out[workflow.InstallNetwork].(serviceStep), d: d}
 	return out
 }
 
