@@ -257,6 +257,12 @@ func TestStatusNeedsAttention(t *testing.T) {
 		{"unit stopped", func(t *testing.T, h *statusHost) {
 			h.systemd.SetProperties(unit, systemd.UnitProperties{ActiveState: "inactive", SubState: "dead", Result: "success"})
 		}, exitAttention, "sudo systemctl start " + unit, "inactive (dead)"},
+		{"unit disabled by hand", func(t *testing.T, h *statusHost) {
+			h.systemd.SetProperties(unit, systemd.UnitProperties{ActiveState: "active", SubState: "running", Result: "success", UnitFileState: "disabled"})
+		}, exitAttention, "will not start at boot: sudo systemctl enable " + unit, "active (running), disabled"},
+		{"unit stopped and disabled", func(t *testing.T, h *statusHost) {
+			h.systemd.SetProperties(unit, systemd.UnitProperties{ActiveState: "inactive", SubState: "dead", Result: "success", UnitFileState: "disabled"})
+		}, exitAttention, "sudo systemctl enable --now " + unit, "inactive (dead), disabled"},
 		{"unit file gone", func(t *testing.T, h *statusHost) {
 			os.Remove(h.host.Unit(testID))
 			h.systemd.Stop(context.Background(), unit)

@@ -68,6 +68,9 @@ func unitLine(u *status.UnitStatus) string {
 	if u.LoadState != "loaded" {
 		return s + ", " + field(u.LoadState)
 	}
+	if u.UnitFileState != "" {
+		s += ", " + field(u.UnitFileState)
+	}
 	if u.Result != "" {
 		s += ", result " + field(u.Result)
 	}

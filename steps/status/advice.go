@@ -157,8 +157,12 @@ func unitNext(u *UnitStatus, unit string) string {
 		return "the unit is masked: sudo systemctl unmask " + unit
 	case u.LoadState != "loaded":
 		return "rerun the install command Web generated for this node: systemd has no unit " + unit + " (" + u.LoadState + ")"
+	case u.ActiveState == "active" && u.UnitFileState == "disabled":
+		return "the node service runs but is disabled, so it will not start at boot: sudo systemctl enable " + unit
 	case u.ActiveState == "active":
 		return ""
+	case u.ActiveState == "inactive" && (u.Result == "" || u.Result == "success") && u.UnitFileState == "disabled":
+		return "the node service is stopped and disabled: sudo systemctl enable --now " + unit
 	case u.ActiveState == "inactive" && (u.Result == "" || u.Result == "success"):
 		return "the node service is stopped: sudo systemctl start " + unit
 	case u.ActiveState == "activating" || u.ActiveState == "reloading":

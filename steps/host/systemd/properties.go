@@ -12,6 +12,9 @@ type UnitProperties struct {
 	LoadState   string `json:"load_state,omitempty"`   // loaded, not-found, masked, …
 	ActiveState string `json:"active_state,omitempty"` // active, activating, inactive, failed, …
 	SubState    string `json:"sub_state,omitempty"`    // running, exited, auto-restart, dead, …
+	// UnitFileState is whether the unit starts at boot: enabled,
+	// disabled, static, masked, … ("" when systemd did not say).
+	UnitFileState string `json:"unit_file_state,omitempty"`
 	// Result is a service's result: success, exit-code, signal,
 	// core-dump, timeout, start-limit-hit, …
 	Result string `json:"result,omitempty"`
@@ -61,6 +64,7 @@ func (d *DBus) Properties(ctx context.Context, unit string) (UnitProperties, err
 	p.LoadState, _ = props["LoadState"].(string)
 	p.ActiveState, _ = props["ActiveState"].(string)
 	p.SubState, _ = props["SubState"].(string)
+	p.UnitFileState, _ = props["UnitFileState"].(string)
 	if p.LoadState != "loaded" || !isService(unit) {
 		return p, nil
 	}

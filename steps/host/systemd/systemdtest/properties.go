@@ -19,7 +19,8 @@ func (f *Fake) SetProperties(name string, p systemd.UnitProperties) {
 }
 
 // Properties reports the unit's state; Result is "success" and
-// ExecMainCode 0 unless SetProperties set them. Its verb for Fail is
+// ExecMainCode 0 unless SetProperties set them, UnitFileState "enabled"
+// for a unit enabled and "" for another, unless SetProperties set it. Its verb for Fail is
 // "properties".
 func (f *Fake) Properties(_ context.Context, name string) (systemd.UnitProperties, error) {
 	f.mu.Lock()
@@ -30,8 +31,14 @@ func (f *Fake) Properties(_ context.Context, name string) (systemd.UnitPropertie
 	st := f.get(name).state
 	p := systemd.UnitProperties{LoadState: st.LoadState, ActiveState: st.ActiveState, SubState: st.SubState,
 		Result: "success", NRestarts: st.NRestarts, ExecMainStatus: st.ExecMainStatus}
+	if f.get(name).enabled {
+		p.UnitFileState = "enabled"
+	}
 	if set, ok := f.props[name]; ok {
 		p.Result, p.ExecMainCode = set.Result, set.ExecMainCode
+		if set.UnitFileState != "" {
+			p.UnitFileState = set.UnitFileState
+		}
 	}
 	return p, nil
 }
