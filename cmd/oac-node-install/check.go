@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,25 +17,42 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
 const checkLong = `Run every check the installation runs before it changes anything, and show
 each one's result: ok, FAIL with what to do, or skipped with why. It takes
-the install command's flags, changes nothing on the host, contacts neither
-the console nor Core, and never reads standard input: the checks that need
-the enrollment token or Core's deployment specification (the sandbox size)
-are shown as skipped, and so is the free disk space for the node's files
-unless --bundle gives the release metadata to count from. Without root, the checks that need root (the Docker
-Engine, the installer's bookkeeping) are skipped and say so.
+the install command's flags and changes nothing on the host.
 
-The provider checked is the one --provider names, else the one this host
-recorded for the installation, else both.
+With --enrollment-token-stdin it reads the enrollment token from standard
+input, as install does, and reads Core's configuration with it over TLS
+(which does not use the token up): it then also checks the console and
+Core, the token, the provider Core's deployment uses, the sandbox size
+against this host's CPUs and memory, and the free space against the
+release's sizes. Without the token, those checks are shown as skipped, and
+so is the free disk space unless --bundle gives the release metadata to
+count from. Without root, the checks that need root (the Docker Engine,
+the installer's bookkeeping) are skipped and say so.
+
+The provider checked is Core's deployment's (with the token), else the one
+--provider names, else the one this host recorded for the installation,
+else both: then a provider's failures do not fail the check when the other
+provider passes (they are shown as skipped, with what fails).
+
+--json prints one document instead (format 1): {"format":1,
+"installation_id":…, "checks":[{"name":…, "result":"ok"|"fail"|"skipped",
+"detail":…}], "ok":n, "failed":n, "skipped":n}.
 
 Exit codes: 0 no check failed; 1 a check failed, or check itself failed.`
 
 const checkExample = `  sudo oac-node-install check --source-url https://console.example.com \
       --core-url https://core.example.com --provider docker \
-      --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c`
+      --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
+
+  # With the enrollment token (not used up): Core, the size, the space
+  printf '%s\n' "$TOKEN" | sudo oac-node-install check --enrollment-token-stdin \
+      --source-url https://console.example.com --core-url https://core.example.com \
+      --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c --json`
 
 const prefixCheck = "check: "
 
@@ -44,7 +63,8 @@ var checkFlags = []string{flagSourceURL, flagBundle, flagCoreURL, flagProvider, 
 // checkCommand is `oac-node-install check`: install's preflight, every
 // result printed (kubeadm's preflight phase).
 func (c *cli) checkCommand() *cobra.Command {
-	f := &installerFlags{}
+	f := &installerFlags{own: []string{"json"}}
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:         "check",
 		Short:       "Run every check install runs before a change and show each result; change nothing",
@@ -53,16 +73,13 @@ func (c *cli) checkCommand() *cobra.Command {
 		Args:        noArgs,
 		Annotations: map[string]string{annotationPrefix: prefixCheck},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.tokenStdin {
-				return usagef("check never reads standard input, so it takes no --%s: run it without the token (the checks that need it are shown as skipped)", flagTokenStdin)
-			}
 			if err := f.validate(cmd.Flags()); err != nil {
 				return err
 			}
 			if f.noColor {
 				os.Setenv("NO_COLOR", "1")
 			}
-			return c.runCheck(cmd.Context(), f)
+			return c.runCheck(cmd.Context(), f, asJSON)
 		},
 	}
 	all := pflag.NewFlagSet("install", pflag.ContinueOnError)
@@ -72,9 +89,8 @@ func (c *cli) checkCommand() *cobra.Command {
 	for _, name := range checkFlags {
 		fs.AddFlag(all.Lookup(name))
 	}
-	// Accepted only to be refused with a reason.
 	fs.AddFlag(all.Lookup(flagTokenStdin))
-	fs.MarkHidden(flagTokenStdin)
+	fs.BoolVar(&asJSON, "json", false, "print one JSON document (format 1) instead of lines")
 	c.bindHostRoot(fs)
 	return cmd
 }
@@ -82,8 +98,10 @@ func (c *cli) checkCommand() *cobra.Command {
 // runCheck runs the command's own checks (root, the source, the Core CA,
 // the proxy settings, systemd on the bus) and then install.Probe, prints
 // every result, and fails when one failed.
-func (c *cli) runCheck(ctx context.Context, f *installerFlags) error {
-	c.warnInsecure(f)
+func (c *cli) runCheck(ctx context.Context, f *installerFlags, asJSON bool) error {
+	if !asJSON {
+		c.warnInsecure(f)
+	}
 	host := c.host()
 	out := newOutput(c.stdout)
 	root := os.Geteuid() == 0
@@ -107,10 +125,27 @@ func (c *cli) runCheck(ctx context.Context, f *installerFlags) error {
 	default:
 		_, ca.Err = coreRoots(opts.CoreCA)
 	}
-	_, perr := proxySettings()
-	checks = append(checks, ca, checkOf("proxy settings", perr), c.systemdCheck(ctx))
+	proxyFunc, perr := proxySettings()
+	checks = append(checks, ca, checkOf("proxy settings", perr))
+	bus := len(checks)
+	checks = append(checks, c.systemdCheck(ctx))
 
 	probe := install.Probe{Options: opts, Host: host, Environ: os.Environ(), Machine: machine(), NoRoot: needsRoot}
+	if f.tokenStdin && err == nil && ca.Err == nil && perr == nil {
+		// The token is read as install reads it, and only checked and
+		// sent to Core: reading the configuration does not use it up.
+		tok, terr := readToken(ctx, c.stdin, c.stderr)
+		if terr != nil {
+			return terr
+		}
+		if terr := install.CheckToken(tok); terr != nil {
+			probe.ConfigurationErr = terr
+		} else {
+			roots, _ := coreRoots(opts.CoreCA)
+			probe.Roots, probe.Proxy = roots, proxy.FromEnviron(os.Environ())
+			probe.Configuration, _, probe.ConfigurationErr = install.CoreReader{Roots: roots, Proxy: proxyFunc}.Read(ctx, opts, tok)
+		}
+	}
 	if root {
 		engine, err := docker.New(c.dockerHost())
 		if err != nil {
@@ -121,7 +156,16 @@ func (c *cli) runCheck(ctx context.Context, f *installerFlags) error {
 	} else {
 		probe.NoEngine = "needs root to ask the Docker Engine"
 	}
-	checks = append(checks, probe.Run(ctx)...)
+	pchecks := probe.Run(ctx)
+	if slices.ContainsFunc(pchecks, func(ch install.Check) bool { return ch.Name == install.CheckSystemdName && ch.Failed() }) {
+		// The host does not run systemd: one line says so, not a second
+		// one about its bus.
+		checks = slices.Delete(checks, bus, bus+1)
+	}
+	checks = append(checks, pchecks...)
+	if asJSON {
+		return c.printCheckJSON(f.installationID, checks)
+	}
 
 	out.heading(fmt.Sprintf("Check installation %s (nothing is changed)", f.installationID))
 	failed, skipped := 0, 0
@@ -194,4 +238,57 @@ func checkText(ch install.Check) (result, text string) {
 		return "skipped", field(ch.Name) + ": " + field(ch.Skipped)
 	}
 	return "ok", field(ch.Name)
+}
+
+// checkDocument is `check --json` (format 1).
+type checkDocument struct {
+	Format         int         `json:"format"`
+	InstallationID string      `json:"installation_id"`
+	Checks         []checkJSON `json:"checks"`
+	OK             int         `json:"ok"`
+	Failed         int         `json:"failed"`
+	Skipped        int         `json:"skipped"`
+}
+
+// checkJSON is one check: its name, "ok", "fail" or "skipped", and for a
+// failure the error and hint, for a skipped check why (sanitized as the
+// lines are).
+type checkJSON struct {
+	Name   string `json:"name"`
+	Result string `json:"result"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// printCheckJSON prints the checks as one document and fails as the lines
+// do when one failed.
+func (c *cli) printCheckJSON(id string, checks []install.Check) error {
+	doc := checkDocument{Format: 1, InstallationID: id, Checks: []checkJSON{}}
+	for _, ch := range checks {
+		j := checkJSON{Name: field(ch.Name), Result: "ok"}
+		switch {
+		case ch.Failed():
+			j.Result, doc.Failed = "fail", doc.Failed+1
+			msg := strings.TrimSuffix(strings.TrimSpace(ch.Err.Error()), ".")
+			if ch.Hint != "" {
+				msg += ". " + strings.TrimSuffix(ch.Hint, ".")
+			}
+			j.Detail = field(msg)
+		case ch.Skipped != "":
+			j.Result, j.Detail, doc.Skipped = "skipped", field(ch.Skipped), doc.Skipped+1
+		default:
+			doc.OK++
+		}
+		doc.Checks = append(doc.Checks, j)
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(c.stdout, "%s\n", b); err != nil {
+		return err
+	}
+	if doc.Failed > 0 {
+		return &quietExit{code: exitFailure}
+	}
+	return nil
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,16 +171,84 @@ func TestCheckReportsEveryFailure(t *testing.T) {
 	}
 }
 
-// check never reads standard input: the token flag is refused before
-// anything is looked at.
-func TestCheckRefusesTheTokenFlag(t *testing.T) {
-	code, out, errOut := runCheck(t, t.TempDir(), "--enrollment-token-stdin")
-	if code != exitFailure || out != "" || !strings.Contains(errOut, "check: check never reads standard input, so it takes no --enrollment-token-stdin") {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+// With --enrollment-token-stdin, check reads the token from standard
+// input and reads Core's configuration with it (over TLS, with --core-ca):
+// Core's answer is a check's result, never a failure of check itself, and
+// the token is sent only to Core, never printed. --json prints the same
+// results as one document.
+func TestCheckReadsTheTokenFromStdin(t *testing.T) {
+	const token = "tok-check-0123456789"
+	var auth string
+	core := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/sandbox-node/configuration" {
+			auth = r.Header.Get("Authorization")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error":{"code":"invalid_node_credential","message":"expired"}}`))
+	}))
+	defer core.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: core.Certificate().Raw}), 0o644)
+	root := t.TempDir()
+	checkHost(t, root, false)
+	run := func(extra ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		c := &cli{stdin: strings.NewReader(token + "\n"), stdout: &out, stderr: &errOut, hostRoot: root}
+		code := c.run(append([]string{"check", "--source-url", core.URL, "--core-url", core.URL, "--installation-id", checkID,
+			"--core-ca", ca, "--enrollment-token-stdin"}, extra...))
+		return code, out.String(), errOut.String()
 	}
-	code, _, errOut = runCheck(t, t.TempDir(), "--uninstall")
+	code, out, errOut := run()
+	if auth != "Bearer "+token {
+		t.Errorf("Core got Authorization %q", auth)
+	}
+	if code != exitFailure || !strings.Contains(out, "\nFAIL    Core's deployment specification: ") || !strings.Contains(out, "401") {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if strings.Contains(out+errOut, token) {
+		t.Errorf("the token was printed:\n%s\n%s", out, errOut)
+	}
+
+	code, out, errOut = run("--json")
+	t.Logf("json stderr %q", errOut)
+	var doc checkDocument
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	found := false
+	for _, ch := range doc.Checks {
+		if strings.HasPrefix(ch.Name, "Core's deployment specification") {
+			found = ch.Result == "fail" && strings.Contains(ch.Detail, "401")
+		}
+	}
+	if code != exitFailure || doc.Format != 1 || doc.InstallationID != checkID || !found || doc.Failed == 0 ||
+		doc.OK+doc.Failed+doc.Skipped != len(doc.Checks) || strings.Contains(out, token) {
+		t.Errorf("--json: exit %d, %+v", code, doc)
+	}
+}
+
+// check takes the install flags it needs, no others.
+func TestCheckRefusesOtherFlags(t *testing.T) {
+	code, _, errOut := runCheck(t, t.TempDir(), "--uninstall")
 	if code != exitFailure || !strings.Contains(errOut, "unknown flag: --uninstall") {
 		t.Fatalf("--uninstall: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// Without --provider, Core's deployment or a record, both providers are
+// checked, and the one that fails does not fail check when the other
+// passes: its failures are shown as skipped, saying what fails. An account
+// that does not exist yet is one install creates.
+func TestCheckPassesWhenOneProviderPasses(t *testing.T) {
+	root := t.TempDir()
+	checkHost(t, root, false)
+	code, out, errOut := runCheck(t, root)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if !strings.Contains(out, "\nskipped microsandbox: KVM: fails, and matters only if Core's deployment uses microsandbox (docker's checks pass): ") {
+		t.Errorf("microsandbox's failure is not shown as skipped:\n%s", out)
 	}
 }
 

@@ -158,7 +158,7 @@ func (p *Preflight) platform() Check {
 }
 
 func (p *Preflight) systemd() Check {
-	c := Check{Name: "systemd"}
+	c := Check{Name: CheckSystemdName}
 	if fi, err := os.Stat(p.path("run/systemd/system")); err != nil || !fi.IsDir() {
 		c.Err, c.Hint = errors.New("systemd is not running on this host"), "Nodes run as systemd services; use a host booted with systemd"
 	}

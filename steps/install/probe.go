@@ -5,10 +5,14 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
+	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -32,6 +36,17 @@ type Probe struct {
 	// NoRoot, when set, says why the checks that read root's private files
 	// (the bookkeeping) are skipped.
 	NoRoot string
+	// Configuration is Core's configuration, read with the enrollment
+	// token the check command was given on standard input (reading it
+	// does not consume the token), or ConfigurationErr why it could not
+	// be. Without either, the checks that need it are skipped. With it,
+	// the provider is Core's deployment's, the capacity check has the
+	// sandbox size, and the space check reads the release's sizes from
+	// the console (through Roots and Proxy).
+	Configuration    *core.Configuration
+	ConfigurationErr error
+	Roots            *trust.Roots
+	Proxy            proxy.Env
 }
 
 // Names of the checks a Probe adds to the Preflight's.
@@ -39,6 +54,8 @@ const (
 	CheckHostRecordName    = "host record"
 	CheckConfigurationName = "Core's deployment specification"
 	CheckAccountName       = "service account " + layout.Account
+	// CheckSystemdName is the Preflight's check that systemd runs the host.
+	CheckSystemdName = "systemd"
 )
 
 // Run returns every check in install's order: the host record, Core's
@@ -62,31 +79,70 @@ func (p Probe) Run(ctx context.Context) []Check {
 		}
 		checks = append(checks, c)
 	}
-	if known {
+	conf := p.Configuration
+	switch {
+	case p.ConfigurationErr != nil:
+		checks = append(checks, Check{Name: CheckConfigurationName, Err: p.ConfigurationErr})
+	case conf != nil:
+		checks = append(checks, Check{Name: CheckConfigurationName + " (provider " + conf.Provider + ")"})
+		provider = conf.Provider
+	case known:
 		checks = append(checks, skip(CheckConfigurationName, "install reads it as the node account with the node's credential; check contacts no one"))
-	} else {
-		checks = append(checks, skip(CheckConfigurationName, "install reads it with the enrollment token, which check never reads"))
+	default:
+		checks = append(checks, skip(CheckConfigurationName, "install reads it with the enrollment token: give it on standard input (--enrollment-token-stdin) to check the sandbox size, the free space and the provider Core's deployment uses"))
 	}
 	pf := &Preflight{Host: p.Host, InstallationID: o.InstallationID, NewNode: !known, Engine: p.Engine,
 		Environ: p.Environ, Machine: p.Machine, NoEngine: p.NoEngine,
 		NoSize: "the sandbox size is in Core's deployment specification"}
+	if conf != nil {
+		pf.CPUs, pf.MemoryMiB, pf.NoSize = conf.Specification.Resources.CPUs, conf.Specification.Resources.MemoryMiB, ""
+	}
 	checks = append(checks, pf.HostChecks()...)
 	providers := []string{provider}
 	if provider == "" {
 		providers = []string{release.ProviderDocker, release.ProviderMicrosandbox}
 	}
-	for _, name := range providers {
+	per := make([][]Check, len(providers))
+	for i, name := range providers {
 		if name == release.ProviderMicrosandbox {
 			pf.HostCPUs, pf.HostMemoryMiB = hostCapacity()
 		}
-		for _, c := range append(pf.ProviderChecks(ctx, name), p.space(ctx, name, known)) {
-			if len(providers) > 1 {
-				c.Name = name + ": " + c.Name
-			}
-			checks = append(checks, c)
-		}
+		per[i] = append(pf.ProviderChecks(ctx, name), p.space(ctx, name, known))
+	}
+	if len(providers) > 1 {
+		passOnOne(providers, per)
+	}
+	for _, list := range per {
+		checks = append(checks, list...)
 	}
 	return append(checks, p.account())
+}
+
+// passOnOne names each provider's checks after it and, when one provider's
+// checks all pass, turns the other's failures into skipped checks that say
+// what would fail: which provider a node uses is Core's deployment's to
+// say, and a host needs to serve only that one.
+func passOnOne(providers []string, per [][]Check) {
+	passes := ""
+	for i, list := range per {
+		if !slices.ContainsFunc(list, Check.Failed) && passes == "" {
+			passes = providers[i]
+		}
+	}
+	for i, list := range per {
+		for j := range list {
+			c := &list[j]
+			c.Name = providers[i] + ": " + c.Name
+			if c.Failed() && passes != "" {
+				msg := c.Err.Error()
+				if c.Hint != "" {
+					msg += "; " + c.Hint
+				}
+				c.Skipped = "fails, and matters only if Core's deployment uses " + providers[i] + " (" + passes + "'s checks pass): " + msg
+				c.Err, c.Hint = nil, ""
+			}
+		}
+	}
 }
 
 // account refuses an account that is not the recorded one and applies the
@@ -121,6 +177,9 @@ func (p Probe) account() Check {
 	if err == nil {
 		_, err = accounts.Decide(facts)
 		err = workflow.Refuse(err)
+	}
+	if err == nil && facts.User == nil {
+		c.Name += " (not on this host: install creates it)"
 	}
 	// The adoption rules name an account made again with another uid
 	// themselves; a gone account (which they may take for an orphan home)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/host/core"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,5 +178,42 @@ func TestProbeNewNodeBothProviders(t *testing.T) {
 	}
 	if docker != 5 || micro != 4 {
 		t.Fatalf("%d docker and %d microsandbox checks in %+v", docker, micro, checks)
+	}
+}
+
+// With Core's configuration (check's token), its provider is the one
+// checked, alone, and the capacity check has the sandbox size: a size this
+// host cannot run fails; the configuration check passes and names the
+// provider.
+func TestProbeWithCoreConfiguration(t *testing.T) {
+	root, pr := probeHost(t)
+	os.Remove(filepath.Join(root, "etc/oac-node", testID+".json"))
+	pr.NoRoot = "needs root"
+	pr.Configuration = &core.Configuration{InstallationID: testID, Provider: release.ProviderDocker, CoreURL: "https://core.example.com",
+		Specification: &release.Specification{Resources: release.Resources{CPUs: 64, MemoryMiB: 1 << 20}}}
+	checks := pr.Run(context.Background())
+	var conf, capacity *Check
+	for i, c := range checks {
+		if strings.HasPrefix(c.Name, "microsandbox") || strings.HasPrefix(c.Name, "docker: ") {
+			t.Errorf("a provider's check is named for it: %q", c.Name)
+		}
+		switch {
+		case strings.HasPrefix(c.Name, CheckConfigurationName):
+			conf = &checks[i]
+		case strings.HasPrefix(c.Name, "capacity"):
+			capacity = &checks[i]
+		}
+	}
+	if conf == nil || conf.Failed() || conf.Skipped != "" || conf.Name != CheckConfigurationName+" (provider docker)" {
+		t.Errorf("configuration check: %+v", conf)
+	}
+	if capacity == nil || !capacity.Failed() {
+		t.Errorf("capacity check with a size the host lacks: %+v", capacity)
+	}
+
+	pr.Configuration, pr.ConfigurationErr = nil, errors.New("Core answered HTTP 401")
+	checks = pr.Run(context.Background())
+	if c := checks[1]; !strings.HasPrefix(c.Name, CheckConfigurationName) || c.Err == nil {
+		t.Errorf("a configuration that could not be read: %+v", c)
 	}
 }

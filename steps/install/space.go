@@ -83,12 +83,15 @@ func (c *Command) spaceCheck(conf *core.Configuration, known bool) *SpaceCheck {
 // only a bundle's metadata (check contacts no one).
 func (p Probe) space(ctx context.Context, provider string, known bool) Check {
 	sc := &SpaceCheck{Host: p.Host, Provider: provider, Bundle: p.Options.Bundle}
+	if conf := p.Configuration; conf != nil {
+		sc.Spec, sc.SourceURL, sc.Roots, sc.Proxy = conf.Specification, p.Options.SourceURL, p.Roots, p.Proxy
+	}
 	if ins, ok := p.Engine.(image.Inspector); ok && provider == release.ProviderDocker && p.NoEngine == "" {
 		sc.Images = ins
 	}
 	sc.Skip = spaceSkip(p.Host, p.Options.InstallationID, known)
-	if sc.Skip == "" && sc.Bundle == "" {
-		sc.Skip = "the sizes are in the console's release metadata, and check contacts no one; install checks the space before any change"
+	if sc.Skip == "" && sc.Bundle == "" && sc.Spec == nil {
+		sc.Skip = "the sizes are in the console's release metadata, which check reads with Core's configuration (give the enrollment token on standard input); install checks the space before any change"
 	}
 	return sc.Run(ctx)
 }
