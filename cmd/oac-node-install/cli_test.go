@@ -148,7 +148,7 @@ func TestCommandLineMistakes(t *testing.T) {
 			"oac-node-install help: unknown help topic \"status foo\"\nRun 'oac-node-install help --help' for usage.\n"},
 		{"help of a command", []string{"help", "leases"}, exitOK, "oac-node-install leases [flags]", ""},
 		{"--json before status", []string{"--json", "status"}, exitFailure, "",
-			"oac-node-install: unknown flag: --json (it is a flag of status and leases: oac-node-install status --json)\nRun 'oac-node-install --help' for usage.\n"},
+			"oac-node-install: unknown flag: --json (it is a flag of status, check and leases: oac-node-install status --json)\nRun 'oac-node-install --help' for usage.\n"},
 		{"--json before leases", []string{"--json", "leases"}, exitFailure, "",
 			"oac-node-install: unknown flag: --json (it is a flag of leases, check and status: oac-node-install leases --json)\nRun 'oac-node-install --help' for usage.\n"},
 		{"status --no-color", []string{"status", "--no-color"}, exitOK, "No installation on this host.\n", ""},
