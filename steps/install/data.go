@@ -3,6 +3,7 @@ package install
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"io"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
@@ -17,7 +18,7 @@ import (
 
 // Options are the install command's flags, validated by the command line.
 type Options struct {
-	InstallationID string
+	InstallationID ident.InstallationID
 	SourceURL      string // console origin
 	// Bundle is the offline bundle's absolute directory (--bundle), which
 	// the node's files are copied from instead of SourceURL; "" for none.

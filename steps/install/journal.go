@@ -3,6 +3,7 @@ package install
 import (
 	"errors"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"os"
 	"path/filepath"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // JournalPath is root's install journal of an installation.
-func JournalPath(h layout.Host, id string) string {
+func JournalPath(h layout.Host, id ident.InstallationID) string {
 	return filepath.Join(h.JournalDir(id), "install.journal")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,7 @@ func (p Probe) space(ctx context.Context, provider string, known bool) Check {
 }
 
 // spaceSkip says why the space check is left to the downloads step, or "".
-func spaceSkip(h layout.Host, id string, known bool) string {
+func spaceSkip(h layout.Host, id ident.InstallationID, known bool) string {
 	if known {
 		return "a known node: the downloads step counts what is already in place"
 	}

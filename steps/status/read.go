@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"os"
 	"time"
 
@@ -100,8 +101,8 @@ func readNodesAs(ctx context.Context, o Options, books bookkeepingSnapshot, req 
 
 // coreRequests is, for every installation with a host record, the Core
 // status asks about it as the service account: root's address of Core.
-func coreRequests(records map[string]*hostrecord.Record) map[string]NodeRequest {
-	out := map[string]NodeRequest{}
+func coreRequests(records map[ident.InstallationID]*hostrecord.Record) map[ident.InstallationID]NodeRequest {
+	out := map[ident.InstallationID]NodeRequest{}
 	for id, rec := range records {
 		if rec == nil {
 			continue

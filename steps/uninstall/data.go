@@ -3,6 +3,7 @@ package uninstall
 import (
 	"context"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"io"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
@@ -18,7 +19,7 @@ import (
 
 // Options are the uninstall command's flags.
 type Options struct {
-	InstallationID string
+	InstallationID ident.InstallationID
 	Force          bool
 }
 
@@ -121,11 +122,11 @@ func (o NodeOptions) logf(format string, args ...any) {
 	}
 }
 
-func (o NodeOptions) nodeRoot(id string) string { return layout.NodeRootIn(o.Home, id) }
+func (o NodeOptions) nodeRoot(id ident.InstallationID) string { return layout.NodeRootIn(o.Home, id) }
 
 // openNodeRoot opens the node root of id beneath the home, through no
 // symbolic link (the home's subdirectories are the service account's to
 // replace).
-func (o NodeOptions) openNodeRoot(id string) (*safefile.Root, error) {
+func (o NodeOptions) openNodeRoot(id ident.InstallationID) (*safefile.Root, error) {
 	return safefile.OpenRootIn(o.Home, layout.NodeRel(id), safefile.Expect{UID: safefile.AnyUID})
 }

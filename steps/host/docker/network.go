@@ -3,13 +3,16 @@ package docker
 import (
 	"context"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"strings"
 
 	"github.com/moby/moby/client"
 )
 
 // NetworkName is the name of the node's Docker network for an installation.
-func NetworkName(installationID string) string { return "oac-node-" + installationID }
+func NetworkName(installationID ident.InstallationID) string {
+	return "oac-node-" + string(installationID)
+}
 
 // Network is what the installer reads of a Docker network.
 type Network struct {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"net/netip"
 	"path/filepath"
 
@@ -11,7 +12,7 @@ import (
 // BaseInput is what an installation knows when it writes the node's base
 // configuration (provider.json): Core's answer and the node's paths.
 type BaseInput struct {
-	InstallationID string
+	InstallationID ident.InstallationID
 	// CoreOrigin is Core's public URL in origin form; the configuration
 	// stores <origin>/api/v1.
 	CoreOrigin    string

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"math"
 	"strconv"
 
@@ -14,13 +15,13 @@ import (
 // The document shapes of CONTRACT §3.1, for the strict decoder: every key
 // required unless tagged omitempty, no other key.
 type configDoc struct {
-	InstallationID string           `json:"installation_id"`
-	Provider       string           `json:"provider"`
-	CoreURL        string           `json:"core_url"`
-	Generation     int64            `json:"generation"`
-	Specification  json.RawMessage  `json:"specification"`
-	Docker         *dockerDoc       `json:"docker,omitempty"`
-	Microsandbox   *microsandboxDoc `json:"microsandbox,omitempty"`
+	InstallationID ident.InstallationID `json:"installation_id"`
+	Provider       string               `json:"provider"`
+	CoreURL        string               `json:"core_url"`
+	Generation     int64                `json:"generation"`
+	Specification  json.RawMessage      `json:"specification"`
+	Docker         *dockerDoc           `json:"docker,omitempty"`
+	Microsandbox   *microsandboxDoc     `json:"microsandbox,omitempty"`
 }
 
 type dockerDoc struct {
