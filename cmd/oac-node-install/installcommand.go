@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"os"
 	"strings"
 	"unicode"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/record/bootstrap"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )

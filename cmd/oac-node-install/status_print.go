@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 

@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"hash/fnv"
 	"io"
 	"os"
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // ErrDamaged is returned for a database file that is not a whole, consistent

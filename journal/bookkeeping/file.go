@@ -2,11 +2,12 @@ package bookkeeping
 
 import (
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // Kinds of files the installer writes on the host.

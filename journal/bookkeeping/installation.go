@@ -2,10 +2,11 @@ package bookkeeping
 
 import (
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // Installation is one node installed on this host.

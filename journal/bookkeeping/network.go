@@ -2,10 +2,11 @@ package bookkeeping
 
 import (
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // Network is a Docker network the installer created for one installation.

@@ -3,11 +3,11 @@ package install
 import (
 	"errors"
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"os"
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )

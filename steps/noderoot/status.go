@@ -2,10 +2,10 @@ package noderoot
 
 import (
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )

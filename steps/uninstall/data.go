@@ -3,7 +3,6 @@ package uninstall
 import (
 	"context"
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"io"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
@@ -12,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"

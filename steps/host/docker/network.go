@@ -3,10 +3,11 @@ package docker
 import (
 	"context"
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"strings"
 
 	"github.com/moby/moby/client"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // NetworkName is the name of the node's Docker network for an installation.

@@ -3,10 +3,11 @@ package lease
 import (
 	"errors"
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // nextSteps returns the checks and commands an operator runs next for a

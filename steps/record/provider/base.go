@@ -2,10 +2,10 @@ package provider
 
 import (
 	"fmt"
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"net/netip"
 	"path/filepath"
 
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
