@@ -15,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
@@ -60,7 +61,7 @@ func (e *env) writeConfig(t *testing.T, origin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := provider.Base(provider.BaseInput{InstallationID: e.s.Core.InstallationID(), CoreOrigin: origin, Generation: 1,
+	cfg, err := provider.Base(provider.BaseInput{InstallationID: ident.InstallationID(e.s.Core.InstallationID()), CoreOrigin: origin, Generation: 1,
 		Specification: spec, Root: e.root, Image: e.s.Fixture.Image.ConfigDigest})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestRegisterEnrollsAndPrintsOneLine(t *testing.T) {
 	if err := dec.Decode(&line); err != nil || strings.Count(stdout, "\n") != 1 {
 		t.Fatalf("stdout %q: %v", stdout, err)
 	}
-	if line.NodeID != id.Identity.NodeID || line.InstallationID != e.s.Core.InstallationID() || line.DeploymentGeneration != 1 || line.MaxActive != devcore.DefaultMaxActive {
+	if line.NodeID != id.Identity.NodeID || line.InstallationID.String() != e.s.Core.InstallationID() || line.DeploymentGeneration != 1 || line.MaxActive != devcore.DefaultMaxActive {
 		t.Fatalf("line %+v identity %+v", line, id.Identity)
 	}
 	if id.CoreURL != e.s.URL || id.CoreCA != e.s.CA.CertPath || id.CoreCASHA256 == "" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 )
@@ -51,7 +52,7 @@ type generations struct {
 	ctx            context.Context
 	root, helper   string
 	config         string // provider.json, the base generation's configuration
-	installationID string
+	installationID ident.InstallationID
 	base           int64
 	log            io.Writer
 	changed        chan struct{}
@@ -78,7 +79,7 @@ func findPreparer(configPath string) string {
 
 // newGenerations starts with the base generation ready and takes its
 // serving reference.
-func newGenerations(ctx context.Context, helper, config, installationID string, base int64, digest string, log io.Writer) *generations {
+func newGenerations(ctx context.Context, helper, config string, installationID ident.InstallationID, base int64, digest string, log io.Writer) *generations {
 	g := &generations{
 		ctx: ctx, root: filepath.Dir(helper), helper: helper, config: config, installationID: installationID, base: base, log: log,
 		changed: make(chan struct{}, 1),
@@ -202,7 +203,7 @@ func (g *generations) drop(d nodeproto.Drop) {
 func (g *generations) runHelper(ctx context.Context, action string, gen int64, digest string) error {
 	g.helperMu.Lock()
 	defer g.helperMu.Unlock()
-	cmd := exec.CommandContext(ctx, g.helper, "--installation-id", g.installationID, "--generation-action", action,
+	cmd := exec.CommandContext(ctx, g.helper, "--installation-id", g.installationID.String(), "--generation-action", action,
 		"--generation", strconv.FormatInt(gen, 10), "--specification-digest", digest)
 	cmd.Dir = g.root
 	cmd.Stdout, cmd.Stderr = g.log, g.log

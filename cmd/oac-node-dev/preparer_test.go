@@ -94,7 +94,7 @@ func TestRunPreparesAndCollectsGenerations(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := strings.Split(strings.TrimSpace(string(data)), "\n")
-	prefix := "--installation-id " + id.Identity.InstallationID + " --generation-action "
+	prefix := "--installation-id " + id.Identity.InstallationID.String() + " --generation-action "
 	want := []string{
 		prefix + "prepare --generation 2 --specification-digest " + g2.SpecificationDigest,
 		prefix + "prepare --generation 2 --specification-digest " + g2.SpecificationDigest,

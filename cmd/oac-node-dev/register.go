@@ -20,6 +20,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 )
@@ -27,13 +28,13 @@ import (
 // enrollment is Core's identity answer (201 of enroll; the identity route
 // adds connected and provider_ready) and the line register prints.
 type enrollment struct {
-	MaxActive            int64  `json:"max_active"`
-	MaxRetained          int64  `json:"max_retained"`
-	SpecificationDigest  string `json:"specification_digest"`
-	DeploymentGeneration int64  `json:"deployment_generation"`
-	NodeID               string `json:"node_id"`
-	InstallationID       string `json:"installation_id"`
-	Provider             string `json:"provider"`
+	MaxActive            int64                `json:"max_active"`
+	MaxRetained          int64                `json:"max_retained"`
+	SpecificationDigest  string               `json:"specification_digest"`
+	DeploymentGeneration int64                `json:"deployment_generation"`
+	NodeID               string               `json:"node_id"`
+	InstallationID       ident.InstallationID `json:"installation_id"`
+	Provider             string               `json:"provider"`
 }
 
 // enrollRequest is the body of the enroll route.
@@ -267,7 +268,7 @@ func newIdentity(cfg *provider.Config, conf *core.Configuration, f registerFlags
 	id.Identity.DeploymentGeneration = conf.Generation
 	id.Identity.SpecificationDigest = conf.SpecificationDigest
 	id.Identity.MaxActive, id.Identity.MaxRetained = conf.MaxActive, conf.MaxRetained
-	fp := sha256.Sum256([]byte(cfg.Provider + "\x00" + cfg.InstallationID + "\x00" + backendName(cfg)))
+	fp := sha256.Sum256([]byte(cfg.Provider + "\x00" + cfg.InstallationID.String() + "\x00" + backendName(cfg)))
 	id.Identity.BackendFingerprint = hex.EncodeToString(fp[:])
 	if f.coreCA != "" {
 		id.CoreCA, id.CoreCASHA256 = f.coreCA, caSHA

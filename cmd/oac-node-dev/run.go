@@ -169,7 +169,7 @@ func (n *node) session(ctx context.Context) error {
 	hello := nodeproto.Hello{
 		Type: nodeproto.TypeHello, ProtocolVersion: nodeproto.ProtocolVersion,
 		Identity: nodeproto.Identity{
-			NodeID: n.id.Identity.NodeID, InstallationID: n.id.Identity.InstallationID, Provider: n.id.Identity.Provider,
+			NodeID: n.id.Identity.NodeID, InstallationID: n.id.Identity.InstallationID.String(), Provider: n.id.Identity.Provider,
 			DeploymentGeneration: n.id.Identity.DeploymentGeneration, SpecificationDigest: n.id.Identity.SpecificationDigest,
 		},
 		Health:               n.health(ctx),

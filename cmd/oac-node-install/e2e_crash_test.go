@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -377,14 +378,14 @@ func (h *crashHost) records(t *testing.T) string {
 		in.Created = time.Time{}
 		fmt.Fprintf(&b, "installation %+v\n", in)
 	}
-	files, err := db.Files(id)
+	files, err := db.Files(ident.InstallationID(id))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
 		fmt.Fprintf(&b, "file %s %s\n", f.Path, f.Kind)
 	}
-	nets, err := db.Networks(id)
+	nets, err := db.Networks(ident.InstallationID(id))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
@@ -30,12 +29,15 @@ type installerFlags struct {
 	allowInsecureOrigin bool
 	coreCA              string
 	provider            string
-	installationID      string
-	tokenStdin          bool
-	uninstall           bool
-	force               bool
-	noColor             bool
-	update              bool
+	// installationIDArg is --installation-id as typed; installationID
+	// is it parsed, set by validate.
+	installationIDArg string
+	installationID    ident.InstallationID
+	tokenStdin        bool
+	uninstall         bool
+	force             bool
+	noColor           bool
+	update            bool
 	// Generation helper (hidden; run by oac-node).
 	generationAction    string
 	generationText      string
@@ -78,7 +80,7 @@ func (f *installerFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.bundle, flagBundle, "", "absolute directory of an offline bundle (instead of --source-url)")
 	fs.StringVar(&f.coreURL, flagCoreURL, "", "Core's public origin, e.g. https://core.example.com")
 	fs.StringVar(&f.provider, flagProvider, "", "sandbox provider the command expects: docker or microsandbox")
-	fs.StringVar(&f.installationID, flagInstallationID, "", "the node's installation id from Web (canonical UUID; required)")
+	fs.StringVar(&f.installationIDArg, flagInstallationID, "", "the node's installation id from Web (canonical UUID; required)")
 	fs.StringVar(&f.coreCA, flagCoreCA, "", "absolute path of a PEM file with the CA that signs Core's certificate")
 	fs.BoolVar(&f.allowInsecureOrigin, flagAllowInsecureOrigin, false, "allow plain http to an origin that is not loopback")
 	fs.BoolVar(&f.uninstall, flagUninstall, false, "remove the node (with --installation-id, and --force)")
@@ -139,12 +141,14 @@ func (f *installerFlags) validate(fs *pflag.FlagSet) error {
 	if err := validUTF8(fs); err != nil {
 		return err
 	}
-	if f.installationID == "" {
+	if f.installationIDArg == "" {
 		return usagef("--installation-id is required")
 	}
-	if err := validateInstallationID(f.installationID); err != nil {
+	id, err := parseInstallationID(f.installationIDArg)
+	if err != nil {
 		return err
 	}
+	f.installationID = id
 	switch f.mode() {
 	case modeHelper:
 		return f.validateHelper()
@@ -267,26 +271,15 @@ func (f *installerFlags) origin(name, raw string) (string, error) {
 	return o, err
 }
 
-// validateInstallationID accepts only a canonical (lowercase, hyphenated)
-// UUID. Its refusal shows what it got, made safe for a terminal and clipped.
-func validateInstallationID(id string) error {
-	if !ident.CanonicalUUID(id) {
-		return usagef("--installation-id \"%s\": not a canonical UUID (lowercase, 8-4-4-4-12, like 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c)", shown(id, 64))
+// parseInstallationID is --installation-id's parse at the command line,
+// the one place a typed id comes from: ident.ParseInstallationID, its
+// refusal a usage error naming the flag.
+func parseInstallationID(raw string) (ident.InstallationID, error) {
+	id, err := ident.ParseInstallationID(raw)
+	if err != nil {
+		return "", usagef("--installation-id %v", err)
 	}
-	return nil
-}
-
-// shown is s for a message: at most max bytes (cut at a character, "…"
-// marking the cut) with every terminal control, tab and newline escaped.
-func shown(s string, max int) string {
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return privsep.SanitizeField(s)
+	return id, nil
 }
 
 // validateOrigin checks an http(s) origin and returns it without a trailing

@@ -10,27 +10,33 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 // inspectFlags are the flags of status and leases.
 type inspectFlags struct {
-	installationID string
-	json           bool
-	noColor        bool
+	// installationIDArg is --installation-id as typed; installationID
+	// is it parsed ("" for every installation), set by validate.
+	installationIDArg string
+	installationID    ident.InstallationID
+	json              bool
+	noColor           bool
 }
 
 func (f *inspectFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.installationID, flagInstallationID, "", "only this installation (canonical UUID)")
+	fs.StringVar(&f.installationIDArg, flagInstallationID, "", "only this installation (canonical UUID)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (format 1) instead of text")
 	fs.BoolVar(&f.noColor, flagNoColor, false, "plain output without colors (sets NO_COLOR=1)")
 }
 
 func (f *inspectFlags) validate() error {
-	if f.installationID == "" {
+	if f.installationIDArg == "" {
 		return nil
 	}
-	return validateInstallationID(f.installationID)
+	id, err := parseInstallationID(f.installationIDArg)
+	f.installationID = id
+	return err
 }
 
 // inspectCommand is a read-only command over the host's installations
@@ -71,7 +77,7 @@ func (c *cli) inspectCommand(use, short, long, example, prefix string, run func(
 func needsRoot(use string, f inspectFlags) error {
 	again := "sudo oac-node-install " + use
 	if f.installationID != "" {
-		again += " --" + flagInstallationID + " " + f.installationID
+		again += " --" + flagInstallationID + " " + f.installationID.String()
 	}
 	if f.json {
 		again += " --json"

@@ -8,13 +8,14 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/record/bootstrap"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 // continueCommand is status.Options.InstallCommand: the install command,
 // without a token, that continues installation id from root's host record.
-func continueCommand(host layout.Host, id string, rec *hostrecord.Record) (string, bool) {
+func continueCommand(host layout.Host, id ident.InstallationID, rec *hostrecord.Record) (string, bool) {
 	cmd, ok := installCommandFromRecord(host, id, rec)
 	if !ok {
 		return "", false
@@ -32,7 +33,7 @@ func continueCommand(host layout.Host, id string, rec *hostrecord.Record) (strin
 // request. The console URL is recorded nowhere root owns: it is left for
 // the operator. ok is false when a recorded value is not one the command
 // accepts; nothing of the record reaches the advice unchecked.
-func installCommandFromRecord(host layout.Host, id string, rec *hostrecord.Record) (installCommand, bool) {
+func installCommandFromRecord(host layout.Host, id ident.InstallationID, rec *hostrecord.Record) (installCommand, bool) {
 	c := installCommand{program: "oac-node-install", installationID: id, coreURL: rec.CoreURL,
 		allowInsecureOrigin: rec.AllowInsecureOrigin, provider: rec.Provider}
 	if origin, _, err := validateOrigin("core_url", rec.CoreURL, rec.AllowInsecureOrigin); err != nil || origin != rec.CoreURL {
@@ -43,7 +44,9 @@ func installCommandFromRecord(host layout.Host, id string, rec *hostrecord.Recor
 	default:
 		return c, false
 	}
-	if validateInstallationID(id) != nil {
+	// status names installations also by the service account's answer,
+	// which is decoded unchecked.
+	if !id.Valid() {
 		return c, false
 	}
 	if rec.CoreCASHA256 != "" {
@@ -66,7 +69,7 @@ type installCommand struct {
 	allowInsecureOrigin bool
 	coreCA              string
 	provider            string // "" when the command names none
-	installationID      string
+	installationID      ident.InstallationID
 }
 
 // consolePlaceholder stands for the console URL the host does not record.
@@ -94,7 +97,7 @@ func (c installCommand) String() string {
 	if c.provider != "" {
 		args = append(args, "--"+flagProvider, shellWord(c.provider))
 	}
-	return strings.Join(append(args, "--"+flagInstallationID, c.installationID), " ")
+	return strings.Join(append(args, "--"+flagInstallationID, c.installationID.String()), " ")
 }
 
 // programName is how this program was started (argv[0]), which runs it

@@ -57,7 +57,7 @@ func printLeases(w io.Writer, nodes []status.NodeLeases) {
 }
 
 func printNode(w io.Writer, n status.NodeLeases) {
-	fmt.Fprintf(w, "  node %s (%s)\n", field(n.InstallationID), field(n.NodeRoot))
+	fmt.Fprintf(w, "  node %s (%s)\n", field(n.InstallationID.String()), field(n.NodeRoot))
 	if n.Error != "" {
 		fmt.Fprintf(w, "    error: %s\n", field(n.Error))
 	}

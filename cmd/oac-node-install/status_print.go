@@ -6,13 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 // printStatus prints the installations as text; every value read from a
 // journal, the node root, the bookkeeping, systemd or Core passes field.
 // id is the installation asked for ("" for all), named when none is found.
-func printStatus(w io.Writer, insts []status.Installation, id string) {
+func printStatus(w io.Writer, insts []status.Installation, id ident.InstallationID) {
 	if len(insts) == 0 && id != "" {
 		fmt.Fprintf(w, "No installation %s on this host; `sudo oac-node-install status` lists every installation.\n", id)
 		return
@@ -32,7 +33,7 @@ func printStatus(w io.Writer, insts []status.Installation, id string) {
 		case s.Uninstalled:
 			cond += " (uninstalled)"
 		}
-		fmt.Fprintf(w, "installation %s: %s\n", field(s.InstallationID), cond)
+		fmt.Fprintf(w, "installation %s: %s\n", field(s.InstallationID.String()), cond)
 		if s.Next != "" {
 			fmt.Fprintf(w, "  next:          %s\n", field(s.Next))
 		}

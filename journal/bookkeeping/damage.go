@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // ErrDamaged is returned for a database file that is not a whole, consistent
@@ -22,7 +24,7 @@ var ErrDamaged = errors.New("installer bookkeeping is damaged")
 // for the refusals and status to print: the bookkeeping is what says which
 // account, groups, files and networks the installer made, so nothing
 // guesses past it.
-func DamagedAdvice(path, installationID string) string {
+func DamagedAdvice(path string, installationID ident.InstallationID) string {
 	return fmt.Sprintf("restore %s from a backup of /etc; without one, keep it aside (sudo mv %s %s.damaged) and run "+
 		"`sudo oac-node-install --uninstall --installation-id %s --force`, which removes the node but keeps the oac-node account and its groups "+
 		"(the record of whether the installer made them is gone): remove those by hand if nothing else uses them",

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // damageFixture writes a database holding a few records of every kind and
@@ -23,9 +25,9 @@ func damageFixture(t *testing.T) (string, []byte) {
 	must(t, db.AddGroup("docker"))
 	for i := range 20 {
 		id := fmt.Sprintf("0b6c1f0e-5d1a-4c8e-9a7b-3f2d1e0c9b%02d", i)
-		must(t, db.PutInstallation(Installation{ID: id, Provider: "docker", CoreURL: "https://core.example.com"}))
-		must(t, db.AddFile(File{Path: "/etc/oac-node/" + id + ".json", InstallationID: id, Kind: "record"}))
-		must(t, db.AddNetwork("oac-node-"+id, id))
+		must(t, db.PutInstallation(Installation{ID: ident.InstallationID(id), Provider: "docker", CoreURL: "https://core.example.com"}))
+		must(t, db.AddFile(File{Path: "/etc/oac-node/" + id + ".json", InstallationID: ident.InstallationID(id), Kind: "record"}))
+		must(t, db.AddNetwork("oac-node-"+id, ident.InstallationID(id)))
 	}
 	must(t, db.Close())
 	data, err := os.ReadFile(path)

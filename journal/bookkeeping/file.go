@@ -6,6 +6,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // Kinds of files the installer writes on the host.
@@ -17,10 +19,10 @@ const (
 
 // File is a host file the installer wrote for one installation.
 type File struct {
-	Path           string    `json:"-"`
-	InstallationID string    `json:"installation_id"`
-	Kind           string    `json:"kind"`
-	Created        time.Time `json:"created"`
+	Path           string               `json:"-"`
+	InstallationID ident.InstallationID `json:"installation_id"`
+	Kind           string               `json:"kind"`
+	Created        time.Time            `json:"created"`
 }
 
 // AddFile records that the installer wrote f.Path for f.InstallationID,
@@ -64,7 +66,7 @@ func (db *DB) AddFile(f File) error {
 
 // Files returns the files recorded for installationID (every file when it
 // is empty), ordered by path.
-func (db *DB) Files(installationID string) ([]File, error) {
+func (db *DB) Files(installationID ident.InstallationID) ([]File, error) {
 	var list []File
 	err := db.view(func(root *bolt.Bucket) error {
 		b, err := bucket(root, bucketFiles)

@@ -5,18 +5,20 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // Installation is one node installed on this host.
 type Installation struct {
-	ID                  string `json:"installation_id"`
-	Provider            string `json:"provider"`
-	CoreURL             string `json:"core_url"`
-	NodeRoot            string `json:"node_root"`
-	Unit                string `json:"unit"`
-	EnvFile             string `json:"env_file"`
-	AllowInsecureOrigin bool   `json:"allow_insecure_origin,omitempty"`
-	CoreCA              string `json:"core_ca,omitempty"`
+	ID                  ident.InstallationID `json:"installation_id"`
+	Provider            string               `json:"provider"`
+	CoreURL             string               `json:"core_url"`
+	NodeRoot            string               `json:"node_root"`
+	Unit                string               `json:"unit"`
+	EnvFile             string               `json:"env_file"`
+	AllowInsecureOrigin bool                 `json:"allow_insecure_origin,omitempty"`
+	CoreCA              string               `json:"core_ca,omitempty"`
 	// Registered is set once the install workflow's register step is
 	// done: Core enrolled the node. It is root's record of that fact
 	// (the node root's registered.json is the account's).
@@ -59,7 +61,7 @@ func (db *DB) PutInstallation(inst Installation) error {
 // MarkRegistered records that installation id registered with Core; a
 // record that says so already is left as it is (no write). An unrecorded
 // id is ErrNotFound.
-func (db *DB) MarkRegistered(id string) error {
+func (db *DB) MarkRegistered(id ident.InstallationID) error {
 	inst, err := db.GetInstallation(id)
 	if err != nil || inst.Registered {
 		return err
@@ -87,7 +89,7 @@ func (db *DB) MarkRegistered(id string) error {
 }
 
 // GetInstallation returns the installation id, or ErrNotFound.
-func (db *DB) GetInstallation(id string) (Installation, error) {
+func (db *DB) GetInstallation(id ident.InstallationID) (Installation, error) {
 	var inst Installation
 	err := db.view(func(root *bolt.Bucket) error {
 		b, err := bucket(root, bucketInstallations)
@@ -132,7 +134,7 @@ func (db *DB) ListInstallations() ([]Installation, error) {
 // DeleteInstallation removes the installation's record. It refuses with
 // ErrInUse while files or networks are still recorded for it; a missing
 // record is not an error, so uninstall can be rerun.
-func (db *DB) DeleteInstallation(id string) error {
+func (db *DB) DeleteInstallation(id ident.InstallationID) error {
 	err := db.update(func(root *bolt.Bucket) error {
 		for _, name := range [][]byte{bucketFiles, bucketNetworks} {
 			b, err := bucket(root, name)
@@ -161,11 +163,11 @@ func (db *DB) DeleteInstallation(id string) error {
 
 // owned is the part of file and network records that names the owner.
 type owned struct {
-	InstallationID string `json:"installation_id"`
+	InstallationID ident.InstallationID `json:"installation_id"`
 }
 
 // countOwned counts the records in b owned by id.
-func countOwned(b *bolt.Bucket, id string) (int, error) {
+func countOwned(b *bolt.Bucket, id ident.InstallationID) (int, error) {
 	n := 0
 	err := b.ForEach(func(k, v []byte) error {
 		var o owned
@@ -181,7 +183,7 @@ func countOwned(b *bolt.Bucket, id string) (int, error) {
 }
 
 // requireInstallation fails with ErrNotFound unless id is recorded.
-func requireInstallation(root *bolt.Bucket, id string) error {
+func requireInstallation(root *bolt.Bucket, id ident.InstallationID) error {
 	b, err := bucket(root, bucketInstallations)
 	if err != nil {
 		return err

@@ -5,20 +5,22 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // Network is a Docker network the installer created for one installation.
 type Network struct {
-	Name           string    `json:"-"`
-	InstallationID string    `json:"installation_id"`
-	Created        time.Time `json:"created"`
+	Name           string               `json:"-"`
+	InstallationID ident.InstallationID `json:"installation_id"`
+	Created        time.Time            `json:"created"`
 }
 
 // AddNetwork records that the installer created the Docker network name
 // for installationID, which must be recorded (else ErrNotFound). Recording
 // it again keeps the first record; a network recorded for another
 // installation is refused with ErrOwned.
-func (db *DB) AddNetwork(name, installationID string) error {
+func (db *DB) AddNetwork(name string, installationID ident.InstallationID) error {
 	if name == "" {
 		return fmt.Errorf("record network: empty name")
 	}
@@ -51,7 +53,7 @@ func (db *DB) AddNetwork(name, installationID string) error {
 
 // Networks returns the networks recorded for installationID (every network
 // when it is empty), ordered by name.
-func (db *DB) Networks(installationID string) ([]Network, error) {
+func (db *DB) Networks(installationID ident.InstallationID) ([]Network, error) {
 	var list []Network
 	err := db.view(func(root *bolt.Bucket) error {
 		b, err := bucket(root, bucketNetworks)

@@ -91,7 +91,7 @@ func Run(ctx context.Context, e *noderoot.Env) (*workflow.Report, error) {
 		Steps: steps,
 		Binding: workflow.Binding{
 			Version:             workflow.Version,
-			InstallationID:      id.InstallationID,
+			InstallationID:      id.InstallationID.String(),
 			Generation:          id.Generation,
 			SpecificationDigest: id.SpecificationDigest,
 		},

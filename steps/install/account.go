@@ -11,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -127,7 +128,7 @@ func AccountMismatch(h layout.Host) (*accounts.Mismatch, error) {
 // gone, or made again with other ids. The node's files belong to the
 // recorded uid, so the account is neither made again by useradd nor
 // adopted (either would give the node's home to another uid).
-func checkRecorded(dbs accounts.Databases, rec bookkeeping.Account, recorded bool, id string) error {
+func checkRecorded(dbs accounts.Databases, rec bookkeeping.Account, recorded bool, id ident.InstallationID) error {
 	r, ok := RecordedAccount(rec, recorded)
 	if !ok {
 		return nil
@@ -142,7 +143,7 @@ func checkRecorded(dbs accounts.Databases, rec bookkeeping.Account, recorded boo
 // accountRefusal is install's refusal of a mismatched account: give the
 // account back its recorded ids when they are free, or remove the node
 // (uninstall --force changes no account and keeps the home).
-func accountRefusal(m *accounts.Mismatch, id string) error {
+func accountRefusal(m *accounts.Mismatch, id ident.InstallationID) error {
 	uninstall := fmt.Sprintf("`sudo oac-node-install --uninstall --installation-id %s --force`, which changes no account and %s", id, UninstallKeeps(m))
 	if cmd := m.RecreateCommand(); cmd != "" {
 		return workflow.Refuse(m.Refusal(fmt.Sprintf("Give the account back its recorded ids (%s), then run the command again; or remove the node in Web and run %s.", cmd, uninstall)))
@@ -168,7 +169,7 @@ func UninstallKeeps(m *accounts.Mismatch) string {
 // read-only and the account databases; a host without either record
 // passes. Install calls it under the host lock, before anything runs as
 // the account.
-func CheckAccount(h layout.Host, id string) error {
+func CheckAccount(h layout.Host, id ident.InstallationID) error {
 	m, err := AccountMismatch(h)
 	if err != nil {
 		return workflow.Refuse(err)

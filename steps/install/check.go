@@ -11,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -40,7 +41,7 @@ func readBookkeeping(h layout.Host) (db *bookkeeping.DB, ok bool, err error) {
 }
 
 // recordsFile reports whether the bookkeeping lists path for id.
-func recordsFile(db *bookkeeping.DB, id, path string) bool {
+func recordsFile(db *bookkeeping.DB, id ident.InstallationID, path string) bool {
 	files, err := db.Files(id)
 	if err != nil {
 		return false
@@ -55,7 +56,7 @@ func recordsFile(db *bookkeeping.DB, id, path string) bool {
 
 // checkWritten is done when the root-owned file path holds text and the
 // bookkeeping records it as the installation's.
-func checkWritten(h layout.Host, id, path string, text []byte) (workflow.Outcome, workflow.Result, error) {
+func checkWritten(h layout.Host, id ident.InstallationID, path string, text []byte) (workflow.Outcome, workflow.Result, error) {
 	if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, text) {
 		return notDone, workflow.Result{}, nil
 	}

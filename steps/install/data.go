@@ -10,6 +10,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -17,7 +18,7 @@ import (
 
 // Options are the install command's flags, validated by the command line.
 type Options struct {
-	InstallationID string
+	InstallationID ident.InstallationID
 	SourceURL      string // console origin
 	// Bundle is the offline bundle's absolute directory (--bundle), which
 	// the node's files are copied from instead of SourceURL; "" for none.

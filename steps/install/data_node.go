@@ -20,6 +20,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -39,7 +40,7 @@ const ActionInstall = "install"
 // Root validated every field before the child started; the child checks
 // them again where it relies on them.
 type NodeOptions struct {
-	InstallationID string
+	InstallationID ident.InstallationID
 	// Home is the node account's home; UID the node account.
 	Home string
 	UID  int
@@ -100,7 +101,7 @@ func (e *NodeEnv) SetToken(token string) { e.token = token }
 
 // NodeRootDirs are the directories of a new node root, in creation order,
 // relative to the account's home.
-func nodeRootDirs(id string) []string {
+func nodeRootDirs(id ident.InstallationID) []string {
 	root := layout.NodeRel(id)
 	return []string{
 		layout.OacDir, layout.NodesRel, root,
@@ -113,7 +114,7 @@ func nodeRootDirs(id string) []string {
 // EnsureNodeRoot creates the missing directories of the node root under
 // home (0700, the node account's) and checks the existing ones: never a
 // link, never another owner's. The home itself must be the account's.
-func EnsureNodeRoot(home, installationID string, uid int) error {
+func EnsureNodeRoot(home string, installationID ident.InstallationID, uid int) error {
 	h, err := safefile.OpenRoot(home)
 	if err != nil {
 		return fmt.Errorf("home %s: %w", home, err)
@@ -142,7 +143,7 @@ func EnsureNodeRoot(home, installationID string, uid int) error {
 // mode 0700, reached through no link; one that is not refuses, so that a
 // rerun says so before anything is written. Missing directories are no
 // error (the node_root step makes them).
-func CheckNodeRoot(home, installationID string, uid int) error {
+func CheckNodeRoot(home string, installationID ident.InstallationID, uid int) error {
 	h, err := safefile.OpenRoot(home)
 	if err != nil {
 		return noderoot.Refusal("The service account's home is not as the installer left it; inspect it", fmt.Errorf("home %s: %w", home, err))

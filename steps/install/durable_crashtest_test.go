@@ -9,6 +9,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -72,9 +73,9 @@ func TestInstallStepsMakeWhatTheyFindDurable(t *testing.T) {
 		{"the account (verify)", proxy.Env{}, verify(accountStep{f.env}), dbs},
 		{"the group membership (run)", proxy.Env{}, run(groupStep{f.env}), dbs},
 		{"the group membership (verify)", proxy.Env{}, verify(groupStep{f.env}), dbs},
-		{"the unit file", proxy.Env{}, run(unitStep{f.env}), []string{f.host.Unit(id), filepath.Dir(f.host.Unit(id))}},
+		{"the unit file", proxy.Env{}, run(unitStep{f.env}), []string{f.host.Unit(ident.InstallationID(id)), filepath.Dir(f.host.Unit(ident.InstallationID(id)))}},
 		{"the removed env file", proxy.Env{}, run(envFileStep{f.env}), []string{f.host.EtcDir()}},
-		{"the env file", withProxy, run(envFileStep{f.env}), []string{f.host.EnvFile(id), f.host.EtcDir()}},
+		{"the env file", withProxy, run(envFileStep{f.env}), []string{f.host.EnvFile(ident.InstallationID(id)), f.host.EtcDir()}},
 	} {
 		f.env.ProxyEnv = tc.proxy
 		if tc.proxy != (proxy.Env{}) {

@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // JournalPath is root's install journal of an installation.
-func JournalPath(h layout.Host, id string) string {
+func JournalPath(h layout.Host, id ident.InstallationID) string {
 	return filepath.Join(h.JournalDir(id), "install.journal")
 }
 

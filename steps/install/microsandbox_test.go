@@ -32,6 +32,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/record/console"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -282,7 +283,7 @@ func TestInstallMicrosandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The image is in the store, which is claimed for the installation.
-	if err := microsandbox.CheckStoreOwner(r.store(t), id, u.UID); err != nil {
+	if err := microsandbox.CheckStoreOwner(r.store(t), ident.InstallationID(id), u.UID); err != nil {
 		t.Errorf("store: %v", err)
 	}
 	if _, err := os.Stat(r.image(t)); err != nil {
@@ -292,7 +293,7 @@ func TestInstallMicrosandbox(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(r.base, "engine")); len(entries) != 1 || entries[0].Name() != "registrations" {
 		t.Errorf("the Docker Engine fake was used: %v", entries)
 	}
-	root := r.host.NodeRoot(id)
+	root := r.host.NodeRoot(ident.InstallationID(id))
 	data, err := os.ReadFile(filepath.Join(root, "provider.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -331,14 +332,14 @@ func TestInstallMicrosandbox(t *testing.T) {
 	if len(groups) != 1 || groups[0].Name != "kvm" {
 		t.Errorf("bookkeeping groups %+v, want kvm only", groups)
 	}
-	unit, err := os.ReadFile(r.host.Unit(id))
+	unit, err := os.ReadFile(r.host.Unit(ident.InstallationID(id)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(unit, []byte("\nAfter=network-online.target\n")) || bytes.Contains(unit, []byte("docker")) {
 		t.Errorf("the unit's ordering:\n%s", unit)
 	}
-	rec, err := os.ReadFile(r.host.Record(id))
+	rec, err := os.ReadFile(r.host.Record(ident.InstallationID(id)))
 	if err != nil || !strings.Contains(string(rec), `"provider": "microsandbox"`) {
 		t.Errorf("host record: %v\n%s", err, rec)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -54,7 +55,7 @@ func (s networkStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	}
 	if !found {
 		s.e.Logf("create the Docker network %s", name)
-		if _, err := n.NetworkCreate(ctx, name, map[string]string{InstallationLabel: s.e.in.InstallationID}); err != nil && !errors.Is(err, docker.ErrExists) {
+		if _, err := n.NetworkCreate(ctx, name, map[string]string{InstallationLabel: s.e.in.InstallationID.String()}); err != nil && !errors.Is(err, docker.ErrExists) {
 			return workflow.Result{}, err
 		}
 	}
@@ -82,7 +83,7 @@ func (s networkStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Out
 
 // networkExists reports whether the installation's network exists; one of
 // that name that is not labelled for the installation is refused.
-func networkExists(ctx context.Context, n DockerNetworks, name, id string) (bool, error) {
+func networkExists(ctx context.Context, n DockerNetworks, name string, id ident.InstallationID) (bool, error) {
 	got, err := n.NetworkInspect(ctx, name)
 	if errors.Is(err, docker.ErrNotFound) {
 		return false, nil
@@ -90,7 +91,7 @@ func networkExists(ctx context.Context, n DockerNetworks, name, id string) (bool
 	if err != nil {
 		return false, err
 	}
-	if got.Labels[InstallationLabel] != id {
+	if got.Labels[InstallationLabel] != id.String() {
 		return false, noderoot.Refusal("Another node of this installation may use this Docker Engine; remove it first", fmt.Errorf("the Docker network %s exists and is not labelled %s=%s", name, InstallationLabel, id))
 	}
 	return true, nil

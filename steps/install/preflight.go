@@ -76,7 +76,7 @@ type Engine interface {
 // host of their own.
 type Preflight struct {
 	Host           layout.Host
-	InstallationID string
+	InstallationID ident.InstallationID
 	Provider       string // docker or microsandbox
 	// NewNode is set when the host has no record of this installation.
 	NewNode bool
@@ -214,7 +214,7 @@ func (p *Preflight) records() Check {
 		case e.Name() == "account.json" && !db:
 			c.Err, c.Hint = fmt.Errorf("%s holds the original installer's account.json and no installer.db", dir), "Uninstall that node with the installer that made it first"
 			return c
-		case recordName(e.Name()) && e.Name() != p.InstallationID+".json" && p.NewNode:
+		case recordName(e.Name()) && e.Name() != layout.RecordName(p.InstallationID) && p.NewNode:
 			c.Err, c.Hint = fmt.Errorf("this host is a node of another Core (installation %s)", strings.TrimSuffix(e.Name(), ".json")), "A host serves one Core; uninstall that node first"
 			return c
 		}
@@ -227,8 +227,8 @@ func (p *Preflight) records() Check {
 func (p *Preflight) olderProduct() Check {
 	c := Check{Name: "no older product installation"}
 	for _, q := range []string{
-		p.path("etc/systemd/system", "parsar-node-"+p.InstallationID+".service"),
-		p.path("etc/parsar-node", p.InstallationID+".json"),
+		p.path("etc/systemd/system", "parsar-node-"+p.InstallationID.String()+".service"),
+		p.path("etc/parsar-node", p.InstallationID.String()+".json"),
 	} {
 		if _, err := os.Lstat(q); err == nil {
 			c.Err, c.Hint = fmt.Errorf("%s exists: this installation was set up by the platform's previous installer", q), "Remove that node with the installer that made it"
@@ -237,7 +237,7 @@ func (p *Preflight) olderProduct() Check {
 	}
 	// In the account's home, which the account can change: looked at
 	// through no symbolic link.
-	rel := filepath.Join(".parsar", "nodes", p.InstallationID)
+	rel := filepath.Join(".parsar", "nodes", p.InstallationID.String())
 	home, err := safefile.OpenRoot(p.Host.Home())
 	if err != nil {
 		if errors.Is(err, safefile.ErrUnsafe) {
@@ -294,7 +294,7 @@ func (p *Preflight) dockerChecks(ctx context.Context) []Check {
 	checks := []Check{sock, info, p.capacity(hi.NCPU, hi.MemTotal>>20)}
 	if p.NewNode {
 		nc := Check{Name: checkDockerNetwork}
-		name := "oac-node-" + p.InstallationID
+		name := "oac-node-" + p.InstallationID.String()
 		if _, err := p.Engine.NetworkInspect(ctx, name); err == nil {
 			nc.Err, nc.Hint = fmt.Errorf("the Docker network %s exists: another node of this installation uses this engine", name), "Remove that node first"
 		} else if !errors.Is(err, docker.ErrNotFound) {

@@ -14,6 +14,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -41,7 +42,7 @@ type RecordedCore struct {
 // state/node/identity.json — sent only to the Core root recorded, trusting
 // only root's CA: an identity.json (the account's file) that names another
 // Core origin, insecure-origin policy or CA is refused before any request.
-func NodeConfiguration(ctx context.Context, home, installationID string, uid int, recorded RecordedCore) (*core.Configuration, error) {
+func NodeConfiguration(ctx context.Context, home string, installationID ident.InstallationID, uid int, recorded RecordedCore) (*core.Configuration, error) {
 	node := layout.Node{Root: layout.NodeRootIn(home, installationID)}
 	root, err := safefile.OpenRoot(node.Root)
 	if err != nil {

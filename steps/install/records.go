@@ -12,6 +12,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -19,7 +20,7 @@ import (
 // CheckBookkeeping refuses a command, before its first change, on a host
 // whose bookkeeping database exists but is damaged (bookkeeping.ErrDamaged)
 // or cannot be read, naming the recovery. A host without one passes.
-func CheckBookkeeping(h layout.Host, id string) error {
+func CheckBookkeeping(h layout.Host, id ident.InstallationID) error {
 	if _, err := os.Lstat(h.Bookkeeping()); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -49,7 +50,7 @@ func markRegistered(d Data) error {
 // journal's register step done (a run cut off between that step and the
 // next, which records it in the bookkeeping). The account's files
 // (identity.json, registered.json) never decide it.
-func Registered(h layout.Host, id string) (bool, error) {
+func Registered(h layout.Host, id ident.InstallationID) (bool, error) {
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	if err == nil {
 		inst, gerr := db.GetInstallation(id)
@@ -130,7 +131,7 @@ func durable(p string) error {
 // its host record is gone, unless an unfinished run of the install journal
 // explains it (the host records step writes the bookkeeping entry first):
 // the two records disagree, and neither is taken for the truth.
-func checkRecordMissing(h layout.Host, id string) error {
+func checkRecordMissing(h layout.Host, id ident.InstallationID) error {
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -154,7 +155,7 @@ func checkRecordMissing(h layout.Host, id string) error {
 }
 
 // knownNode reports whether the host records this installation.
-func knownNode(h layout.Host, id string) (bool, error) {
+func knownNode(h layout.Host, id ident.InstallationID) (bool, error) {
 	return safefile.Exists(h.Record(id))
 }
 
@@ -237,7 +238,7 @@ func nodeCACopy(rec hostrecord.Record) string {
 }
 
 // readHostRecord reads the host record of installation id (root's).
-func readHostRecord(h layout.Host, id string) (hostrecord.Record, error) {
+func readHostRecord(h layout.Host, id ident.InstallationID) (hostrecord.Record, error) {
 	rec, err := hostrecord.Read(h, id)
 	if err != nil && !errors.Is(err, hostrecord.ErrInvalid) {
 		return rec, fmt.Errorf("read the host record: %w", err)
@@ -248,7 +249,7 @@ func readHostRecord(h layout.Host, id string) (hostrecord.Record, error) {
 // discardRecords removes root's records of an installation that never
 // registered: its host record, its bookkeeping entry, and its journal,
 // kept aside as a receipt so that the next run starts anew.
-func discardRecords(h layout.Host, id, journalPath string) error {
+func discardRecords(h layout.Host, id ident.InstallationID, journalPath string) error {
 	// The journal first: cut off after it, the records left make the new
 	// command refuse, naming the uninstall, rather than resume a journal
 	// whose host_records step is done while its record is gone.

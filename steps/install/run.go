@@ -290,7 +290,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	}
 	r := &workflow.Runner{
 		Def: workflow.InstallDefinition(), Steps: Steps(env), Journal: path,
-		Binding: workflow.Binding{Version: c.Version, InstallationID: o.InstallationID, Generation: conf.Generation,
+		Binding: workflow.Binding{Version: c.Version, InstallationID: o.InstallationID.String(), Generation: conf.Generation,
 			SpecificationDigest: conf.SpecificationDigest},
 		Observe: func(p workflow.Progress) {
 			if label, ok := phaseOf[p.State]; ok && (p.Phase == workflow.PhaseBegin || p.Phase == workflow.PhaseResumed || p.Phase == workflow.PhaseVerified) {

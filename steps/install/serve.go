@@ -13,19 +13,20 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 // Input is the installation's own part of a request to the
 // service account (asaccount.Request.Input).
 type Input struct {
-	InstallationID      string          `json:"installation_id"`
-	SourceURL           string          `json:"source_url"`
-	Bundle              string          `json:"bundle,omitempty"`
-	CoreOrigin          string          `json:"core_origin"`
-	AllowInsecureOrigin bool            `json:"allow_insecure_origin"`
-	CoreCA              []byte          `json:"core_ca,omitempty"`
-	Configuration       json.RawMessage `json:"configuration"`
+	InstallationID      ident.InstallationID `json:"installation_id"`
+	SourceURL           string               `json:"source_url"`
+	Bundle              string               `json:"bundle,omitempty"`
+	CoreOrigin          string               `json:"core_origin"`
+	AllowInsecureOrigin bool                 `json:"allow_insecure_origin"`
+	CoreCA              []byte               `json:"core_ca,omitempty"`
+	Configuration       json.RawMessage      `json:"configuration"`
 	// Check, with StepConfiguration, asks the child to check every
 	// service-account step too (StepCheck) with the configuration it read:
 	// a registered node's rerun then needs one child, not two.

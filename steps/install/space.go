@@ -16,6 +16,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
@@ -97,7 +98,7 @@ func (p Probe) space(ctx context.Context, provider string, known bool) Check {
 }
 
 // spaceSkip says why the space check is left to the downloads step, or "".
-func spaceSkip(h layout.Host, id string, known bool) string {
+func spaceSkip(h layout.Host, id ident.InstallationID, known bool) string {
 	if known {
 		return "a known node: the downloads step counts what is already in place"
 	}

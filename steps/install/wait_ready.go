@@ -11,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -58,13 +59,13 @@ type waitReadyStep struct{ e *NodeEnv }
 // zero value: a missing echo is a different identity, a missing flag is
 // not ready yet.
 type IdentityAnswer struct {
-	NodeID               string `json:"node_id,omitempty"`
-	InstallationID       string `json:"installation_id,omitempty"`
-	Provider             string `json:"provider,omitempty"`
-	DeploymentGeneration int64  `json:"deployment_generation,omitempty"`
-	SpecificationDigest  string `json:"specification_digest,omitempty"`
-	Connected            bool   `json:"connected,omitempty"`
-	ProviderReady        bool   `json:"provider_ready,omitempty"`
+	NodeID               string               `json:"node_id,omitempty"`
+	InstallationID       ident.InstallationID `json:"installation_id,omitempty"`
+	Provider             string               `json:"provider,omitempty"`
+	DeploymentGeneration int64                `json:"deployment_generation,omitempty"`
+	SpecificationDigest  string               `json:"specification_digest,omitempty"`
+	Connected            bool                 `json:"connected,omitempty"`
+	ProviderReady        bool                 `json:"provider_ready,omitempty"`
 }
 
 var identityAnswerFormat = strictjson.Format{MaxSize: core.MaxConfigurationSize, AllowUnknownKeys: true}

@@ -23,14 +23,14 @@ var ErrIdentity = errors.New("invalid node identity")
 // The credential is a secret: it is never printed.
 type NodeIdentity struct {
 	Identity struct {
-		SpecificationDigest  string `json:"specification_digest"`
-		DeploymentGeneration int64  `json:"deployment_generation"`
-		NodeID               string `json:"node_id"`
-		InstallationID       string `json:"installation_id"`
-		Provider             string `json:"provider"`
-		BackendFingerprint   string `json:"backend_fingerprint"`
-		MaxActive            int64  `json:"max_active"`
-		MaxRetained          int64  `json:"max_retained"`
+		SpecificationDigest  string               `json:"specification_digest"`
+		DeploymentGeneration int64                `json:"deployment_generation"`
+		NodeID               string               `json:"node_id"`
+		InstallationID       ident.InstallationID `json:"installation_id"`
+		Provider             string               `json:"provider"`
+		BackendFingerprint   string               `json:"backend_fingerprint"`
+		MaxActive            int64                `json:"max_active"`
+		MaxRetained          int64                `json:"max_retained"`
 	} `json:"identity"`
 	Credential          string `json:"credential"`
 	CoreURL             string `json:"core_url"`
@@ -57,7 +57,7 @@ func ParseNodeIdentity(data []byte) (*NodeIdentity, error) {
 	switch {
 	case !ident.CanonicalUUID(id.Identity.NodeID):
 		return nil, bad("node_id is not a canonical UUID")
-	case !ident.CanonicalUUID(id.Identity.InstallationID):
+	case !id.Identity.InstallationID.Valid():
 		return nil, bad("installation_id is not a canonical UUID")
 	case !release.IsSHA256(id.Credential):
 		return nil, bad("the credential is not 64 lowercase hex digits")
@@ -87,7 +87,7 @@ func (e *Env) NodeIdentity() (*NodeIdentity, error) {
 // the node's file rules (no link, the account uid's, mode 0600, bounded),
 // strictly (ParseNodeIdentity), and requires it to be installation id's,
 // with a Core origin its recorded insecure-origin policy allows.
-func ReadNodeIdentity(root *safefile.Root, uid int, id string) (*NodeIdentity, error) {
+func ReadNodeIdentity(root *safefile.Root, uid int, id ident.InstallationID) (*NodeIdentity, error) {
 	data, err := root.ReadFile(layout.NodeIdentityFile, safefile.Expect{UID: uid, Mode: 0o600, MaxSize: MaxIdentitySize})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIdentity, err)

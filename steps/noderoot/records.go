@@ -50,9 +50,9 @@ func ParsePreparation(data []byte) (*Preparation, error) {
 // from the host program so that collecting the original generation removes
 // only files whose bytes it can prove (CONTRACT §3).
 type RuntimeArtifacts struct {
-	InstallationID string            `json:"installation_id"`
-	SourceCommit   string            `json:"source_commit"`
-	SHA256         map[string]string `json:"sha256"`
+	InstallationID ident.InstallationID `json:"installation_id"`
+	SourceCommit   string               `json:"source_commit"`
+	SHA256         map[string]string    `json:"sha256"`
 }
 
 // MaxRuntimeArtifactsSize bounds runtime-artifacts.json.
@@ -67,7 +67,7 @@ func ParseRuntimeArtifacts(data []byte) (*RuntimeArtifacts, error) {
 	if err := runtimeArtifactsFormat.Decode(data, &r); err != nil {
 		return nil, fmt.Errorf("%w: runtime-artifacts.json: %v", ErrRecord, err)
 	}
-	if !ident.CanonicalUUID(r.InstallationID) || !release.IsCommit(r.SourceCommit) || len(r.SHA256) == 0 {
+	if !r.InstallationID.Valid() || !release.IsCommit(r.SourceCommit) || len(r.SHA256) == 0 {
 		return nil, fmt.Errorf("%w: runtime-artifacts.json needs installation_id, source_commit and sha256", ErrRecord)
 	}
 	for p, sum := range r.SHA256 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
@@ -17,7 +18,7 @@ import (
 // OpenNodeRoot opens the node root of installation id beneath home,
 // through no symbolic link (the home's subdirectories are the service
 // account's to replace).
-func OpenNodeRoot(home, id string) (*safefile.Root, error) {
+func OpenNodeRoot(home string, id ident.InstallationID) (*safefile.Root, error) {
 	return safefile.OpenRootIn(home, layout.NodeRel(id), safefile.Expect{UID: safefile.AnyUID})
 }
 

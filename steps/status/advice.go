@@ -6,6 +6,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -19,7 +20,7 @@ import (
 // (Options.InstallCommand).
 type advisor struct {
 	host           layout.Host
-	installCommand func(h layout.Host, id string, rec *hostrecord.Record) (string, bool)
+	installCommand func(h layout.Host, id ident.InstallationID, rec *hostrecord.Record) (string, bool)
 }
 
 // uninstalled reports whether an uninstallation completed and the node was
@@ -125,7 +126,7 @@ func (s *Installation) attention(a advisor) string {
 		return s.continueInstall(a, nil) + " (the node's registration was not confirmed)"
 	}
 	if c := s.Core; c != nil && c.State == CoreRemoved {
-		return "the node was removed in Core (HTTP 401); remove it from this host: sudo oac-node-install --uninstall --installation-id " + id
+		return "the node was removed in Core (HTTP 401); remove it from this host: sudo oac-node-install --uninstall --installation-id " + id.String()
 	}
 	if u := s.Unit; u != nil && u.Reachable {
 		if next := unitNext(u, unit); next != "" {
@@ -209,7 +210,7 @@ func (s *Installation) workflowNext(a advisor, r *workflow.Report) string {
 	case workflow.InstallDefinition().Name:
 		return s.continueInstall(a, r)
 	case workflow.UninstallDefinition().Name:
-		return "sudo oac-node-install --uninstall --installation-id " + id
+		return "sudo oac-node-install --uninstall --installation-id " + id.String()
 	case workflow.PrepareDefinition().Name:
 		if b := r.Binding; b != nil {
 			return fmt.Sprintf("the node program prepares generation %d again itself, as the node account; to retry now, restart the node service, whose node program runs the helper: sudo systemctl restart %s", b.Generation, unit)

@@ -82,8 +82,8 @@ func readBookkeeping(h layout.Host) bookkeepingSnapshot {
 // one, for installation id: give it back its recorded ids when they are
 // free, or remove the node with uninstall --force, which changes no
 // account.
-func accountNext(m *accounts.Mismatch, id string) string {
-	uninstall := "remove the node in Web and run: sudo oac-node-install --uninstall --installation-id " + id + " --force"
+func accountNext(m *accounts.Mismatch, id ident.InstallationID) string {
+	uninstall := "remove the node in Web and run: sudo oac-node-install --uninstall --installation-id " + id.String() + " --force"
 	if cmd := m.RecreateCommand(); cmd != "" {
 		return m.Problem() + "; give the account back its recorded ids: " + cmd + ", then rerun the install command Web generated for this node; or " + uninstall
 	}
@@ -91,10 +91,10 @@ func accountNext(m *accounts.Mismatch, id string) string {
 }
 
 // ids lists the installations the bookkeeping records.
-func (s bookkeepingSnapshot) ids() []string {
-	var ids []string
+func (s bookkeepingSnapshot) ids() []ident.InstallationID {
+	var ids []ident.InstallationID
 	for _, inst := range s.installations {
-		if ident.CanonicalUUID(inst.ID) {
+		if inst.ID.Valid() {
 			ids = append(ids, inst.ID)
 		}
 	}
@@ -102,7 +102,7 @@ func (s bookkeepingSnapshot) ids() []string {
 }
 
 // forInstallation is the snapshot's part for one installation.
-func (s bookkeepingSnapshot) forInstallation(h layout.Host, id string) *BookkeepingStatus {
+func (s bookkeepingSnapshot) forInstallation(h layout.Host, id ident.InstallationID) *BookkeepingStatus {
 	b := &BookkeepingStatus{Database: h.Bookkeeping(), State: s.state, Error: s.err, Account: s.account,
 		GroupsAdded: nonNil(s.groups), Files: []BookkeepingFile{}, Networks: []string{}}
 	if s.mismatch != nil {

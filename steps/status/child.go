@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
@@ -27,14 +28,14 @@ const Role = "inspect"
 
 // Request asks the child what to read.
 type Request struct {
-	Home           string `json:"home"`
-	InstallationID string `json:"installation_id"`
-	Leases         bool   `json:"leases"`
-	Journals       bool   `json:"journals"`
+	Home           string               `json:"home"`
+	InstallationID ident.InstallationID `json:"installation_id"`
+	Leases         bool                 `json:"leases"`
+	Journals       bool                 `json:"journals"`
 	// Status asks for each node's registration and, for the nodes Core
 	// names (root's records of Core, by installation), Core's view.
-	Status bool                   `json:"status"`
-	Core   map[string]NodeRequest `json:"core"`
+	Status bool                                 `json:"status"`
+	Core   map[ident.InstallationID]NodeRequest `json:"core"`
 }
 
 // NodeInspection is the child's answer for one node root: its leases, the
@@ -77,21 +78,21 @@ func inspectNodes(ctx context.Context, req Request) ([]NodeInspection, error) {
 	if dir != nil {
 		defer dir.Close()
 	}
-	var ids []string
+	var ids []ident.InstallationID
 	if req.InstallationID != "" {
-		ids = []string{req.InstallationID}
+		ids = []ident.InstallationID{req.InstallationID}
 	} else {
 		names, err := dir.ReadDir()
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", nodes, err)
 		}
 		for _, name := range names {
-			if ident.CanonicalUUID(name) {
-				ids = append(ids, name)
+			if id, err := ident.ParseInstallationID(name); err == nil {
+				ids = append(ids, id)
 			}
 		}
 	}
-	sort.Strings(ids)
+	slices.Sort(ids)
 	out := make([]NodeInspection, 0, len(ids))
 	for _, id := range ids {
 		n := layout.Node{Root: layout.NodeRootIn(req.Home, id)}
@@ -160,8 +161,8 @@ func openNodes(home string, uid int) (*safefile.Root, error) {
 
 // checkNodeRoot checks that id in the nodes directory is a directory as
 // nodeDir says, not a link.
-func checkNodeRoot(nodes *safefile.Root, id string) error {
-	d, err := nodes.OpenDir(id, nodeDir(os.Getuid()))
+func checkNodeRoot(nodes *safefile.Root, id ident.InstallationID) error {
+	d, err := nodes.OpenDir(id.String(), nodeDir(os.Getuid()))
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -53,7 +54,7 @@ const (
 // what root's records, systemd, the node root and Core say of it, its
 // node root's leases, and whether it needs attention.
 type Installation struct {
-	InstallationID string `json:"installation_id"`
+	InstallationID ident.InstallationID `json:"installation_id"`
 	// Condition is "ok", "needs-attention" or "running".
 	Condition string `json:"condition"`
 	// Next is, when the installation needs attention, the one command to run
@@ -93,7 +94,7 @@ func (s *Installation) Workflow(name string) *WorkflowStatus {
 // NodeLeases is one node root's generation leases: an element of
 // `leases --json`'s "nodes", and a status installation's "node".
 type NodeLeases struct {
-	InstallationID string                   `json:"installation_id"`
+	InstallationID ident.InstallationID     `json:"installation_id"`
 	NodeRoot       string                   `json:"node_root"`
 	Generations    []lease.GenerationReport `json:"generations"`
 	Error          string                   `json:"error,omitempty"`

@@ -21,7 +21,7 @@ type Options struct {
 	Host layout.Host
 	// InstallationID, when set, reads only that installation (a canonical
 	// UUID the command line checked).
-	InstallationID string
+	InstallationID ident.InstallationID
 	// Output receives the child's stdout and stderr, sanitized
 	// (privsep.Options.Output).
 	Output io.Writer
@@ -38,7 +38,7 @@ type Options struct {
 	// value is not one the command accepts. The command line owns its
 	// flags and what they accept, so it spells the command; Gather decides
 	// when to name it. Nil names the command Web generated instead.
-	InstallCommand func(h layout.Host, id string, rec *hostrecord.Record) (cmd string, ok bool)
+	InstallCommand func(h layout.Host, id ident.InstallationID, rec *hostrecord.Record) (cmd string, ok bool)
 }
 
 // Gather reads the state of every installation on the host (or the one
@@ -48,8 +48,8 @@ type Options struct {
 // installation that needs attention is in the document.
 func Gather(ctx context.Context, o Options) (Document, error) {
 	host := o.Host
-	byID := map[string]*Installation{}
-	get := func(id string) *Installation {
+	byID := map[ident.InstallationID]*Installation{}
+	get := func(id ident.InstallationID) *Installation {
 		s := byID[id]
 		if s == nil {
 			s = &Installation{InstallationID: id, Workflows: []WorkflowStatus{}}
@@ -57,14 +57,15 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 		}
 		return s
 	}
-	want := func(id string) bool { return o.InstallationID == "" || id == o.InstallationID }
+	want := func(id ident.InstallationID) bool { return o.InstallationID == "" || id == o.InstallationID }
 	// Root's journals (install, uninstall) are root's own files.
 	paths, err := findJournals(host, o.InstallationID)
 	if err != nil {
 		return Document{}, err
 	}
 	for _, p := range paths {
-		s := get(filepath.Base(filepath.Dir(p)))
+		// findJournals lists only directories named by a canonical id.
+		s := get(ident.InstallationID(filepath.Base(filepath.Dir(p))))
 		s.Workflows = append(s.Workflows, inspectWorkflow(p))
 	}
 	books := readBookkeeping(host)
@@ -73,7 +74,7 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 			get(id)
 		}
 	}
-	records := map[string]*hostrecord.Record{}
+	records := map[ident.InstallationID]*hostrecord.Record{}
 	for id, s := range byID {
 		s.record, s.recordErr = readHostRecord(host, id)
 		if !s.uninstalled() {
@@ -99,7 +100,7 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 			s.Core = n.Core
 		}
 	}
-	var present []string
+	var present []ident.InstallationID
 	for id, s := range byID {
 		s.Bookkeeping = books.forInstallation(host, id)
 		if !s.uninstalled() {
@@ -138,10 +139,10 @@ func Leases(ctx context.Context, o Options) (LeasesDocument, error) {
 
 // findJournals lists root's journal files of one or every installation:
 // /var/lib/oac-node-install/<id>/*.journal, for canonical ids.
-func findJournals(host layout.Host, id string) ([]string, error) {
+func findJournals(host layout.Host, id ident.InstallationID) ([]string, error) {
 	ids := "*"
 	if id != "" {
-		ids = id
+		ids = id.String()
 	}
 	pattern := filepath.Join(host.JournalsRoot(), ids, "*.journal")
 	m, err := filepath.Glob(pattern)
@@ -150,7 +151,7 @@ func findJournals(host layout.Host, id string) ([]string, error) {
 	}
 	var out []string
 	for _, p := range m {
-		if !ident.CanonicalUUID(filepath.Base(filepath.Dir(p))) {
+		if _, err := ident.ParseInstallationID(filepath.Base(filepath.Dir(p))); err != nil {
 			continue
 		}
 		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {

@@ -32,8 +32,8 @@ const systemdTimeout = 5 * time.Second
 // readUnits asks systemd, connected by dial (nil: the host's), about each
 // installation's unit. When systemd cannot be reached every unit says so;
 // that is no failure of status.
-func readUnits(ctx context.Context, dial func(context.Context) (UnitReader, error), ids []string) map[string]*UnitStatus {
-	out := map[string]*UnitStatus{}
+func readUnits(ctx context.Context, dial func(context.Context) (UnitReader, error), ids []ident.InstallationID) map[ident.InstallationID]*UnitStatus {
+	out := map[ident.InstallationID]*UnitStatus{}
 	for _, id := range ids {
 		out[id] = &UnitStatus{Name: layout.UnitName(id)}
 	}
@@ -69,7 +69,7 @@ func readUnits(ctx context.Context, dial func(context.Context) (UnitReader, erro
 }
 
 // readHostRecord reads the host record of id: nil when there is none.
-func readHostRecord(h layout.Host, id string) (*hostrecord.Record, error) {
+func readHostRecord(h layout.Host, id ident.InstallationID) (*hostrecord.Record, error) {
 	rec, err := hostrecord.Read(h, id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -82,12 +82,11 @@ func readHostRecord(h layout.Host, id string) (*hostrecord.Record, error) {
 
 // recordIDs lists the installations the host records name
 // (/etc/oac-node/<id>.json, canonical ids).
-func recordIDs(h layout.Host) []string {
+func recordIDs(h layout.Host) []ident.InstallationID {
 	m, _ := filepath.Glob(filepath.Join(h.EtcDir(), "*-*-*-*-*.json"))
-	var ids []string
+	var ids []ident.InstallationID
 	for _, p := range m {
-		id := strings.TrimSuffix(filepath.Base(p), ".json")
-		if ident.CanonicalUUID(id) {
+		if id, err := ident.ParseInstallationID(strings.TrimSuffix(filepath.Base(p), ".json")); err == nil {
 			ids = append(ids, id)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 )
 
@@ -31,10 +32,10 @@ const coreTimeout = 5 * time.Second
 // are root's record of the installation, never the node's files; an empty
 // CoreURL asks for the registration only.
 type NodeRequest struct {
-	InstallationID      string `json:"installation_id"`
-	CoreURL             string `json:"core_url,omitempty"`
-	AllowInsecureOrigin bool   `json:"allow_insecure_origin,omitempty"`
-	CoreCASHA256        string `json:"core_ca_sha256,omitempty"`
+	InstallationID      ident.InstallationID `json:"installation_id"`
+	CoreURL             string               `json:"core_url,omitempty"`
+	AllowInsecureOrigin bool                 `json:"allow_insecure_origin,omitempty"`
+	CoreCASHA256        string               `json:"core_ca_sha256,omitempty"`
 }
 
 // Registration states.
@@ -146,11 +147,11 @@ func present(root *safefile.Root, rel string) (bool, error) {
 // statusAnswer is Core's identity answer as status reads it: the echo it
 // checks, the readiness flags and a diagnostic a newer Core may add.
 type statusAnswer struct {
-	NodeID         string `json:"node_id,omitempty"`
-	InstallationID string `json:"installation_id,omitempty"`
-	Connected      bool   `json:"connected,omitempty"`
-	ProviderReady  bool   `json:"provider_ready,omitempty"`
-	Diagnostic     string `json:"diagnostic,omitempty"`
+	NodeID         string               `json:"node_id,omitempty"`
+	InstallationID ident.InstallationID `json:"installation_id,omitempty"`
+	Connected      bool                 `json:"connected,omitempty"`
+	ProviderReady  bool                 `json:"provider_ready,omitempty"`
+	Diagnostic     string               `json:"diagnostic,omitempty"`
 }
 
 // diagnosticCode is the shape of a diagnostic code; anything else Core

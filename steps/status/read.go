@@ -11,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -100,8 +101,8 @@ func readNodesAs(ctx context.Context, o Options, books bookkeepingSnapshot, req 
 
 // coreRequests is, for every installation with a host record, the Core
 // status asks about it as the service account: root's address of Core.
-func coreRequests(records map[string]*hostrecord.Record) map[string]NodeRequest {
-	out := map[string]NodeRequest{}
+func coreRequests(records map[ident.InstallationID]*hostrecord.Record) map[ident.InstallationID]NodeRequest {
+	out := map[ident.InstallationID]NodeRequest{}
 	for id, rec := range records {
 		if rec == nil {
 			continue

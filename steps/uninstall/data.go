@@ -11,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -18,7 +19,7 @@ import (
 
 // Options are the uninstall command's flags.
 type Options struct {
-	InstallationID string
+	InstallationID ident.InstallationID
 	Force          bool
 }
 
@@ -121,11 +122,11 @@ func (o NodeOptions) logf(format string, args ...any) {
 	}
 }
 
-func (o NodeOptions) nodeRoot(id string) string { return layout.NodeRootIn(o.Home, id) }
+func (o NodeOptions) nodeRoot(id ident.InstallationID) string { return layout.NodeRootIn(o.Home, id) }
 
 // openNodeRoot opens the node root of id beneath the home, through no
 // symbolic link (the home's subdirectories are the service account's to
 // replace).
-func (o NodeOptions) openNodeRoot(id string) (*safefile.Root, error) {
+func (o NodeOptions) openNodeRoot(id ident.InstallationID) (*safefile.Root, error) {
 	return safefile.OpenRootIn(o.Home, layout.NodeRel(id), safefile.Expect{UID: safefile.AnyUID})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -67,7 +68,7 @@ func removeStores(in NodeOptions, req Input, facts map[string]string) (workflow.
 
 // installationStores lists the stores under <home>/.oac/m whose marker
 // names id (a link, or a store without a readable marker, is not one).
-func installationStores(in NodeOptions, id string) ([]string, error) {
+func installationStores(in NodeOptions, id ident.InstallationID) ([]string, error) {
 	m := filepath.Join(in.Home, layout.MicrosandboxStoresRel)
 	root, err := safefile.OpenRootIn(in.Home, layout.MicrosandboxStoresRel, safefile.Expect{UID: safefile.AnyUID})
 	if errors.Is(err, os.ErrNotExist) {
@@ -89,7 +90,7 @@ func installationStores(in NodeOptions, id string) ([]string, error) {
 			continue
 		}
 		var mk struct {
-			InstallationID string `json:"installation_id"`
+			InstallationID ident.InstallationID `json:"installation_id"`
 		}
 		if json.Unmarshal(data, &mk) == nil && mk.InstallationID == id {
 			out = append(out, filepath.Join(m, n))

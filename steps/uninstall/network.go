@@ -10,6 +10,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
 	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -58,11 +59,11 @@ func removeNetwork(ctx context.Context, in NodeOptions, req Input) (workflow.Res
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if got.Labels[install.InstallationLabel] != req.InstallationID {
+	if got.Labels[install.InstallationLabel] != req.InstallationID.String() {
 		in.logf("keep the Docker network %s: it is not labelled %s=%s", name, install.InstallationLabel, req.InstallationID)
 		return res, nil
 	}
-	left, err := dk.ContainersByLabel(ctx, install.InstallationLabel, req.InstallationID)
+	left, err := dk.ContainersByLabel(ctx, install.InstallationLabel, req.InstallationID.String())
 	if err != nil {
 		return workflow.Result{}, err
 	}
@@ -86,7 +87,7 @@ func removeNetwork(ctx context.Context, in NodeOptions, req Input) (workflow.Res
 // host and network name are used, and the network is removed only when
 // labelled for the installation, so the account's files cannot keep the
 // uninstallation from completing.
-func readProviderConfig(in NodeOptions, id string) (*provider.Config, error) {
+func readProviderConfig(in NodeOptions, id ident.InstallationID) (*provider.Config, error) {
 	ignore := func(err error) (*provider.Config, error) {
 		in.logf("ignore the node's provider.json (%v); use the default Docker host and network name", err)
 		return nil, nil

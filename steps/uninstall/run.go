@@ -16,6 +16,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/install"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -41,7 +42,7 @@ type Command struct {
 }
 
 // JournalPath is root's uninstall journal of an installation.
-func JournalPath(h layout.Host, id string) string {
+func JournalPath(h layout.Host, id ident.InstallationID) string {
 	return filepath.Join(h.JournalDir(id), workflow.UninstallDefinition().Name+".journal")
 }
 
@@ -151,7 +152,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	r := &workflow.Runner{
 		Def: workflow.UninstallDefinition(), Steps: Steps(e), Journal: path,
-		Binding: workflow.Binding{Version: c.Version, InstallationID: id},
+		Binding: workflow.Binding{Version: c.Version, InstallationID: id.String()},
 	}
 	rep, err := r.Run(ctx)
 	if err != nil {
@@ -201,7 +202,7 @@ func nothingChanged(err error) error { return workflow.Refuse(err) }
 // readRecords reads the installation from root's records, without
 // creating or changing any: the host record /etc/oac-node/<id>.json
 // (CONTRACT §2.4), else the bookkeeping when it exists.
-func readRecords(h layout.Host, id string) (bookkeeping.Installation, bool, error) {
+func readRecords(h layout.Host, id ident.InstallationID) (bookkeeping.Installation, bool, error) {
 	rec, err := hostrecord.Read(h, id)
 	if err == nil {
 		return bookkeeping.Installation{ID: id, Provider: rec.Provider, CoreURL: rec.CoreURL,
@@ -229,7 +230,7 @@ func readRecords(h layout.Host, id string) (bookkeeping.Installation, bool, erro
 // after the uninstallation its complete uninstall journal records: an
 // install journal exists (the uninstallation kept the one before it aside),
 // or the host record does (the uninstallation removed it).
-func installedAgain(h layout.Host, id string) (bool, error) {
+func installedAgain(h layout.Host, id ident.InstallationID) (bool, error) {
 	for _, p := range []string{install.JournalPath(h, id), h.Record(id)} {
 		if ok, err := safefile.Exists(p); ok || err != nil {
 			return ok, err
@@ -247,7 +248,7 @@ func installedAgain(h layout.Host, id string) (bool, error) {
 // sits beside the install journal of the installation it removed, so an
 // install journal next to a complete uninstall journal always means the
 // node was installed again (installedAgain).
-func keepInstallReceipt(h layout.Host, id string) (kept bool, err error) {
+func keepInstallReceipt(h layout.Host, id ident.InstallationID) (kept bool, err error) {
 	path := install.JournalPath(h, id)
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return false, nil

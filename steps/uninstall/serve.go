@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -20,12 +19,12 @@ import (
 // host record and the bookkeeping), never from files the service account
 // can write.
 type Input struct {
-	InstallationID      string `json:"installation_id"`
-	Provider            string `json:"provider"`
-	CoreURL             string `json:"core_url"`
-	AllowInsecureOrigin bool   `json:"allow_insecure_origin"`
-	CoreCASHA256        string `json:"core_ca_sha256,omitempty"`
-	Force               bool   `json:"force"`
+	InstallationID      ident.InstallationID `json:"installation_id"`
+	Provider            string               `json:"provider"`
+	CoreURL             string               `json:"core_url"`
+	AllowInsecureOrigin bool                 `json:"allow_insecure_origin"`
+	CoreCASHA256        string               `json:"core_ca_sha256,omitempty"`
+	Force               bool                 `json:"force"`
 	// Registered is root's record that the node registered with Core
 	// (install.Registered): then Core must confirm the removal, whatever
 	// the node root holds.
@@ -69,7 +68,9 @@ func RunStep(ctx context.Context, in NodeOptions, req asaccount.Request) (asacco
 
 // runStep runs the one step with the run's facts and its input req.
 func runStep(ctx context.Context, in NodeOptions, step string, facts map[string]string, req Input) (workflow.Result, error) {
-	if id := req.InstallationID; id == "" || strings.HasPrefix(id, ".") || filepath.Base(id) != id {
+	// Root sends the id it parsed; the check keeps a request the child
+	// did not get from root from naming a path outside the nodes.
+	if id := req.InstallationID; !id.Valid() {
 		return workflow.Result{}, fmt.Errorf("uninstallation: %q is not an installation id", id)
 	}
 	var (

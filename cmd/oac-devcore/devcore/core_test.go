@@ -164,7 +164,7 @@ func TestConfigurationIsValidForTheRepositoryClient(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.InstallationID != s.Core.InstallationID() || cfg.Provider != provider || cfg.CoreURL != s.URL || cfg.Generation != 1 || cfg.MaxActive != 2 {
+				if cfg.InstallationID.String() != s.Core.InstallationID() || cfg.Provider != provider || cfg.CoreURL != s.URL || cfg.Generation != 1 || cfg.MaxActive != 2 {
 					t.Fatalf("configuration %+v", cfg)
 				}
 				if err := release.MatchRelease(cfg.Specification, s.Fixture.Manifest); err != nil {

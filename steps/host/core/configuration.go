@@ -19,7 +19,7 @@ const MaxConfigurationSize = 16384
 // in itself: the specification parses canonically for the provider and the
 // digest Core sent is the digest of that specification.
 type Configuration struct {
-	InstallationID      string
+	InstallationID      ident.InstallationID
 	Provider            string
 	CoreURL             string // origin
 	Generation          int64
@@ -45,14 +45,14 @@ func (c *Configuration) MarshalJSON() ([]byte, error) {
 
 // configurationAnswer is the configuration answer as Core sends it.
 type configurationAnswer struct {
-	InstallationID      string          `json:"installation_id"`
-	Provider            string          `json:"provider"`
-	CoreURL             string          `json:"core_url"`
-	Generation          int64           `json:"generation"`
-	Specification       json.RawMessage `json:"specification"`
-	SpecificationDigest string          `json:"specification_digest"`
-	MaxActive           int64           `json:"max_active"`
-	MaxRetained         int64           `json:"max_retained"`
+	InstallationID      ident.InstallationID `json:"installation_id"`
+	Provider            string               `json:"provider"`
+	CoreURL             string               `json:"core_url"`
+	Generation          int64                `json:"generation"`
+	Specification       json.RawMessage      `json:"specification"`
+	SpecificationDigest string               `json:"specification_digest"`
+	MaxActive           int64                `json:"max_active"`
+	MaxRetained         int64                `json:"max_retained"`
 }
 
 // Unknown top-level keys are skipped: newer Cores add some. The
@@ -107,7 +107,7 @@ func ParseConfiguration(body []byte) (*Configuration, error) {
 	}
 	// The values root compares and prints (never echoed here: a hostile
 	// Core chooses them).
-	if !ident.CanonicalUUID(c.InstallationID) {
+	if !c.InstallationID.Valid() {
 		return nil, bad("installation_id is not a canonical UUID")
 	}
 	if !printableASCII(c.CoreURL) {

@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 )
@@ -221,7 +222,7 @@ func TestEngineTamperedArchiveRefusedBeforeImport(t *testing.T) {
 func TestEngineNetwork(t *testing.T) {
 	c, raw := engine(t)
 	installation := uuid.NewString()
-	name := docker.NetworkName("test-" + installation)
+	name := docker.NetworkName(ident.InstallationID("test-" + installation))
 	t.Cleanup(func() {
 		res, err := raw.NetworkList(ctx(t), client.NetworkListOptions{Filters: client.Filters{}.Add("name", name)})
 		if err != nil {

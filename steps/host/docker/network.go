@@ -6,10 +6,14 @@ import (
 	"strings"
 
 	"github.com/moby/moby/client"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // NetworkName is the name of the node's Docker network for an installation.
-func NetworkName(installationID string) string { return "oac-node-" + installationID }
+func NetworkName(installationID ident.InstallationID) string {
+	return "oac-node-" + string(installationID)
+}
 
 // Network is what the installer reads of a Docker network.
 type Network struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
@@ -16,12 +17,12 @@ import (
 const MarkerName = "oac-installation.json"
 
 type marker struct {
-	InstallationID string `json:"installation_id"`
+	InstallationID ident.InstallationID `json:"installation_id"`
 }
 
 var markerFormat = strictjson.Format{MaxSize: 4096}
 
-func markerBytes(installationID string) []byte {
+func markerBytes(installationID ident.InstallationID) []byte {
 	data, _ := json.MarshalIndent(marker{installationID}, "", "  ")
 	return append(data, '\n')
 }
@@ -32,7 +33,7 @@ func markerBytes(installationID string) []byte {
 // publishes the ownership marker in an empty store. A store whose marker
 // names this installation is accepted as it is; a non-empty store without
 // a marker, or with another installation's, is ErrStoreNotOwned.
-func ClaimStore(store, installationID string, uid int) error {
+func ClaimStore(store string, installationID ident.InstallationID, uid int) error {
 	parent := filepath.Dir(store) // <home>/.oac/m
 	oac := filepath.Dir(parent)   // <home>/.oac
 	home, err := safefile.OpenRoot(filepath.Dir(oac))
@@ -80,7 +81,7 @@ func ClaimStore(store, installationID string, uid int) error {
 // private 0600 file of uid, exact key set). Collection and uninstall call
 // it before touching the store; any failure keeps the bytes. A missing
 // marker is ErrStoreNotOwned too.
-func CheckStoreOwner(store, installationID string, uid int) error {
+func CheckStoreOwner(store string, installationID ident.InstallationID, uid int) error {
 	root, err := safefile.OpenRoot(store)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrStoreNotOwned, err)
@@ -96,7 +97,7 @@ func CheckStoreOwner(store, installationID string, uid int) error {
 }
 
 // checkMarker reads the marker; a missing marker matches os.ErrNotExist.
-func checkMarker(root *safefile.Root, installationID string, uid int) error {
+func checkMarker(root *safefile.Root, installationID ident.InstallationID, uid int) error {
 	data, err := root.ReadFile(MarkerName, safefile.Expect{UID: uid, Mode: 0o600, MaxSize: int64(markerFormat.MaxSize)})
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 const installation = "0b5c8c4e-3f7a-4b8e-9d2a-6c1e5f0a7b3d"
@@ -36,10 +38,10 @@ func TestClaimStore(t *testing.T) {
 		t.Fatalf("CheckStoreOwner: %v", err)
 	}
 	other := "11111111-2222-4333-8444-555555555555"
-	if err := ClaimStore(store, other, uid); !errors.Is(err, ErrStoreNotOwned) {
+	if err := ClaimStore(store, ident.InstallationID(other), uid); !errors.Is(err, ErrStoreNotOwned) {
 		t.Fatalf("another installation's store: %v", err)
 	}
-	if err := CheckStoreOwner(store, other, uid); !errors.Is(err, ErrStoreNotOwned) {
+	if err := CheckStoreOwner(store, ident.InstallationID(other), uid); !errors.Is(err, ErrStoreNotOwned) {
 		t.Fatalf("CheckStoreOwner of another installation: %v", err)
 	}
 }

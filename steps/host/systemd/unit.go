@@ -19,7 +19,7 @@ var afterByProvider = map[string]string{
 // Unit is the node's service unit, /etc/systemd/system/oac-node-<id>.service
 // (CONTRACT §4.1). Its text holds no proxy value and no token.
 type Unit struct {
-	InstallationID string // canonical UUID
+	InstallationID ident.InstallationID
 	Provider       string // docker or microsandbox
 	NodeRoot       string // absolute and clean: /var/lib/oac-node/.oac/nodes/<id>
 }
@@ -30,7 +30,7 @@ func (u Unit) Name() string { return layout.UnitName(u.InstallationID) }
 // Validate refuses a unit whose values systemd could not read back exactly.
 // Errors wrap ErrUnrepresentable and name the field, never a proxy value.
 func (u Unit) Validate() error {
-	if !ident.CanonicalUUID(u.InstallationID) {
+	if !u.InstallationID.Valid() {
 		return fmt.Errorf("unit: installation id %q is not a canonical UUID: %w", u.InstallationID, ErrUnrepresentable)
 	}
 	if _, ok := afterByProvider[u.Provider]; !ok {
@@ -93,7 +93,7 @@ func (u Unit) Render() ([]byte, error) {
 		b.WriteByte('\n')
 	}
 	line("[Unit]")
-	line("Description=OpenAgentCore sandbox node ", u.InstallationID)
+	line("Description=OpenAgentCore sandbox node ", string(u.InstallationID))
 	line("Wants=network-online.target")
 	line("After=", afterByProvider[u.Provider])
 	line("StartLimitIntervalSec=0")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
@@ -34,8 +35,10 @@ type Record struct {
 	CoreCASHA256 string `json:"core_ca_sha256,omitempty"`
 	CoreURL      string `json:"core_url"`
 	// Format is Version.
-	Format         int    `json:"format"`
-	InstallationID string `json:"installation_id"`
+	Format int `json:"format"`
+	// InstallationID is decoded as it is (ident.InstallationID): Read
+	// finds the record by the id's name and the caller compares the two.
+	InstallationID ident.InstallationID `json:"installation_id"`
 	// NodeRoot and Unit are always written (layout's paths are never
 	// empty); a reader needs neither, so a record without them is read.
 	NodeRoot string `json:"node_root,omitempty"`
@@ -88,13 +91,13 @@ func Write(h layout.Host, r Record) error {
 // MaxSize bytes, not a regular file) one matching safefile.ErrUnsafe; a
 // record that does not decode an *InvalidError. The caller compares
 // InstallationID with id where it matters.
-func Read(h layout.Host, id string) (Record, error) {
+func Read(h layout.Host, id ident.InstallationID) (Record, error) {
 	dir, err := safefile.OpenRoot(h.EtcDir())
 	if err != nil {
 		return Record{}, err
 	}
 	defer dir.Close()
-	data, err := dir.ReadFile(id+".json", safefile.Expect{UID: 0, MaxSize: MaxSize})
+	data, err := dir.ReadFile(layout.RecordName(id), safefile.Expect{UID: 0, MaxSize: MaxSize})
 	if err != nil {
 		return Record{}, err
 	}

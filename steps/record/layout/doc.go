@@ -10,4 +10,10 @@
 // code that opened the node root as a safefile.Root uses as they are, and
 // nobody else spells. The package only joins names: it opens, creates and
 // checks nothing, and is the same for root and the service account.
+//
+// Every path keyed by an installation (Host.Record, RecordName, EnvFile,
+// Unit, UnitName, JournalDir, NodeRoot, NodeRel, NodeRootIn) takes an
+// ident.InstallationID, so no caller joins an unchecked string into a
+// path: the id was parsed at the edge (ident.ParseInstallationID) or
+// checked by the reader that decoded it.
 package layout

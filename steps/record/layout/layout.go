@@ -3,6 +3,8 @@ package layout
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // Fixed names of the service account and its home.
@@ -28,23 +30,28 @@ func (h Host) EtcDir() string { return h.p("etc/oac-node") }
 func (h Host) Bookkeeping() string { return h.p("etc/oac-node/installer.db") }
 
 // Record is /etc/oac-node/<id>.json, the host's list of nodes.
-func (h Host) Record(id string) string { return h.p("etc/oac-node", id+".json") }
+func (h Host) Record(id ident.InstallationID) string { return h.p("etc/oac-node", RecordName(id)) }
+
+// RecordName is the host record's name in EtcDir, <id>.json.
+func RecordName(id ident.InstallationID) string { return string(id) + ".json" }
 
 // EnvFile holds the latest run's proxy settings for the unit (root, 0600).
-func (h Host) EnvFile(id string) string { return h.p("etc/oac-node", id+".env") }
+func (h Host) EnvFile(id ident.InstallationID) string { return h.p("etc/oac-node", string(id)+".env") }
 
 // Unit is the node's systemd unit file.
-func (h Host) Unit(id string) string {
+func (h Host) Unit(id ident.InstallationID) string {
 	return h.p("etc/systemd/system", UnitName(id))
 }
 
 // UnitName is the node's systemd unit name.
-func UnitName(id string) string { return "oac-node-" + id + ".service" }
+func UnitName(id ident.InstallationID) string { return "oac-node-" + string(id) + ".service" }
 
 // JournalDir holds root's workflow journals (install, uninstall), one
 // directory per installation; root-owned 0700, outside the service account's
 // home so root never follows what that account can write.
-func (h Host) JournalDir(id string) string { return h.p("var/lib/oac-node-install", id) }
+func (h Host) JournalDir(id ident.InstallationID) string {
+	return h.p("var/lib/oac-node-install", string(id))
+}
 
 // JournalsRoot is the parent of every installation's root journal directory.
 func (h Host) JournalsRoot() string { return h.p("var/lib/oac-node-install") }
@@ -65,7 +72,7 @@ func (h Host) DockerConfig() string { return h.p("run/oac-node-docker") }
 func (h Host) Home() string { return h.p(HomeRel) }
 
 // NodeRoot is the node's root in the service account's home.
-func (h Host) NodeRoot(id string) string { return NodeRootIn(h.Home(), id) }
+func (h Host) NodeRoot(id ident.InstallationID) string { return NodeRootIn(h.Home(), id) }
 
 // Names in the service account's home, relative to it.
 const (
@@ -78,13 +85,13 @@ const (
 )
 
 // NodeRel is the node root of installation id relative to the home.
-func NodeRel(id string) string { return filepath.Join(NodesRel, id) }
+func NodeRel(id ident.InstallationID) string { return filepath.Join(NodesRel, string(id)) }
 
 // NodesDir holds every node root of the service account.
 func (h Host) NodesDir() string { return filepath.Join(h.Home(), NodesRel) }
 
 // NodeRootIn is the node root for installation id under home.
-func NodeRootIn(home, id string) string { return filepath.Join(home, NodeRel(id)) }
+func NodeRootIn(home string, id ident.InstallationID) string { return filepath.Join(home, NodeRel(id)) }
 
 // Names in a node root, relative to it (CONTRACT §3). Node joins them to
 // the root; code that opened the root (a safefile.Root) uses them as they

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // HelperRef is a generation lease held with a shared lock for one native
@@ -170,14 +171,14 @@ func RequireFinalConfig(dir string, want Identity, uid int) func() error {
 			return err
 		}
 		var head struct {
-			InstallationID string `json:"installation_id"`
-			Generation     int64  `json:"generation"`
+			InstallationID ident.InstallationID `json:"installation_id"`
+			Generation     int64                `json:"generation"`
 		}
 		if err := finalHeadFormat.Decode(data, &head); err != nil {
 			return refuse(d.Join(name), "format", ErrMalformed, "not a provider configuration with installation_id and generation: %v", err)
 		}
 		if head.InstallationID != want.InstallationID || head.Generation != want.Generation {
-			return refuse(d.Join(name), "identity", ErrIdentityMismatch, "configuration names installation %s generation %d", truncate(head.InstallationID), head.Generation)
+			return refuse(d.Join(name), "identity", ErrIdentityMismatch, "configuration names installation %s generation %d", truncate(string(head.InstallationID)), head.Generation)
 		}
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
 // nextSteps returns the checks and commands an operator runs next for a
@@ -20,12 +22,12 @@ import (
 // whose chown, chmod or rm would follow a link the account put on the
 // path. What the account wrote (a refused record's keys) is shown beside
 // the advice, never in it.
-func nextSteps(dir string, r *GenerationReport, installationID string) []string {
+func nextSteps(dir string, r *GenerationReport, installationID ident.InstallationID) []string {
 	g := r.Generation
 	lease := r.Lease.Path
 	ident := filepath.Join(dir, identityName(g))
 	all := filepath.Join(dir, strconv.FormatInt(g, 10)) + ".*"
-	id := installationID
+	id := string(installationID)
 	unit := "oac-node-<installation-id>"
 	if id != "" {
 		unit = "oac-node-" + id

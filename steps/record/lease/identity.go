@@ -13,9 +13,9 @@ import (
 // Identity is the marker identity every generation record carries: the
 // installation, the generation number and the specification digest.
 type Identity struct {
-	InstallationID      string `json:"installation_id"`
-	Generation          int64  `json:"generation"`
-	SpecificationDigest string `json:"specification_digest"`
+	InstallationID      ident.InstallationID `json:"installation_id"`
+	Generation          int64                `json:"generation"`
+	SpecificationDigest string               `json:"specification_digest"`
 }
 
 // ErrInvalidIdentity: an identity field is malformed (installation id not a
@@ -24,8 +24,8 @@ var ErrInvalidIdentity = errors.New("invalid generation identity")
 
 // Validate checks the identity's fields.
 func (id Identity) Validate() error {
-	if !ident.CanonicalUUID(id.InstallationID) {
-		return fmt.Errorf("%w: installation id %q is not a canonical UUID", ErrInvalidIdentity, truncate(id.InstallationID))
+	if !id.InstallationID.Valid() {
+		return fmt.Errorf("%w: installation id %q is not a canonical UUID", ErrInvalidIdentity, truncate(string(id.InstallationID)))
 	}
 	if id.Generation < 1 {
 		return fmt.Errorf("%w: generation %d is not positive", ErrInvalidIdentity, id.Generation)

@@ -135,17 +135,17 @@ func Inspect(dir string, uid int) ([]GenerationReport, error) {
 
 // InspectFor is Inspect with the installation every identity must name
 // (empty: none required).
-func InspectFor(dir string, uid int, installationID string) ([]GenerationReport, error) {
+func InspectFor(dir string, uid int, installationID ident.InstallationID) ([]GenerationReport, error) {
 	return inspect(dir, uid, installationID, 0, "/proc")
 }
 
 // InspectNode is InspectFor for a node whose base generation (the one
 // provider.json configures) is base; 0 when the node has none yet.
-func InspectNode(dir string, uid int, installationID string, base int64) ([]GenerationReport, error) {
+func InspectNode(dir string, uid int, installationID ident.InstallationID, base int64) ([]GenerationReport, error) {
 	return inspect(dir, uid, installationID, base, "/proc")
 }
 
-func inspect(dir string, uid int, installationID string, base int64, proc string) ([]GenerationReport, error) {
+func inspect(dir string, uid int, installationID ident.InstallationID, base int64, proc string) ([]GenerationReport, error) {
 	d, err := openDir(dir, uid)
 	if err != nil {
 		return nil, err
@@ -201,7 +201,7 @@ func inspect(dir string, uid int, installationID string, base int64, proc string
 	// the first readable identity in the directory names it.
 	known := installationID
 	for i := 0; known == "" && i < len(reports); i++ {
-		if id := reports[i].Lease.Identity; id != nil && ident.CanonicalUUID(id.InstallationID) {
+		if id := reports[i].Lease.Identity; id != nil && id.InstallationID.Valid() {
 			known = id.InstallationID
 		}
 	}
@@ -267,7 +267,7 @@ func inspectRecords(d *safefile.Root, uid int, r *GenerationReport, has int) []I
 
 // inspectLease classifies the lease of r.Generation.
 // ids are the identities of the generation's other records.
-func inspectLease(d *safefile.Root, uid int, r *GenerationReport, has int, ids []Identity, installationID string) {
+func inspectLease(d *safefile.Root, uid int, r *GenerationReport, has int, ids []Identity, installationID ident.InstallationID) {
 	g := r.Generation
 	lr := &r.Lease
 	lr.Path = d.Join(leaseName(g))

@@ -5,13 +5,14 @@ import (
 	"net/netip"
 	"path/filepath"
 
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // BaseInput is what an installation knows when it writes the node's base
 // configuration (provider.json): Core's answer and the node's paths.
 type BaseInput struct {
-	InstallationID string
+	InstallationID ident.InstallationID
 	// CoreOrigin is Core's public URL in origin form; the configuration
 	// stores <origin>/api/v1.
 	CoreOrigin    string

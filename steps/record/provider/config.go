@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -21,7 +22,8 @@ const (
 // Config is a provider configuration: provider.json or <g>.json. Exactly
 // one adapter, the one Provider names, is set.
 type Config struct {
-	InstallationID string
+	// InstallationID is checked by Validate (Parse), not by decoding.
+	InstallationID ident.InstallationID
 	Provider       string // release.ProviderDocker or release.ProviderMicrosandbox
 	CoreURL        string // <origin>/api/v1
 	Generation     int64
@@ -60,7 +62,9 @@ type MicrosandboxConfig struct {
 }
 
 // NetworkName is the Docker network of an installation.
-func NetworkName(installationID string) string { return "oac-node-" + installationID }
+func NetworkName(installationID ident.InstallationID) string {
+	return "oac-node-" + string(installationID)
+}
 
 // Clone returns a deep copy of c.
 func (c *Config) Clone() *Config {

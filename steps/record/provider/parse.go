@@ -8,19 +8,20 @@ import (
 	"strconv"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
 // The document shapes of CONTRACT §3.1, for the strict decoder: every key
 // required unless tagged omitempty, no other key.
 type configDoc struct {
-	InstallationID string           `json:"installation_id"`
-	Provider       string           `json:"provider"`
-	CoreURL        string           `json:"core_url"`
-	Generation     int64            `json:"generation"`
-	Specification  json.RawMessage  `json:"specification"`
-	Docker         *dockerDoc       `json:"docker,omitempty"`
-	Microsandbox   *microsandboxDoc `json:"microsandbox,omitempty"`
+	InstallationID ident.InstallationID `json:"installation_id"`
+	Provider       string               `json:"provider"`
+	CoreURL        string               `json:"core_url"`
+	Generation     int64                `json:"generation"`
+	Specification  json.RawMessage      `json:"specification"`
+	Docker         *dockerDoc           `json:"docker,omitempty"`
+	Microsandbox   *microsandboxDoc     `json:"microsandbox,omitempty"`
 }
 
 type dockerDoc struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
@@ -20,22 +21,22 @@ const MaxStorePath = 48
 
 // StorePath is the installation's store: <home>/.oac/m/<first 12 hex of
 // sha256(installation_id)>. A path over 48 bytes is ErrHomeTooLong.
-func StorePath(home, installationID string) (string, error) {
-	return storeIn(home, installationID)
+func StorePath(home string, installationID ident.InstallationID) (string, error) {
+	return storeIn(home, string(installationID))
 }
 
 // GenerationStorePath is the store of a later generation whose runtime or
 // firmware hashes differ from the installation's:
 // <home>/.oac/m/<first 12 hex of
 // sha256("<installation_id>:<runtime_sha256>:<firmware_sha256>")>.
-func GenerationStorePath(home, installationID, runtimeSHA256, firmwareSHA256 string) (string, error) {
-	return storeIn(home, installationID+":"+runtimeSHA256+":"+firmwareSHA256)
+func GenerationStorePath(home string, installationID ident.InstallationID, runtimeSHA256, firmwareSHA256 string) (string, error) {
+	return storeIn(home, string(installationID)+":"+runtimeSHA256+":"+firmwareSHA256)
 }
 
 // SelectStore picks the store of a generation: the installation's store
 // when its runtime and firmware hashes equal the base configuration's, the
 // generation form otherwise.
-func SelectStore(home, installationID, baseRuntime, baseFirmware, runtimeSHA256, firmwareSHA256 string) (string, error) {
+func SelectStore(home string, installationID ident.InstallationID, baseRuntime, baseFirmware, runtimeSHA256, firmwareSHA256 string) (string, error) {
 	if runtimeSHA256 == baseRuntime && firmwareSHA256 == baseFirmware {
 		return StorePath(home, installationID)
 	}

@@ -18,7 +18,7 @@ import (
 // specification's, a deny-by-default network policy). Failures are
 // *FieldError (ErrMalformed).
 func (c *Config) Validate() error {
-	if !ident.CanonicalUUID(c.InstallationID) {
+	if !c.InstallationID.Valid() {
 		return fieldErr("installation_id", "must be a canonical UUID")
 	}
 	if err := checkCoreURL(c.CoreURL); err != nil {
@@ -49,7 +49,7 @@ func (c *Config) Validate() error {
 	return fieldErr("provider", "must be %q or %q", release.ProviderDocker, release.ProviderMicrosandbox)
 }
 
-func (d *DockerConfig) validate(installationID string) error {
+func (d *DockerConfig) validate(installationID ident.InstallationID) error {
 	sock, ok := strings.CutPrefix(d.Host, "unix://")
 	if !ok || !cleanAbs(sock) {
 		return fieldErr("docker.host", "must be unix:// and an absolute socket path")
