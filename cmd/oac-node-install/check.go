@@ -164,7 +164,7 @@ func (c *cli) runCheck(ctx context.Context, f *installerFlags, asJSON bool) erro
 	}
 	checks = append(checks, pchecks...)
 	if asJSON {
-		return c.printCheckJSON(f.installationID, checks)
+		return c.printCheckJSON(f.installationID.String(), checks)
 	}
 
 	out.heading(fmt.Sprintf("Check installation %s (nothing is changed)", f.installationID))

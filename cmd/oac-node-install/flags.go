@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
 
@@ -276,6 +277,11 @@ func (f *installerFlags) origin(name, raw string) (string, error) {
 // refusal a usage error naming the flag.
 func parseInstallationID(raw string) (ident.InstallationID, error) {
 	id, err := ident.ParseInstallationID(raw)
+	var ie *ident.InstallationIDError
+	if errors.As(err, &ie) {
+		// What was typed, clipped and made safe for the terminal.
+		return "", usagef("--installation-id \"%s\": %s", privsep.SanitizeField(ident.Clip(ie.Got, 64)), ident.UUIDRule)
+	}
 	if err != nil {
 		return "", usagef("--installation-id %v", err)
 	}

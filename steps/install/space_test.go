@@ -192,7 +192,7 @@ func TestSpaceCheck(t *testing.T) {
 			t.Errorf("check command, one byte short: %+v", c)
 		}
 		pr.Options.Bundle = ""
-		if c := pr.space(context.Background(), release.ProviderMicrosandbox, false); c.Failed() || !strings.Contains(c.Skipped, "contacts no one") {
+		if c := pr.space(context.Background(), release.ProviderMicrosandbox, false); c.Failed() || !strings.Contains(c.Skipped, "which check reads with Core's configuration") {
 			t.Errorf("check command without a bundle: %+v", c)
 		}
 	})

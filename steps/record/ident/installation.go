@@ -2,9 +2,8 @@ package ident
 
 import (
 	"fmt"
+	"strconv"
 	"unicode/utf8"
-
-	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 )
 
 // InstallationID is an installation's id, a canonical UUID
@@ -40,18 +39,21 @@ func (id InstallationID) String() string { return string(id) }
 func (id InstallationID) Valid() bool { return CanonicalUUID(string(id)) }
 
 // InstallationIDError is ParseInstallationID's refusal. Got is the string
-// refused, as it was; the message shows it clipped to 64 bytes and made
-// safe for a terminal.
+// refused, as it was; the message shows it clipped to 64 bytes and quoted
+// as Go quotes a string, so that it is safe for a terminal (the command
+// line shows it with its own sanitizer: Clip and UUIDRule).
 type InstallationIDError struct{ Got string }
 
+// UUIDRule is what a canonical installation id is, for a refusal.
+const UUIDRule = "not a canonical UUID (lowercase, 8-4-4-4-12, like 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c)"
+
 func (e *InstallationIDError) Error() string {
-	return fmt.Sprintf("\"%s\": not a canonical UUID (lowercase, 8-4-4-4-12, like 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c)", shown(e.Got, 64))
+	return fmt.Sprintf("%s: %s", strconv.Quote(Clip(e.Got, 64)), UUIDRule)
 }
 
-// shown is s for a message: at most max bytes (cut at a character, "…"
-// marking the cut) with every terminal control, tab and newline escaped
-// (privsep.SanitizeField).
-func shown(s string, max int) string {
+// Clip is s cut to at most max bytes at a character boundary, "…" marking
+// the cut.
+func Clip(s string, max int) string {
 	if len(s) > max {
 		cut := max
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -59,5 +61,5 @@ func shown(s string, max int) string {
 		}
 		s = s[:cut] + "…"
 	}
-	return privsep.SanitizeField(s)
+	return s
 }
