@@ -12,7 +12,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part
+.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-fleet
 
 all: check test
 
@@ -117,3 +117,10 @@ e2e-crash:
 # install's and the uninstall's (above); this adds install then uninstall.
 e2e-powercut:
 	$(GO) test -tags e2e,crashtest -count=1 -timeout 120m -run 'TestEndToEndPowerCut' -v ./cmd/oac-node-install/
+
+# The repository's Ansible role (deploy/ansible) against three test hosts,
+# each with its own oac-devcore: install, a second run that must change
+# nothing, and the uninstall play. Needs root, the machine's Docker Engine
+# and Ansible (apt-get install ansible; this target installs nothing).
+e2e-fleet:
+	$(GO) test -tags e2e -count=1 -timeout 20m -run 'TestEndToEndFleet$$' -v ./cmd/oac-node-install/

@@ -178,7 +178,13 @@ func (r *Runner) Run(ctx context.Context) (rep *Report, err error) {
 		return nil, &RefusedError{Workflow: def.Name, Reason: "cannot be resumed: " + err.Error(), Journal: r.Journal,
 			Hint: "Inspect the journal with `oac-node-install status`; it was left as it is"}
 	}
-	e := &execution{r: r, j: j, lock: lock, rp: rp, torn: torn, now: now, w: w}
+	e := &execution{r: r, j: j, lock: lock, rp: rp, torn: torn, now: now, w: w, kind: RunFresh}
+	switch {
+	case rp.ended:
+		e.kind = RunConverged
+	case rp.records > 1: // more than the header: a step began
+		e.kind = RunResumed
+	}
 	if rp.binding == nil {
 		if err := e.append(Record{Type: RecordHeader, Binding: &want}); err != nil {
 			return e.report(), err
@@ -219,6 +225,8 @@ type execution struct {
 	cut  *journal.Tail
 	// w is what this run changed on disk.
 	w *runWrites
+	// kind is what the run does with the journal it found (Report.Run).
+	kind RunKind
 }
 
 // runWrites is what one Run changed on disk, for a *RunError.
@@ -410,6 +418,7 @@ func (e *execution) fail(sd StateDef, err error) error {
 func (e *execution) report() *Report {
 	rep := buildReport(e.r.Def, e.r.Journal, e.rp, e.torn)
 	rep.LastCut = e.cut
+	rep.Run = e.kind
 	if rep.LastCut == nil {
 		rep.LastCut, _ = journal.LastCut(e.r.Journal) // status shows it too; the run does not depend on it
 	}

@@ -80,7 +80,7 @@ func TestRunToCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Condition != Complete || rep.State != "finished" || len(rep.Completed) != 4 {
+	if rep.Condition != Complete || rep.State != "finished" || len(rep.Completed) != 4 || rep.Run != RunFresh {
 		t.Fatalf("report: %+v", rep)
 	}
 	if got := f.steps["fourth"].sawFacts; got["first"] != "yes" || got["third"] != "yes" {
@@ -88,8 +88,11 @@ func TestRunToCompletion(t *testing.T) {
 	}
 	// A rerun of a complete journal runs nothing.
 	rep, err = f.runner().Run(context.Background())
-	if err != nil || rep.Condition != Complete {
+	if err != nil || rep.Condition != Complete || rep.Run != RunConverged {
 		t.Fatalf("rerun: %v %+v", err, rep)
+	}
+	if ir, err := InspectJournal(f.path, lookupTest); err != nil || ir.Run != "" {
+		t.Errorf("a report read from the journal says how a run went: %+v %v", ir, err)
 	}
 	for n, s := range f.steps {
 		if s.runs != 1 {
@@ -187,7 +190,7 @@ func TestResumePolicies(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || rep.Condition != Complete {
+			if err != nil || rep.Condition != Complete || rep.Run != RunResumed {
 				t.Fatalf("resume: %v %+v", err, rep)
 			}
 			if tc.outcome == Done {

@@ -53,7 +53,28 @@ type Report struct {
 	// this binary's definition of its workflow; the records after the
 	// header were not replayed.
 	BindingMismatch *BindingError `json:"binding_mismatch,omitempty"`
+	// Run says what the run that returned this report did with the
+	// journal it found (Runner.Run sets it; a workflow's Run sets
+	// RunConverged when it ran nothing). It is no part of the journal:
+	// InspectJournal leaves it zero, and it is never encoded.
+	Run RunKind `json:"-"`
 }
+
+// RunKind is what one run did with the journal it found: a command that
+// reports its result to a fleet tool tells a changed host from a
+// converged one by this type, never by the text it printed.
+type RunKind string
+
+const (
+	// RunFresh: the run started a new journal (none, or only a header
+	// before it) and ran its steps.
+	RunFresh RunKind = "fresh"
+	// RunResumed: the run continued an unfinished journal.
+	RunResumed RunKind = "resumed"
+	// RunConverged: the run found nothing to do (an ended journal, or a
+	// workflow's check found every step satisfied) and wrote nothing.
+	RunConverged RunKind = "converged"
+)
 
 // InspectJournal reads the journal at path without changing it (no torn tail is cut,
 // no lock is taken) and reports its state. lookup finds the definition named

@@ -22,6 +22,18 @@ type cli struct {
 	mode *installerMode
 	// args is the command line run runs.
 	args []string
+	// result, set by install and uninstall with --json, is the document
+	// printed on stdout once the run ended (result.go).
+	result *resultDocument
+}
+
+// progress is where install and uninstall print for the operator: stdout,
+// or stderr with --json, whose stdout holds only the result document.
+func (c *cli) progress() io.Writer {
+	if c.result != nil {
+		return c.stderr
+	}
+	return c.stdout
 }
 
 // run executes the command line args and returns the exit code.
@@ -35,7 +47,15 @@ func (c *cli) run(args []string) int {
 	cmd, err := root.ExecuteContextC(ctx)
 	f := c.failureOf(root, cmd, args, err)
 	f.prefix = paint(!noColorFlag(args) && colorFor(c.stderr), styleRed, f.prefix)
-	return f.report(c.stderr, err, interruption(ctx))
+	code := f.report(c.stderr, err, interruption(ctx))
+	if c.result != nil {
+		c.result.end(err, code, f.failureMessage(err, interruption(ctx)))
+		if werr := c.result.write(c.stdout); werr != nil && code == exitOK {
+			fmt.Fprintf(c.stderr, "%s%v\n", f.prefix, werr)
+			code = exitFailure
+		}
+	}
+	return code
 }
 
 const rootLong = `oac-node-install turns this Linux host into a sandbox node for one OAC Core,
@@ -95,8 +115,15 @@ func (c *cli) rootCommand() *cobra.Command {
 			if cmd.Flags().NFlag() == 0 {
 				return cmd.Help()
 			}
+			if f.json && f.mode() != modeHelper {
+				// Even a refusal of the command line is a result.
+				c.result = newResultDocument(f.mode().action())
+			}
 			if err := f.validate(cmd.Flags()); err != nil {
 				return err
+			}
+			if c.result != nil {
+				c.result.InstallationID = f.installationID
 			}
 			mode := f.mode()
 			c.mode = &mode

@@ -147,10 +147,12 @@ func TestCommandLineMistakes(t *testing.T) {
 		{"help of a command's argument", []string{"help", "status", "foo"}, exitFailure, "",
 			"oac-node-install help: unknown help topic \"status foo\"\nRun 'oac-node-install help --help' for usage.\n"},
 		{"help of a command", []string{"help", "leases"}, exitOK, "oac-node-install leases [flags]", ""},
-		{"--json before status", []string{"--json", "status"}, exitFailure, "",
-			"oac-node-install: unknown flag: --json (it is a flag of status, check and leases: oac-node-install status --json)\nRun 'oac-node-install --help' for usage.\n"},
-		{"--json before leases", []string{"--json", "leases"}, exitFailure, "",
-			"oac-node-install: unknown flag: --json (it is a flag of leases, check and status: oac-node-install leases --json)\nRun 'oac-node-install --help' for usage.\n"},
+		// --json is also the root command's (install's and uninstall's
+		// result): given before status or leases, it is theirs.
+		{"--json before status", []string{"--json", "status"}, exitOK, `"installations": []`, ""},
+		{"--json before leases", []string{"--json", "leases"}, exitOK, `"nodes": []`, ""},
+		{"a command's flag before it", []string{"--sha256", "command"}, exitFailure, "",
+			"oac-node-install: unknown flag: --sha256 (it is a flag of command: oac-node-install command --sha256)\nRun 'oac-node-install --help' for usage.\n"},
 		{"status --no-color", []string{"status", "--no-color"}, exitOK, "No installation on this host.\n", ""},
 		{"leases --no-color", []string{"leases", "--no-color", "--json"}, exitOK, `"nodes": []`, ""},
 	} {

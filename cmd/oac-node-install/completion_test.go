@@ -61,11 +61,12 @@ func TestCompletionOfFlagValues(t *testing.T) {
 }
 
 // With --uninstall on the line, only the flags an uninstall accepts are
-// offered (CONTRACT §10); without it, the install's are too.
+// offered (CONTRACT §10, and --json, this installer's extension); without
+// it, the install's are too.
 func TestCompletionOfUninstallFlags(t *testing.T) {
 	words, _ := completions(t, "", "--uninstall", "--")
 	for _, w := range words {
-		if !slices.Contains([]string{"--installation-id", "--force", "--no-color", "--help", "--version"}, w) {
+		if !slices.Contains([]string{"--installation-id", "--force", "--no-color", "--json", "--help", "--version"}, w) {
 			t.Errorf("--uninstall offers %s", w)
 		}
 	}

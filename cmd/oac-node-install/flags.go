@@ -38,6 +38,7 @@ type installerFlags struct {
 	uninstall         bool
 	force             bool
 	noColor           bool
+	json              bool
 	update            bool
 	// Generation helper (hidden; run by oac-node).
 	generationAction    string
@@ -63,6 +64,7 @@ const (
 	flagUninstall           = "uninstall"
 	flagForce               = "force"
 	flagNoColor             = "no-color"
+	flagJSON                = "json"
 	flagUpdate              = "update"
 	flagGenerationAction    = "generation-action"
 	flagGeneration          = "generation"
@@ -87,6 +89,7 @@ func (f *installerFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.uninstall, flagUninstall, false, "remove the node (with --installation-id, and --force)")
 	fs.BoolVar(&f.force, flagForce, false, "with --uninstall: remove the node even when Core cannot confirm it no longer lists it")
 	fs.BoolVar(&f.noColor, flagNoColor, false, "plain output without colors (sets NO_COLOR=1)")
+	fs.BoolVar(&f.json, flagJSON, false, "install and --uninstall: print one JSON document of the result on standard output (the progress goes to standard error)")
 	fs.BoolVar(&f.update, flagUpdate, false, "in-place update (not supported: always refused)")
 	fs.StringVar(&f.generationAction, flagGenerationAction, "", "generation helper: prepare, repair or collect")
 	fs.StringVar(&f.generationText, flagGeneration, "", "generation helper: generation number (1 to 2^63-1)")
@@ -105,6 +108,14 @@ const (
 	modeHelper
 )
 
+// action names install's and uninstall's mode in the --json result.
+func (m installerMode) action() string {
+	if m == modeUninstall {
+		return "uninstall"
+	}
+	return "install"
+}
+
 // mode is the run's mode as the set flags say; the generation helper wins
 // so that its refusals name it.
 func (f *installerFlags) mode() installerMode {
@@ -121,10 +132,11 @@ func (f *installerFlags) mode() installerMode {
 // (besides the test builds' --host-root).
 var allowedIn = map[installerMode][]string{
 	modeInstall: {flagSourceURL, flagBundle, flagCoreURL, flagAllowInsecureOrigin, flagCoreCA, flagProvider,
-		flagInstallationID, flagTokenStdin, flagNoColor},
+		flagInstallationID, flagTokenStdin, flagNoColor, flagJSON},
 	// CONTRACT §10: --uninstall accepts --installation-id, --force and
-	// --no-color only.
-	modeUninstall: {flagUninstall, flagInstallationID, flagForce, flagNoColor},
+	// --no-color only; --json (the result for a fleet tool, result.go) is
+	// this installer's documented extension.
+	modeUninstall: {flagUninstall, flagInstallationID, flagForce, flagNoColor, flagJSON},
 	modeHelper:    {flagGenerationAction, flagGeneration, flagSpecificationDigest, flagInstallationID, flagNoColor},
 }
 
@@ -175,7 +187,7 @@ func (f *installerFlags) onlyAllowed(fs *pflag.FlagSet) error {
 		case fl.Name == flagForce:
 			bad = usagef("--force is only accepted with --uninstall")
 		case mode == modeUninstall:
-			bad = usagef("--uninstall accepts only --installation-id, --force and --no-color, not --%s", fl.Name)
+			bad = usagef("--uninstall accepts only --installation-id, --force, --no-color and --json, not --%s", fl.Name)
 		case mode == modeHelper:
 			bad = usagef("--%s cannot be used with --generation-action", fl.Name)
 		case fl.Name == flagGeneration || fl.Name == flagSpecificationDigest:

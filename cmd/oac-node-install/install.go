@@ -84,7 +84,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	host := c.host()
-	out := newOutput(c.stdout)
+	out := newOutput(c.progress())
 	defer out.finish()
 	child := asaccount.NewChildren(privsep.Options{
 		Binary: bin, Home: host.Home(), Proxy: proxy.FromEnviron(os.Environ()),
@@ -96,6 +96,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 		Systemd: sd, Child: child.Run, EndChild: child.Close, Binary: bin.Mapped(), Proxy: proxy.FromEnviron(os.Environ()), Version: workflow.Version,
 		Out: out, Phase: out.phase, Style: out.summaryStyle(),
 	})
+	c.result.ran(rep)
 	if err == nil && rep != nil && rep.Condition != workflow.Complete {
 		err = fmt.Errorf("the installation stopped in state %s (%s); rerun the same command", rep.State, rep.Condition)
 	}

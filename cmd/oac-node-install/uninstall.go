@@ -34,13 +34,14 @@ func (c *cli) runUninstall(ctx context.Context, f *installerFlags) error {
 	// The child's progress lines (kept networks and stores, with their
 	// removal commands) are the operator's: without a Progress, Children
 	// prints them to Output.
-	child := asaccount.NewChildren(privsep.Options{Binary: bin, Home: h.Home(), Output: c.stdout, Signals: childSignals},
+	child := asaccount.NewChildren(privsep.Options{Binary: bin, Home: h.Home(), Output: c.progress(), Signals: childSignals},
 		accounts.Under(h.Root))
-	_, err = uninstall.Run(ctx, uninstall.Command{
+	rep, err := uninstall.Run(ctx, uninstall.Command{
 		Options: uninstall.Options{InstallationID: f.installationID, Force: f.force},
 		Host:    h, Accounts: accounts.Commands{}, Systemd: sd,
 		Child: child.Run, EndChild: child.Close,
-		Running: uninstall.ProcRunning("/proc"), Version: workflow.Version, Out: c.stdout,
+		Running: uninstall.ProcRunning("/proc"), Version: workflow.Version, Out: c.progress(),
 	})
+	c.result.ran(rep)
 	return err
 }

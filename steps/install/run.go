@@ -81,7 +81,8 @@ var phaseOf = map[workflow.State]string{
 // UnchangedTitle ("No change: …") and writes nothing (the host lock file
 // aside). A journal of a finished run is kept beside as a receipt and a
 // new run starts (a rerun checks everything again and changes only what
-// differs). A refusal before the first change
+// differs). The report's Run says which of these the run was: converged
+// (nothing written), resumed or fresh. A refusal before the first change
 // is a workflow.Refusal (the command prints "Nothing was changed."); a
 // failure after it is a *workflow.Changed naming what this run changed.
 func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
@@ -264,6 +265,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		if noJournal {
 			prev = &workflow.Report{Journal: path, Workflow: "install", State: workflow.InstallInstalled, Condition: workflow.Complete}
 		}
+		prev.Run = workflow.RunConverged
 		return prev, nil
 	}
 	safefile.Pausepoint("install-steps-checked")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -281,5 +282,32 @@ func TestConvergedRerunSaysNoChange(t *testing.T) {
 	want := "\nNo change: the node is installed, registered and running.\n\nStatus\n  Core connection: connected\n"
 	if !strings.Contains(out, want) || strings.Contains(out, CompleteTitle) {
 		t.Errorf("the converged rerun's output lacks %q or says %q:\n%s", want, CompleteTitle, out)
+	}
+}
+
+// Each run's report says what it did with the journal it found, for a
+// command that reports it to a fleet tool: a first installation is fresh,
+// a rerun that finds every step satisfied converged (and wrote nothing),
+// and a rerun after a failure resumed the unfinished journal.
+func TestRunReportSaysFreshResumedOrConverged(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t)
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Run != workflow.RunFresh {
+		t.Fatalf("first installation: %+v %v\n%s", rep, err, f.out.String())
+	}
+	f.token = ""
+	if rep, err = f.install(t, nil); err != nil || rep.Run != workflow.RunConverged {
+		t.Fatalf("converged rerun: %+v %v\n%s", rep, err, f.out.String())
+	}
+	unit := "oac-node-" + generationtest.InstallationID + ".service"
+	f.systemd.Stop(context.Background(), unit)
+	f.systemd.Fail("start", unit, errors.New("the unit did not start"))
+	if rep, err = f.install(t, nil); err == nil || rep == nil || rep.Run != workflow.RunFresh {
+		t.Fatalf("a rerun that starts over and fails: %+v %v", rep, err)
+	}
+	f.systemd.Fail("start", unit, nil)
+	if rep, err = f.install(t, nil); err != nil || rep.Condition != workflow.Complete || rep.Run != workflow.RunResumed {
+		t.Fatalf("the rerun after the failure: %+v %v\n%s", rep, err, f.out.String())
 	}
 }

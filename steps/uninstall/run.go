@@ -56,7 +56,9 @@ func JournalPath(h layout.Host, id ident.InstallationID) string {
 // journal is kept aside as a receipt before the workflow runs. A refusal
 // before the first change is a workflow.Refusal (the command prints
 // "Nothing was changed."); a failure after it is a *workflow.Changed
-// naming what this run changed.
+// naming what this run changed. The report's Run says whether the run
+// found the node already uninstalled (converged), resumed an
+// uninstallation or ran a new one (fresh).
 func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	id := c.Options.InstallationID
 	e := &Env{Opts: c.Options, HostPaths: c.Host, Adapter: c.Accounts, DBs: accounts.Under(c.Host.Root),
@@ -86,6 +88,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		}
 		if !again && !accountKept(c.Host) {
 			e.Printf("The node %s is already uninstalled from this host.", id)
+			prev.Run = workflow.RunConverged
 			return prev, nil
 		}
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {

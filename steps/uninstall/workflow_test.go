@@ -292,7 +292,7 @@ func TestUninstallLeavesTheHostAsBeforeTheInstallation(t *testing.T) {
 		before, n := treetest.Snapshot(t, f.host.Root, treetest.Options{}), f.children.Load()
 		f.out.Reset()
 		rep, err := f.uninstall(t, false)
-		if err != nil || rep.Condition != workflow.Complete {
+		if err != nil || rep.Condition != workflow.Complete || rep.Run != workflow.RunConverged {
 			t.Fatalf("%v %v", rep, err)
 		}
 		if d := generationtest.DiffHost(before, treetest.Snapshot(t, f.host.Root, treetest.Options{})); d != "" || f.children.Load() != n {
@@ -317,7 +317,7 @@ func TestUninstallAfterAReinstallation(t *testing.T) {
 	f.install(t)
 	f.out.Reset()
 	rep, err := f.uninstall(t, false)
-	if err != nil || rep.Condition != workflow.Complete {
+	if err != nil || rep.Condition != workflow.Complete || rep.Run != workflow.RunFresh {
 		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
 	}
 	if strings.Contains(f.out.String(), "already uninstalled") {

@@ -1,0 +1,173 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testhost"
+)
+
+// fleetHosts is how many test hosts the fleet test drives.
+const fleetHosts = 3
+
+// fleetWorkDir is the role's work directory in the test hosts: under their
+// private /var/lib, so that nothing of the role reaches the machine.
+const fleetWorkDir = "/var/lib/oac-fleet-role"
+
+// recapLine is one host's line of Ansible's PLAY RECAP.
+var recapLine = regexp.MustCompile(`(?m)^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)`)
+
+// recap is a play's counts per host.
+type recap struct {
+	lines   []string
+	changed map[string]int
+	bad     map[string]int // unreachable + failed
+}
+
+func parseRecap(out string) recap {
+	r := recap{changed: map[string]int{}, bad: map[string]int{}}
+	for _, m := range recapLine.FindAllStringSubmatch(out, -1) {
+		r.lines = append(r.lines, strings.TrimSpace(m[0]))
+		ch, _ := strconv.Atoi(m[3])
+		un, _ := strconv.Atoi(m[4])
+		fa, _ := strconv.Atoi(m[5])
+		r.changed[m[1]] = ch
+		r.bad[m[1]] += un + fa
+	}
+	return r
+}
+
+// TestEndToEndFleet runs the repository's Ansible role (deploy/ansible)
+// against three test hosts: the install play installs a node on each (a
+// token per host from Core's token API, the binary checked against the
+// console's SHA256SUMS, the token on standard input), a second run of it
+// changes nothing, and the uninstall play removes each node in Core and on
+// its host. Each host has its own oac-devcore (its own installation): the
+// test hosts share the machine's Docker Engine, on which a second node of
+// one installation is refused (its network exists). make e2e-fleet runs it.
+func TestEndToEndFleet(t *testing.T) {
+	playbook, err := exec.LookPath("ansible-playbook")
+	if err != nil {
+		t.Skip("fleet: needs ansible-playbook (apt-get install ansible)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("fleet: needs root (private systemd hosts, accounts and units)")
+	}
+	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+		t.Skip("fleet: needs the machine's Docker Engine")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	bin := buildAll(t)
+	dir, _ := filepath.Abs("../../deploy/ansible")
+	work := t.TempDir()
+
+	type node struct {
+		name string
+		core *devcore
+		host *testhost.Host
+	}
+	var nodes []node
+	var inv strings.Builder
+	inv.WriteString("oac_nodes:\n  vars:\n    ansible_connection: community.docker.nsenter\n" +
+		"    ansible_python_interpreter: /usr/bin/python3\n    ansible_remote_tmp: /run/ansible-tmp\n" +
+		"    oac_provider: docker\n    oac_work_dir: " + fleetWorkDir + "\n  hosts:\n")
+	for i := range fleetHosts {
+		core := startDevcore(t, bin)
+		t.Cleanup(func() { cleanupEngine(t, core.installationID) })
+		h := testhost.Start(t)
+		key, err := os.ReadFile(filepath.Join(core.data, "admin-key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := node{name: fmt.Sprintf("fleet-%d", i+1), core: core, host: h}
+		nodes = append(nodes, n)
+		fmt.Fprintf(&inv, "    %s:\n      ansible_nsenter_pid: %d\n      oac_console_url: %s\n      oac_core_url: %s\n"+
+			"      oac_core_ca: %s\n      oac_core_key: %s\n      oac_installation_id: %s\n",
+			n.name, h.PID(), core.url, core.url, core.ca, strings.TrimSpace(string(key)), core.installationID)
+	}
+	inventory := filepath.Join(work, "inventory.yml")
+	if err := os.WriteFile(inventory, []byte(inv.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	play := func(name string) recap {
+		t.Helper()
+		start := time.Now()
+		cmd := exec.CommandContext(ctx, playbook, "-i", inventory, "--forks", strconv.Itoa(fleetHosts), name)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "ANSIBLE_HOME="+filepath.Join(work, "ansible"), "ANSIBLE_LOCAL_TEMP="+filepath.Join(work, "tmp"),
+			"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_CONFIG="+filepath.Join(dir, "ansible.cfg"))
+		out, err := cmd.CombinedOutput()
+		r := parseRecap(string(out))
+		t.Logf("%s (%s):\n%s", name, time.Since(start).Round(time.Second), strings.Join(r.lines, "\n"))
+		if err != nil || len(r.lines) != fleetHosts {
+			t.Fatalf("ansible-playbook %s: %v\n%s", name, err, out)
+		}
+		for host, bad := range r.bad {
+			if bad != 0 {
+				t.Fatalf("ansible-playbook %s: %s failed or was unreachable\n%s", name, host, out)
+			}
+		}
+		return r
+	}
+	status := func(n node) map[string]any {
+		t.Helper()
+		res, err := n.host.Exec(ctx, filepath.Join(bin, "oac-node-install"), "status", "--json", "--installation-id", n.core.installationID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Installations []map[string]any `json:"installations"`
+		}
+		if err := json.Unmarshal(res.Stdout, &doc); err != nil || len(doc.Installations) != 1 {
+			t.Fatalf("%s: status (exit %d): %v\n%s%s", n.name, res.Status, err, res.Stdout, res.Stderr)
+		}
+		return doc.Installations[0]
+	}
+
+	first := play("install.yml")
+	for _, n := range nodes {
+		if first.changed[n.name] == 0 {
+			t.Errorf("%s: the first run changed nothing", n.name)
+		}
+		if st := status(n); st["condition"] != "ok" {
+			t.Errorf("%s: after the install: %v", n.name, st)
+		}
+	}
+	second := play("install.yml")
+	for _, n := range nodes {
+		if second.changed[n.name] != 0 {
+			t.Errorf("%s: the second run changed %d", n.name, second.changed[n.name])
+		}
+	}
+	removal := play("uninstall.yml")
+	for _, n := range nodes {
+		if removal.changed[n.name] == 0 {
+			t.Errorf("%s: the uninstall changed nothing", n.name)
+		}
+		if st := status(n); st["condition"] != "ok" || st["uninstalled"] != true {
+			t.Errorf("%s: after the uninstall: %v", n.name, st)
+		}
+		if res, _ := n.host.Exec(ctx, "test", "-e", fleetWorkDir); res.Status == 0 {
+			t.Errorf("%s: the role's work directory %s remains", n.name, fleetWorkDir)
+		}
+		// Once more on the host: the installer's result says unchanged.
+		res, err := n.host.Exec(ctx, filepath.Join(bin, "oac-node-install"), "--uninstall", "--json", "--installation-id", n.core.installationID)
+		var doc resultDocument
+		if err != nil || res.Status != 0 || json.Unmarshal(res.Stdout, &doc) != nil || doc.Result != resultUnchanged || doc.Changed {
+			t.Errorf("%s: a second uninstall (exit %d, %v): %s\n%s", n.name, res.Status, err, res.Stdout, res.Stderr)
+		}
+	}
+}
