@@ -67,7 +67,7 @@ func Serve(ctx context.Context, c *privsep.Child) (any, error) {
 // inspectNodes reads every node root under req.Home (or the one named),
 // as whoever runs it.
 func inspectNodes(ctx context.Context, req Request) ([]NodeInspection, error) {
-	nodes := filepath.Join(req.Home, ".oac", "nodes")
+	nodes := filepath.Join(req.Home, layout.NodesRel)
 	dir, err := openNodes(req.Home, os.Getuid())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -149,14 +149,14 @@ func openNodes(home string, uid int) (*safefile.Root, error) {
 		return nil, err
 	}
 	defer h.Close()
-	for _, rel := range []string{".", ".oac"} {
+	for _, rel := range []string{".", layout.OacDir} {
 		d, err := h.OpenDir(rel, nodeDir(uid))
 		if err != nil {
 			return nil, err
 		}
 		d.Close()
 	}
-	return h.OpenDir(filepath.Join(".oac", "nodes"), nodeDir(uid))
+	return h.OpenDir(layout.NodesRel, nodeDir(uid))
 }
 
 // checkNodeRoot checks that id in the nodes directory is a directory as
