@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -33,7 +32,7 @@ func TestReportSaysNothingWasChangedOnlyWhenNothingWas(t *testing.T) {
 		{"a failure", install, errors.New("disk full"), "Installation failed: disk full\n"},
 		{"a command that changes nothing", status, ref, "status: the Docker network oac-node-x exists and is not labelled. Remove it first\n"},
 		{"the generation helper's refusal", failure{prefix: prefixHelper, path: "oac-node-install", changing: true},
-			&noderoot.RefusalError{Err: errors.New("lease of generation 3: held"), Hint: "Inspect it with `oac-node-install leases`"},
+			&workflow.Refusal{Err: errors.New("lease of generation 3: held"), Hint: "Inspect it with `oac-node-install leases`"},
 			"Generation helper failed: lease of generation 3: held. Inspect it with `oac-node-install leases`. Nothing was changed.\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -87,7 +86,7 @@ func TestHelperCheckComparesEveryByte(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := f.helperCheck()
-		var ref *noderoot.RefusalError
+		var ref *workflow.Refusal
 		if !errors.As(err, &ref) || !strings.Contains(err.Error(), "keeps the installer") {
 			t.Errorf("check of a different helper (%d bytes): %v, want a refusal", len(data), err)
 		}

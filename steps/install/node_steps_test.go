@@ -193,7 +193,7 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := f.run("")
-	var ref *noderoot.RefusalError
+	var ref *workflow.Refusal
 	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "--uninstall") {
 		t.Fatalf("a different node program on a registered node: %v", err)
 	}

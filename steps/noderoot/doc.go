@@ -41,7 +41,7 @@
 //	references.go the retained configurations that keep references
 //	removal.go    collection's private-only removal of release files
 //	providers.go  the Docker Engine and msb of the node's configuration
-//	errors.go     RefusalError, ArtifactError and the shared sentinels
+//	errors.go     Refusal, ArtifactError and the shared sentinels
 //	status.go     what steps/status reads, as uninstall reads it
 //
 // The locks are not steps: a step cannot hold a lock across runs, so the
@@ -58,7 +58,7 @@
 // image archive's identity is proven before any import. Failures to obtain
 // or prove those bytes are *ArtifactError, which the generation helper
 // turns into exit status 65 — by type, never by text. A refusal is a
-// workflow.Refusal (RefusalError); a privsep child reports it as class
+// workflow.Refusal (Refusal, Refusef); a privsep child reports it as class
 // refused.
 //
 // A later generation keeps its Runtime files in releases/<source_commit>/,

@@ -70,17 +70,12 @@ func IsArtifactFailure(err error) bool {
 	return errors.As(err, &ae) || errors.Is(err, download.ErrTransfer)
 }
 
-// RefusalError is a refusal that changed nothing: what was refused and the
-// operator's next step. It is the one refusal type, workflow.Refusal: its
-// text does not say that nothing was changed; the command that prints it
-// does, when nothing was (workflow.Message).
-type RefusalError = workflow.Refusal
-
 // Refusal is err refused with the operator's next step hint ("" for
-// none): a *RefusalError, a refusal that changed nothing.
-func Refusal(hint string, err error) error { return &RefusalError{Err: err, Hint: hint} }
+// none): a *workflow.Refusal, the one refusal type, a refusal that
+// changed nothing.
+func Refusal(hint string, err error) error { return &workflow.Refusal{Err: err, Hint: hint} }
 
 // Refusef is a Refusal of sentinel with a formatted detail.
 func Refusef(sentinel error, hint, format string, args ...any) error {
-	return &RefusalError{Err: fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...)), Hint: hint}
+	return &workflow.Refusal{Err: fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...)), Hint: hint}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
-	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -25,7 +24,7 @@ func TestAnUninstallRefusalAfterTheUnitStoppedSaysWhatChanged(t *testing.T) {
 	c.Child = func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
 		if req.Step == string(workflow.UninstallNodeState) {
 			// The child's refusal, as one run in process returns it.
-			return asaccount.Answer{}, &noderoot.RefusalError{
+			return asaccount.Answer{}, &workflow.Refusal{
 				Err: errors.New("the node root is not as the installer left it"), Hint: "Inspect it"}
 		}
 		return child(ctx, req)

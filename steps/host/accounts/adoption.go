@@ -56,28 +56,28 @@ func (d Decision) String() string {
 // AllowedGroups are the supplementary groups the installer itself may add.
 var AllowedGroups = []string{"docker", "kvm"}
 
-// RefusalError is a refusal of the account found, decided before any
+// AdoptionError is a refusal of the account found, decided before any
 // change: what was found and the next step, one or more sentences. Decide's
 // wrap ErrNotAdoptable, and ErrNotRecorded too when the account is not the
 // recorded one; Mismatch.Refusal's wrap ErrNotRecorded. The caller returns
 // it as a workflow.Refusal, so the command that prints it says that nothing
 // was changed.
-type RefusalError struct {
+type AdoptionError struct {
 	msg   string
 	kinds []error
 }
 
-func (e *RefusalError) Error() string { return e.msg }
+func (e *AdoptionError) Error() string { return e.msg }
 
 // Unwrap returns the sentinels the refusal matches.
-func (e *RefusalError) Unwrap() []error { return e.kinds }
+func (e *AdoptionError) Unwrap() []error { return e.kinds }
 
 func refusal(format string, args ...any) error {
-	return &RefusalError{msg: fmt.Sprintf(format, args...), kinds: []error{ErrNotAdoptable}}
+	return &AdoptionError{msg: fmt.Sprintf(format, args...), kinds: []error{ErrNotAdoptable}}
 }
 
 // Decide applies the adoption rules (CONTRACT §10 "Account", §4.5 step 5) to
-// facts. It changes nothing; each refusal is a *RefusalError wrapping
+// facts. It changes nothing; each refusal is a *AdoptionError wrapping
 // ErrNotAdoptable and names what to do.
 func Decide(f Facts) (Decision, error) {
 	name, home := layout.Account, layout.Default.Home()
@@ -94,7 +94,7 @@ func Decide(f Facts) (Decision, error) {
 	if f.RecordedUID >= 0 && f.RecordedUID != u.UID {
 		// CheckRecorded says more, naming who holds the recorded uid;
 		// this is the adoption rules' own guard.
-		return 0, &RefusalError{msg: fmt.Sprintf("The account %s has uid %d, but this host's records say the installer set up uid %d: the account was replaced. Give it back uid %d (sudo usermod --uid %d %s), or remove the node with --uninstall --force, then run the command again.", name, u.UID, f.RecordedUID, f.RecordedUID, f.RecordedUID, name), kinds: []error{ErrNotAdoptable, ErrNotRecorded}}
+		return 0, &AdoptionError{msg: fmt.Sprintf("The account %s has uid %d, but this host's records say the installer set up uid %d: the account was replaced. Give it back uid %d (sudo usermod --uid %d %s), or remove the node with --uninstall --force, then run the command again.", name, u.UID, f.RecordedUID, f.RecordedUID, f.RecordedUID, name), kinds: []error{ErrNotAdoptable, ErrNotRecorded}}
 	}
 	if u.Home != home {
 		return 0, refusal("An account %s exists with home %s, not %s, so it is not a node service account. Remove or rename that account (sudo userdel %s), then run the command again.", name, u.Home, home, name)

@@ -68,8 +68,8 @@ func TestDecide(t *testing.T) {
 				t.Errorf("errors.Is(ErrNotRecorded) = %v", errors.Is(err, ErrNotRecorded))
 			}
 			msg := err.Error()
-			if r := (*RefusalError)(nil); !errors.As(err, &r) {
-				t.Errorf("the refusal is not a *RefusalError, which its caller returns as a workflow.Refusal (the command ends it with \"Nothing was changed.\"): %q", msg)
+			if r := (*AdoptionError)(nil); !errors.As(err, &r) {
+				t.Errorf("the refusal is not a *AdoptionError, which its caller returns as a workflow.Refusal (the command ends it with \"Nothing was changed.\"): %q", msg)
 			}
 			for _, p := range tc.refusal {
 				if !strings.Contains(msg, p) {

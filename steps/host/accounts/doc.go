@@ -28,7 +28,7 @@
 // shell (/bin/false refuses), uid and gid other than 0 and groups within
 // its own, docker and kvm; without an account, an existing
 // /var/lib/oac-node refuses (orphan home). Every refusal wraps
-// ErrNotAdoptable and says what to do; it is a *RefusalError, which the
+// ErrNotAdoptable and says what to do; it is a *AdoptionError, which the
 // caller returns as a workflow.Refusal, so the command that prints it ends
 // with "Nothing was changed.".
 //

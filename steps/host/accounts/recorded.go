@@ -169,12 +169,12 @@ func (m *Mismatch) Problem() string {
 
 // Refusal is the refusal of a command that found m, before any change:
 // what differs and whose the node's files are, then next (the recovery,
-// one or more sentences), as a *RefusalError wrapping ErrNotRecorded. The
+// one or more sentences), as a *AdoptionError wrapping ErrNotRecorded. The
 // caller returns it as a workflow.Refusal (the command that prints it says
 // that nothing was changed).
 func (m *Mismatch) Refusal(next string) error {
 	p := m.Problem()
-	return &RefusalError{msg: strings.ToUpper(p[:1]) + p[1:] + ". " + next, kinds: []error{ErrNotRecorded}}
+	return &AdoptionError{msg: strings.ToUpper(p[:1]) + p[1:] + ". " + next, kinds: []error{ErrNotRecorded}}
 }
 
 // RecreateCommand is Recreate as one line to run, each command with sudo;
