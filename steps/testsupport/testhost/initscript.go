@@ -145,7 +145,13 @@ func initScript(dir string, hs []hierarchy, dockerSocket string) string {
 	w("mount --bind %s/var-lib /var/lib", d)
 	// A private copy of /usr/local/sbin, where an install keeps the
 	// command on the host: the machine's own stays as it is.
-	w("if [ -d /usr/local/sbin ]; then mkdir -m 755 %s/usr-local-sbin && cp -a /usr/local/sbin/. %s/usr-local-sbin/ && mount --bind %s/usr-local-sbin /usr/local/sbin; fi", d, d, d)
+	// The copy is made at the first boot only: a host booted again (after
+	// a power cut) keeps what its runs wrote there. Any failure stops the
+	// boot, so that no run can reach the machine's own directory.
+	w("if [ -d /usr/local/sbin ]; then")
+	w("  if [ ! -d %s/usr-local-sbin ]; then mkdir -m 755 %s/usr-local-sbin || exit 1; cp -a /usr/local/sbin/. %s/usr-local-sbin/ || exit 1; fi", d, d, d)
+	w("  mount --bind %s/usr-local-sbin /usr/local/sbin || exit 1", d)
+	w("fi")
 	w("mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run")
 	w("mkdir -p /run/systemd/system /run/systemd/system.control /run/lock")
 	if dockerSocket != "" {
