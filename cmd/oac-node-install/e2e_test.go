@@ -234,7 +234,10 @@ func TestEndToEndInstall(t *testing.T) {
 		t.Errorf("status exited %d after a healthy installation", res.Status)
 	}
 	for _, want := range []string{"  unit:          oac-node-" + core.installationID + ".service: active (running)",
-		"  registration:  registered, node ", "  core:          " + core.url + ": connected, provider ready"} {
+		"  registration:  registered, node ", "  core:          " + core.url + ": connected, provider ready",
+		"    network:     oac-node-" + core.installationID, "    image:       sha256:",
+		"    node root:   /var/lib/oac-node/.oac/nodes/" + core.installationID,
+		"\ncommand on this host: /usr/local/sbin/oac-node-install (oac-node-install "} {
 		if !strings.Contains(string(res.Stdout), want) {
 			t.Errorf("status lacks %q", want)
 		}

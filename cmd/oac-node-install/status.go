@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -49,6 +50,9 @@ func (c *cli) runStatus(ctx context.Context, f inspectFlags) error {
 		err = writeJSON(c.stdout, doc)
 	} else {
 		printStatus(c.stdout, doc.Installations, f.installationID)
+		if cmd := doc.Command; cmd != nil && len(doc.Installations) > 0 {
+			fmt.Fprintf(c.stdout, "\ncommand on this host: %s (oac-node-install %s, written %s)\n", field(cmd.Path), field(cmd.Version), stamp(cmd.Written))
+		}
 	}
 	if err != nil {
 		return err

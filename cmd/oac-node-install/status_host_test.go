@@ -211,7 +211,10 @@ func TestStatusHealthyInstallation(t *testing.T) {
 		len(b.GroupsAdded) != 1 || b.GroupsAdded[0] != "docker" || len(b.Files) != 2 || len(b.Networks) != 1 {
 		t.Errorf("bookkeeping %+v", b)
 	}
-	for _, key := range []string{`"unit": {`, `"registration": {`, `"core": {`, `"bookkeeping": {`, `"exec_main_code": 0`, `"groups_added": [`} {
+	if m := s.Made; m == nil || m.Home != h.host.Home() || m.NodeRoot != h.node.Root || m.Journals != h.host.JournalDir(testID) {
+		t.Errorf("made %+v", s.Made)
+	}
+	for _, key := range []string{`"unit": {`, `"registration": {`, `"core": {`, `"bookkeeping": {`, `"exec_main_code": 0`, `"groups_added": [`, `"made": {`} {
 		if !strings.Contains(out, key) {
 			t.Errorf("status --json lacks %s:\n%s", key, out)
 		}
@@ -230,6 +233,9 @@ func TestStatusHealthyInstallation(t *testing.T) {
 		"    groups:      docker (added by the installer)\n",
 		"    file:        record " + h.host.Record(testID) + "\n",
 		"    network:     oac-node-" + testID + "\n",
+		"    home:        " + h.host.Home() + "\n",
+		"    node root:   " + h.node.Root + "\n",
+		"    journals:    " + h.host.JournalDir(testID) + "\n",
 		"  install: complete\n",
 	} {
 		if !strings.Contains(text, want) {

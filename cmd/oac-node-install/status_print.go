@@ -49,6 +49,14 @@ func printStatus(w io.Writer, insts []status.Installation, id ident.Installation
 		if b := s.Bookkeeping; b != nil {
 			printBookkeeping(w, b)
 		}
+		if m := s.Made; m != nil {
+			fmt.Fprintf(w, "    home:        %s\n", field(m.Home))
+			fmt.Fprintf(w, "    node root:   %s\n", field(m.NodeRoot))
+			fmt.Fprintf(w, "    journals:    %s\n", field(m.Journals))
+			if m.Image != "" {
+				fmt.Fprintf(w, "    image:       %s\n", field(m.Image))
+			}
+		}
 		for _, r := range s.Workflows {
 			fmt.Fprintln(w)
 			printReport(w, r)

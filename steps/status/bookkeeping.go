@@ -20,6 +20,7 @@ type bookkeepingSnapshot struct {
 	groups        []string
 	files         []bookkeeping.File
 	networks      []bookkeeping.Network
+	command       *bookkeeping.Command
 	// mismatch is how the host's account differs from the recorded one;
 	// nil when it is the recorded one or none is recorded.
 	mismatch *accounts.Mismatch
@@ -61,6 +62,11 @@ func readBookkeeping(h layout.Host) bookkeepingSnapshot {
 	errs = append(errs, e)
 	s.networks, e = db.Networks("")
 	errs = append(errs, e)
+	cmd, ok, e := db.GetCommand()
+	errs = append(errs, e)
+	if ok {
+		s.command = &cmd
+	}
 	if err := errors.Join(errs...); err != nil {
 		s.state, s.err = BookkeepingError, err.Error()
 		if errors.Is(err, bookkeeping.ErrDamaged) {

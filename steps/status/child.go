@@ -11,6 +11,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
@@ -47,6 +48,9 @@ type NodeInspection struct {
 	Journals     []WorkflowStatus `json:"journals"`
 	Registration *Registration    `json:"registration,omitempty"`
 	Core         *CoreView        `json:"core,omitempty"`
+	// Image is the Runtime image the node's provider.json names (a local
+	// image ID, or microsandbox's reference), as the account wrote it.
+	Image string `json:"image,omitempty"`
 }
 
 // Serve is the Role handler, run in the child as the service account: it
@@ -131,6 +135,7 @@ func inspectNodes(ctx context.Context, req Request) ([]NodeInspection, error) {
 			sr.InstallationID = id
 			reg, core := nodeStatus(ctx, req.Home, os.Getuid(), proxy.FromEnviron(os.Environ()), sr)
 			ni.Registration, ni.Core = &reg, core
+			ni.Image = runtimeImage(req.Home, id)
 		}
 		out = append(out, ni)
 	}
@@ -216,4 +221,28 @@ func joinNote(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// runtimeImage is the image the node's provider.json names, "" when it
+// has none or cannot be read (the registration and the leases say why).
+func runtimeImage(home string, id ident.InstallationID) string {
+	root, err := noderoot.OpenNodeRoot(home, id)
+	if err != nil {
+		return ""
+	}
+	defer root.Close()
+	data, err := root.ReadFile(layout.ProviderConfigFile, safefile.Expect{UID: os.Getuid(), MaxSize: provider.MaxSize})
+	if err != nil {
+		return ""
+	}
+	conf, err := provider.Parse(data)
+	switch {
+	case err != nil:
+		return ""
+	case conf.Docker != nil:
+		return conf.Docker.Image
+	case conf.Microsandbox != nil:
+		return conf.Microsandbox.Image
+	}
+	return ""
 }

@@ -22,6 +22,10 @@ const Format = 1
 type Document struct {
 	Format        int            `json:"format"`
 	Installations []Installation `json:"installations"`
+	// Command is the installer's copy on the host
+	// (/usr/local/sbin/oac-node-install) as the bookkeeping records it;
+	// absent when none is recorded.
+	Command *bookkeeping.Command `json:"command,omitempty"`
 }
 
 // NeedsAttention reports whether an installation of the document needs
@@ -75,9 +79,23 @@ type Installation struct {
 	// Node is the node root's leases; absent when the host has no node root
 	// for the installation.
 	Node *NodeLeases `json:"node,omitempty"`
+	// Made is what the installer made for the installation besides what
+	// the bookkeeping lists; absent once uninstalled.
+	Made *Made `json:"made,omitempty"`
 
 	record    *hostrecord.Record
 	recordErr error
+}
+
+// Made is where an installation's state lives on the host — the service
+// account's home, the node root, root's journal directory — and the
+// Runtime image the node's provider.json names (read as the account; ""
+// when it names none or cannot be read).
+type Made struct {
+	Home     string `json:"home"`
+	NodeRoot string `json:"node_root"`
+	Journals string `json:"journals"`
+	Image    string `json:"image,omitempty"`
 }
 
 // Workflow returns the report of root's journal of the named workflow

@@ -90,6 +90,7 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 	if err != nil {
 		return Document{}, err
 	}
+	images := map[ident.InstallationID]string{}
 	for _, n := range nodes {
 		s := get(n.InstallationID)
 		s.Workflows = append(s.Workflows, n.Journals...)
@@ -99,18 +100,20 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 		if !s.uninstalled() {
 			s.Core = n.Core
 		}
+		images[n.InstallationID] = n.Image
 	}
 	var present []ident.InstallationID
 	for id, s := range byID {
 		s.Bookkeeping = books.forInstallation(host, id)
 		if !s.uninstalled() {
 			present = append(present, id)
+			s.Made = &Made{Home: host.Home(), NodeRoot: host.NodeRoot(id), Journals: host.JournalDir(id), Image: images[id]}
 		}
 	}
 	for id, u := range readUnits(ctx, o.Systemd, present) {
 		byID[id].Unit = u
 	}
-	doc := Document{Format: Format, Installations: []Installation{}}
+	doc := Document{Format: Format, Installations: []Installation{}, Command: books.command}
 	for _, s := range byID {
 		s.assess(advisor{host: host, installCommand: o.InstallCommand})
 		doc.Installations = append(doc.Installations, *s)
