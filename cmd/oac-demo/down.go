@@ -148,7 +148,7 @@ func (d *demo) down() int {
 			d.fail("the machine changed since `oac-demo up`:\n  %s", strings.Join(diff, "\n  "))
 			code = 1
 		} else {
-			d.say("unchanged: /etc/passwd, /etc/group, /etc/shadow, /etc/gshadow, /etc/systemd/system, /etc/oac-node, kernel.core_pattern")
+			d.say("unchanged: /etc/passwd, /etc/group, /etc/shadow, /etc/gshadow, /etc/systemd/system, /etc/oac-node, /usr/local/sbin, kernel.core_pattern")
 		}
 	}
 	if err := os.RemoveAll(d.state); err != nil {
