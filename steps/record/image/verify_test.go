@@ -21,7 +21,7 @@ func archiveOf(fx imagetest.Fixture) image.Archive {
 // the checked reader then passes exactly those bytes.
 func TestVerifyArchive(t *testing.T) {
 	dir := t.TempDir()
-	fx, err := imagetest.WriteFixture(dir, imagetest.Options{Label: "verify-archive", PayloadSize: 5<<20 + 3})
+	fx, err := imagetest.WriteFixture(dir, imagetest.Options{Label: "verify-archive", PayloadSize: 5<<20 + 3, PayloadLayers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
