@@ -52,6 +52,10 @@ func register(name string, run func(dir string) ([]Result, error)) {
 }
 
 func main() {
+	if mode := os.Getenv(runtimeChild); mode != "" {
+		runtimeChildMain(mode)
+		return
+	}
 	dir := flag.String("dir", "", "scratch directory (default: a new one under $TMPDIR)")
 	flag.Parse()
 	want := map[string]bool{}

@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Provider, "provider", release.ProviderDocker, "provider of the installation's nodes: docker or microsandbox")
 	fs.Int64Var(&nodeMiB, "artifact-size-mib", 0, "pad the placeholder node program artifact to this many MiB (for transfer benchmarks)")
 	fs.Int64Var(&imageMiB, "image-payload-mib", 0, "size of the Runtime image's payload layer in MiB")
+	fs.IntVar(&cfg.Fixture.ImagePayloadLayers, "image-payload-layers", 0, "split the Runtime image's payload over this many layers (0 or 1: one)")
 	fs.BoolVar(&cfg.Fixture.ImageAttestation, "image-attestation", false, "build the Runtime archive as buildx with its default attestation and the containerd image store save it (an image index listing an attestation manifest)")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -177,6 +177,68 @@ func BenchmarkEndToEndInstall(b *testing.B) {
 	b.ReportMetric(float64(len(changed)), "rerun-writes")
 }
 
+// BenchmarkEndToEndInstallRealSize is the first install with a Runtime
+// image at the platform's real size: 512 MiB of payload over 4 layers
+// (plus the label layer), built by oac-devcore at bench time, about
+// 230 MiB compressed. It prints the phases and steps, the parts, and the
+// ratio against the unavoidable parts of the same run (curl of the same
+// files and sync, docker load -i of the same archive, …), without Core's
+// wait; OAC_BENCH_REAL_ROUNDS rounds (default 1: each takes about a
+// minute), medians when more. The import's peak extra disk and max RSS
+// are oac-bench's runtime measure.
+func BenchmarkEndToEndInstallRealSize(b *testing.B) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		b.Skip("bench install: needs curl(1) for the download reference")
+	}
+	bin, core, h := endToEnd(b, "--image-payload-mib", "512", "--image-payload-layers", "4")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	installer := filepath.Join(bin, "oac-node-install")
+	args := []string{"--source-url", core.url, "--core-url", core.url, "--provider", "docker",
+		"--installation-id", core.installationID, "--core-ca", core.ca}
+	cleanupEngine(b, core.installationID)
+	b.Cleanup(func() { cleanupEngine(b, core.installationID) })
+	var samples []installSample
+	for i := range max(envInt("OAC_BENCH_REAL_ROUNDS", 1), 1) {
+		if i > 0 {
+			if err := h.Teardown(); err != nil {
+				b.Fatal(err)
+			}
+			cleanupEngine(b, core.installationID)
+			h = testhost.Start(b)
+		}
+		samples = append(samples, installRound(ctx, b, h, core, installer, args))
+	}
+	last := samples[len(samples)-1]
+	for n, d := range last.phases {
+		benchLine("real-size", "phase "+n, d.Seconds(), 0, "s", 0, 0, false, true, "(last round)")
+	}
+	benchLine("real-size", "steps (ms, begin to done)", 0, 0, "s", 0, 0, false, true, last.steps+" (last round)")
+	med := func(f func(installSample) time.Duration) time.Duration {
+		var d []time.Duration
+		for _, s := range samples {
+			d = append(d, f(s))
+		}
+		return median(d)
+	}
+	var parts []string
+	for _, p := range installParts {
+		parts = append(parts, fmt.Sprintf("%s %.0f ms", p.name, ms(med(p.of))))
+	}
+	benchLine("real-size", "first install, parts", 0, 0, "s", 0, 0, false, true,
+		fmt.Sprintf("medians of %d rounds: %s; waiting for Core %.0f ms; total %.0f ms", len(samples), strings.Join(parts, ", "),
+			ms(med(func(s installSample) time.Duration { return s.wait })), ms(med(func(s installSample) time.Duration { return s.total }))))
+	ours, ref := med(installSample.ours), med(installSample.unavoidable)
+	benchLine("real-size", "first install vs its unavoidable parts", ours.Seconds(), ref.Seconds(), "s", ours.Seconds()/ref.Seconds(), 1.0, true, false,
+		fmt.Sprintf("without waiting for Core; own overhead %.0f ms", ms(ours-ref)))
+	floor := med(func(s installSample) time.Duration { return s.downloads + s.load })
+	benchLine("real-size", "first install vs curl + docker load -i", ours.Seconds(), floor.Seconds(), "s", ours.Seconds()/floor.Seconds(), 0, true, true,
+		"information: against the downloads and the load alone")
+	if benchFailed {
+		b.Error("a measure missed its goal (FAIL above)")
+	}
+}
+
 // installSample is one round of the first-install measure.
 type installSample struct {
 	phases map[string]time.Duration

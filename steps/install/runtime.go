@@ -10,9 +10,11 @@ import (
 
 // runtimeStep makes the provider hold the Runtime image of the enrolled
 // generation with its exact identity: an image already held (under either
-// identity, linux/amd64) is kept; otherwise the verified archive is
-// unpacked, its identity proven, and imported. The unpacked copy is
-// removed afterwards; the downloaded archive stays for repair.
+// identity, linux/amd64) is kept; otherwise the archive's bytes and
+// identity are proven in one read and the image imported
+// (noderoot.ImportImage: Docker loads the archive itself; microsandbox
+// loads an unpacked copy, which is removed afterwards, as is one an
+// earlier version left). The downloaded archive stays for repair.
 type runtimeStep struct{ e *NodeEnv }
 
 const factImageID = "image"

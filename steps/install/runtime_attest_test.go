@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"testing"
@@ -89,9 +90,9 @@ type countingDocker struct {
 	loads int
 }
 
-func (c *countingDocker) ImageLoad(ctx context.Context, path string) error {
+func (c *countingDocker) ImageLoadReader(ctx context.Context, r io.Reader, name string) error {
 	c.loads++
-	return c.Client.ImageLoad(ctx, path)
+	return c.Client.ImageLoadReader(ctx, r, name)
 }
 
 // TestInstallRuntimeAttestedWithTheDockerEngine runs the install steps up to

@@ -36,9 +36,10 @@ var spaceMetadataTimeout = 15 * time.Second
 // of /var/lib (where the node root will be) has less space available to
 // an unprivileged user (statfs f_bavail) than the node's files take: the
 // node program of the console's current release, the Runtime files of
-// the release Core selected, and the unpacked Runtime archive
-// (unpacked_size), less the archive and its unpacked copy when the Docker
-// Engine already holds the image. The sizes come from the release
+// the release Core selected, and for microsandbox the unpacked Runtime
+// archive (unpacked_size: msb loads an unpacked copy; the Docker Engine
+// loads the verified archive itself, so Docker needs no such room), less
+// the archive when the Docker Engine already holds the image. The sizes come from the release
 // metadata, read from the console or the bundle and verified as the
 // service account verifies them.
 //
@@ -153,7 +154,9 @@ func (s *SpaceCheck) need(ctx context.Context, cur, sel *release.Release) int64 
 			if warm {
 				continue
 			}
-			n += art.UnpackedSize
+			if noderoot.UnpacksArchive(s.Provider) {
+				n += art.UnpackedSize
+			}
 		}
 		n += art.Size
 	}

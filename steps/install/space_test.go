@@ -43,8 +43,7 @@ func fakeSpace(t *testing.T, avail int64) *[]string {
 
 // spaceNeed is what a new node's files take for provider: the current
 // release's node program, the selected release's other artifacts, and
-// the unpacked archive (without the archive and its unpacked copy when
-// warm).
+// for microsandbox the unpacked archive (without the archive when warm).
 func spaceNeed(cur, sel *generationtest.Release, providerName string, warm bool) int64 {
 	n := cur.Manifest.Artifacts[release.PathNode].Size
 	for _, a := range release.Catalog(providerName) {
@@ -55,7 +54,9 @@ func spaceNeed(cur, sel *generationtest.Release, providerName string, warm bool)
 			if warm {
 				continue
 			}
-			n += sel.Manifest.Artifacts[a.Path].UnpackedSize
+			if providerName == release.ProviderMicrosandbox { // msb loads an unpacked copy
+				n += sel.Manifest.Artifacts[a.Path].UnpackedSize
+			}
 		}
 		n += sel.Manifest.Artifacts[a.Path].Size
 	}

@@ -2,6 +2,7 @@ package noderoot
 
 import (
 	"context"
+	"io"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
@@ -64,8 +65,10 @@ type Docker interface {
 	// ImageInspect returns the local ID and platform of the image ref
 	// names; an image the engine lacks is an error with a NotFound method.
 	ImageInspect(ctx context.Context, ref string) (id, os, arch string, err error)
-	// ImageLoad loads the image archive at path (docker load).
-	ImageLoad(ctx context.Context, path string) error
+	// ImageLoadReader loads the image archive r streams, which may be
+	// gzip-compressed (docker load); name says what r is in errors. A
+	// read error of r fails the load.
+	ImageLoadReader(ctx context.Context, r io.Reader, name string) error
 }
 
 // Microsandbox is the part of msb the steps use, for one store.

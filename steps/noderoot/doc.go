@@ -17,7 +17,8 @@
 //	                          <g>.dropped    never prepared again
 //	<root> or <root>/releases/<source_commit>/
 //	                          runtime/seccomp.json, images/runtime.tar.gz,
-//	                          images/runtime.tar, native/… (microsandbox),
+//	                          images/runtime.tar (microsandbox, during its
+//	                          import), native/… (microsandbox),
 //	                          manifest.json and SHA256SUMS (release copies)
 //	the provider              Docker image / microsandbox store image
 //
@@ -37,7 +38,7 @@
 //	console.go    release metadata, files and downloads from the console
 //	bundle.go     an offline bundle's layout and metadata
 //	files.go      a release directory's Runtime files: check, fetch
-//	image.go      the Runtime image: held, imported, its unpacked copy
+//	image.go      the Runtime image: held, proven, imported
 //	references.go the retained configurations that keep references
 //	removal.go    collection's private-only removal of release files
 //	providers.go  the Docker Engine and msb of the node's configuration
@@ -64,8 +65,10 @@
 // A later generation keeps its Runtime files in releases/<source_commit>/,
 // or in the node root itself when it runs the installation's own release
 // from there. The image archive is downloaded only when the provider does
-// not already hold the image; the unpacked copy is removed once the import
-// is done, the downloaded archive stays for repair.
+// not already hold the image. Docker loads the verified archive itself
+// (its bytes and identity proven in one read of the descriptor it loads
+// from); for msb an unpacked copy is written and removed once the import
+// is done. The downloaded archive stays for repair.
 //
 // Removal here is private-only (PlanRemoval): release files go only when no
 // other retained configuration uses their directory, each one hash-checked

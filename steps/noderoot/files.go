@@ -19,6 +19,14 @@ import (
 // PathUnpacked is the unpacked Runtime archive next to the download.
 const PathUnpacked = "images/runtime.tar"
 
+// UnpacksArchive reports whether importing the Runtime image for provider
+// writes the unpacked archive (images/runtime.tar) first: msb loads an
+// uncompressed archive from a path; the Docker Engine loads the verified
+// compressed archive as it is, so no unpacked copy is written for Docker.
+func UnpacksArchive(providerName string) bool {
+	return providerName == release.ProviderMicrosandbox
+}
+
 // runtimePaths are the Runtime files of a release directory for provider,
 // in catalog order, with the unpacked archive after the archive. The node
 // program (role node) is the host program, not a Runtime file.
@@ -205,8 +213,9 @@ func storeReleaseCopies(d Data, dir string, md *Metadata) error {
 // SHA256SUMS), artifacts through verified downloads. The image archive is
 // included only with archive set (the provider does not hold the image
 // yet); the unpacked archive is never downloaded, but its size counts when
-// the archive is included. Before the first byte it checks that the file
-// system has room for what is missing.
+// the archive is included and the provider is microsandbox (msb loads an
+// unpacked copy; Docker loads the archive itself). Before the first byte
+// it checks that the file system has room for what is missing.
 func FetchMissing(ctx context.Context, d Data, dir string, md *Metadata, archive bool) error {
 	src := md.Release.Manifest.SourceCommit
 	if err := Mkdirs(d, dir); err != nil {
@@ -224,7 +233,7 @@ func FetchMissing(ctx context.Context, d Data, dir string, md *Metadata, archive
 			continue
 		}
 		if f.Rel == PathUnpacked {
-			if archive {
+			if archive && UnpacksArchive(md.Release.Provider) {
 				need += f.Size
 			}
 			continue

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/microsandbox"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -66,33 +67,40 @@ func ImageHeld(ctx context.Context, d Data, c *provider.Config) (string, bool, e
 
 // ImportImage makes the provider hold the configuration's Runtime image
 // and returns its local identity (Docker: the local image ID; microsandbox:
-// the reference). An image already held is not loaded again. Otherwise the
-// verified archive (downloaded if missing) is unpacked and its identity
-// proven before the import, and the image must resolve after it.
+// the reference). An image already held is not loaded again. Otherwise,
+// for Docker, the archive (downloaded if missing) is opened once, its
+// bytes and identity proven in one streaming read, and the engine loads
+// the compressed archive from that same descriptor: no unpacked copy is
+// written. msb loads an uncompressed archive from a path, so for
+// microsandbox the archive is unpacked to images/runtime.tar while its
+// identity is proven, as before. The image must resolve after the load.
 func ImportImage(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
 	if id, held, err := ImageHeld(ctx, d, c); err != nil || held {
 		return id, err
 	}
 	switch {
 	case c.Docker != nil:
-		tar, err := unpackedArchive(ctx, d, c, dir)
+		f, gz, err := verifiedArchive(ctx, d, c, dir)
 		if err != nil {
 			return "", err
 		}
+		defer f.Close()
 		dk, err := d.Docker(ctx)
 		if err != nil {
 			return "", err
 		}
 		d.Logf("load the Runtime image into the Docker Engine")
-		if err := dk.ImageLoad(ctx, tar); err != nil {
-			return "", fmt.Errorf("load %s: %w", tar, err)
+		// The same descriptor, rewound: the engine gets the bytes just
+		// proven, and a stream that is not them ends in an error.
+		if err := dk.ImageLoadReader(ctx, image.CheckedReader(f, gz.Size, gz.SHA256), f.Name()); err != nil {
+			return "", imageErr(fmt.Errorf("load %s: %w", f.Name(), err))
 		}
 		id, found, err := image.Resolve(ctx, dk, WantImage(c))
 		if err != nil {
 			return "", err
 		}
 		if !found {
-			return "", fmt.Errorf("the Docker Engine loaded %s but does not resolve %s or %s for linux/amd64", tar, WantImage(c).ConfigDigest, WantImage(c).ManifestDigest)
+			return "", fmt.Errorf("the Docker Engine loaded %s but does not resolve %s or %s for linux/amd64", f.Name(), WantImage(c).ConfigDigest, WantImage(c).ManifestDigest)
 		}
 		return id, nil
 	default:
@@ -119,21 +127,18 @@ func ImportImage(ctx context.Context, d Data, c *provider.Config, dir string) (s
 	}
 }
 
-// unpackedArchive returns the path of the release's unpacked Runtime
-// archive in dir, proven to hold the specification's image: the archive is
-// downloaded if missing, the unpacked copy reused if it has its declared
-// bytes and unpacked again otherwise (leftover temporary copies are
-// cleared first).
-func unpackedArchive(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
+// runtimeArchive returns the release's Runtime archive and unpacked
+// archive files, after checking the release against the specification,
+// with the archive downloaded into dir if it is missing.
+func runtimeArchive(ctx context.Context, d Data, c *provider.Config, dir string) (gz, tar RuntimeFile, err error) {
 	rt := c.Specification.Runtime
 	md, err := d.Release(ctx, rt.SourceCommit)
 	if err != nil {
-		return "", err
+		return gz, tar, err
 	}
 	if err := release.MatchRelease(c.Specification, md.Release.Manifest); err != nil {
-		return "", Artifact(err)
+		return gz, tar, Artifact(err)
 	}
-	var gz, tar RuntimeFile
 	for _, f := range ReleaseFiles(md.Release) {
 		switch f.Rel {
 		case release.PathRuntimeImage:
@@ -141,6 +146,71 @@ func unpackedArchive(ctx context.Context, d Data, c *provider.Config, dir string
 		case PathUnpacked:
 			tar = f
 		}
+	}
+	return gz, tar, nil
+}
+
+// verifiedArchive opens the release's Runtime archive in dir (downloaded
+// first if missing) once, as a private regular file of the node account
+// without following a link, and proves from that descriptor, in one
+// streaming read, its size and sha256, its gunzipped size and sha256 and
+// the specification's image identity (image.VerifyArchive). It returns the
+// descriptor rewound, and the archive's declared bytes: what is loaded
+// from it is what was proven, and no unpacked copy is written.
+func verifiedArchive(ctx context.Context, d Data, c *provider.Config, dir string) (*os.File, RuntimeFile, error) {
+	rt := c.Specification.Runtime
+	gz, tar, err := runtimeArchive(ctx, d, c, dir)
+	if err != nil {
+		return nil, gz, err
+	}
+	gzRel := path.Join(dir, gz.Rel)
+	exp := safefile.Expect{UID: d.UID()}
+	f, err := d.Root().OpenFile(gzRel, exp)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := Mkdirs(d, path.Dir(gzRel)); err != nil {
+			return nil, gz, err
+		}
+		d.Logf("restore %s", gzRel)
+		if err := FetchFile(ctx, d, rt.SourceCommit, gzRel, gz); err != nil {
+			return nil, gz, err
+		}
+		f, err = d.Root().OpenFile(gzRel, exp)
+	}
+	if errors.Is(err, safefile.ErrUnsafe) {
+		return nil, gz, fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	if err != nil {
+		return nil, gz, err
+	}
+	_, err = image.VerifyArchive(f, image.Archive{Size: gz.Size, SHA256: gz.SHA256,
+		UnpackedSize: tar.Size, UnpackedSHA256: tar.SHA256, Want: WantImage(c)})
+	if err == nil {
+		// A run that wrote it may have died before its directory
+		// fsync; make it durable before it counts, as CheckFile does.
+		err = d.Root().Durable(gzRel, exp)
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, image.ErrArchiveMismatch) {
+			// Other bytes than the release's: a conflict, as CheckFile
+			// reports them; nothing is replaced.
+			return nil, gz, fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+		return nil, gz, imageErr(err)
+	}
+	return f, gz, nil
+}
+
+// unpackedArchive (microsandbox only) returns the path of the release's
+// unpacked Runtime archive in dir, proven to hold the specification's image: the archive is
+// downloaded if missing, the unpacked copy reused if it has its declared
+// bytes and unpacked again otherwise (leftover temporary copies are
+// cleared first).
+func unpackedArchive(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
+	rt := c.Specification.Runtime
+	gz, tar, err := runtimeArchive(ctx, d, c, dir)
+	if err != nil {
+		return "", err
 	}
 	gzRel, tarRel := path.Join(dir, gz.Rel), path.Join(dir, tar.Rel)
 	st, err := CheckFile(d, gzRel, gz)
@@ -175,7 +245,7 @@ func unpackedArchive(ctx context.Context, d Data, c *provider.Config, dir string
 // imageErr marks refusals of an archive's bytes or identity as artifact
 // failures; I/O errors stay as they are.
 func imageErr(err error) error {
-	for _, s := range []error{image.ErrUnpackMismatch, image.ErrIdentityMismatch, image.ErrMalformed, image.ErrMissingBlob,
+	for _, s := range []error{image.ErrArchiveMismatch, image.ErrUnpackMismatch, image.ErrIdentityMismatch, image.ErrMalformed, image.ErrMissingBlob,
 		image.ErrBlobMismatch, image.ErrPlatform, image.ErrInconsistent} {
 		if errors.Is(err, s) {
 			return Artifact(err)
@@ -197,6 +267,8 @@ func clearUnpackLeftovers(dir string) {
 
 // RemoveUnpacked removes the unpacked archive of dir once the image is
 // imported (the downloaded archive stays for repair), and its leftovers.
+// Only a microsandbox import writes one; for Docker it removes what an
+// earlier version of the installer may have left.
 func RemoveUnpacked(d Data, dir string) error {
 	rel := path.Join(dir, PathUnpacked)
 	clearUnpackLeftovers(filepath.Dir(filepath.Join(d.Node().Root, rel)))

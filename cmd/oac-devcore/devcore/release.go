@@ -40,6 +40,9 @@ type FixtureOptions struct {
 	// ImagePayloadSize is the size of the Runtime image's payload layer
 	// (imagetest.Options.PayloadSize).
 	ImagePayloadSize int64
+	// ImagePayloadLayers splits the payload over this many layers
+	// (imagetest.Options.PayloadLayers); 0 or 1 keeps one.
+	ImagePayloadLayers int
 	// ImageAttestation builds the Runtime archive as docker save of the
 	// containerd image store writes it for a buildx-built image with its
 	// default attestation (imagetest.Options.Attestation): the
@@ -99,7 +102,7 @@ func BuildFixture(buildDir string, opts FixtureOptions) (*Fixture, error) {
 	if label == "" {
 		label = "oac-devcore"
 	}
-	img, err := imagetest.WriteFixture(buildDir, imagetest.Options{Label: label, PayloadSize: opts.ImagePayloadSize, Attestation: opts.ImageAttestation})
+	img, err := imagetest.WriteFixture(buildDir, imagetest.Options{Label: label, PayloadSize: opts.ImagePayloadSize, PayloadLayers: opts.ImagePayloadLayers, Attestation: opts.ImageAttestation})
 	if err != nil {
 		return nil, fmt.Errorf("build fixture release: %w", err)
 	}

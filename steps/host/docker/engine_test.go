@@ -309,3 +309,40 @@ func TestEngineContainersByLabel(t *testing.T) {
 		t.Fatalf("other installation: %+v, %v", got, err)
 	}
 }
+
+// TestEngineLoadCompressed: the machine's engine loads the verified
+// gzip-compressed archive from the descriptor it was proven from (no
+// unpacked copy); a stream whose bytes are not the ones proven fails the
+// load at its end.
+func TestEngineLoadCompressed(t *testing.T) {
+	c, raw := engine(t)
+	fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: "oac-test-" + uuid.NewString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeImages(t, raw, fx.ConfigDigest, fx.ManifestDigest)
+	f, err := os.Open(fx.GzPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := image.VerifyArchive(f, image.Archive{Size: fx.GzSize, SHA256: fx.GzSHA256,
+		UnpackedSize: fx.TarSize, UnpackedSHA256: fx.TarSHA256, Want: fx.Identity}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.ImageLoadReader(ctx(t), image.CheckedReader(f, fx.GzSize-1, fx.GzSHA256), fx.GzPath)
+	if !errors.Is(err, image.ErrArchiveMismatch) {
+		t.Fatalf("a stream longer than proven: %v", err)
+	}
+	_, found, _ := image.Resolve(ctx(t), c, fx.Identity)
+	t.Logf("after the refused stream the engine holds the image: %v", found)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ImageLoadReader(ctx(t), image.CheckedReader(f, fx.GzSize, fx.GzSHA256), fx.GzPath); err != nil {
+		t.Fatal(err)
+	}
+	if id, found, err := image.Resolve(ctx(t), c, fx.Identity); err != nil || !found || (id != fx.ConfigDigest && id != fx.ManifestDigest) {
+		t.Fatalf("after load: %q, %v, %v", id, found, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -247,5 +248,32 @@ func TestFakeContainersByLabel(t *testing.T) {
 	got, err = c.ContainersByLabel(ctx(t), docker.InstallationLabel, "none")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+// TestFakeImageLoadReader: the engine takes the gzip-compressed archive as
+// docker load does; a stream that is not the bytes proven fails the load.
+func TestFakeImageLoadReader(t *testing.T) {
+	e := dockertest.Start(t)
+	c := newClient(t, e.Host)
+	fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: "fake gzip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(fx.GzPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = c.ImageLoadReader(ctx(t), image.CheckedReader(f, fx.GzSize, strings.Repeat("0", 64)), fx.GzPath)
+	if !errors.Is(err, image.ErrArchiveMismatch) {
+		t.Fatalf("a stream with other bytes than proven: %v", err)
+	}
+	f.Seek(0, 0)
+	if err := c.ImageLoadReader(ctx(t), image.CheckedReader(f, fx.GzSize, fx.GzSHA256), fx.GzPath); err != nil {
+		t.Fatal(err)
+	}
+	if id, found, err := image.Resolve(ctx(t), c, fx.Identity); err != nil || !found || id != fx.ConfigDigest {
+		t.Fatalf("after load: %q, %v, %v", id, found, err)
 	}
 }

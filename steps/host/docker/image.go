@@ -50,9 +50,19 @@ func (c *Client) ImageLoad(ctx context.Context, tarPath string) error {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return fmt.Errorf("load image %s: not a regular file", tarPath)
 	}
-	op := "load image " + tarPath
+	return c.ImageLoadReader(ctx, f, tarPath)
+}
+
+// ImageLoadReader loads the image archive r streams into the engine, like
+// `docker load --quiet`; r may be gzip-compressed (the engine detects and
+// decompresses it, as docker load -i runtime.tar.gz does). name says what
+// r is in errors. A read error of r fails the load. Like ImageLoad it
+// waits until the engine has finished and reports a failure from its
+// progress stream.
+func (c *Client) ImageLoadReader(ctx context.Context, r io.Reader, name string) error {
+	op := "load image " + name
 	return c.callWithin(ctx, LoadTimeout, op, func(ctx context.Context) error {
-		res, err := c.api.ImageLoad(ctx, f, client.ImageLoadWithQuiet(true))
+		res, err := c.api.ImageLoad(ctx, r, client.ImageLoadWithQuiet(true))
 		if err != nil {
 			return err
 		}

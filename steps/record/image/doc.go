@@ -8,17 +8,25 @@
 // as `docker save` writes it: an OCI layout (oci-layout, index.json,
 // blobs/sha256/...) plus the legacy manifest.json every docker load reads.
 //
-//	runtime.tar.gz ──Unpack──▶ runtime.tar ──Identify──▶ Identity{ConfigDigest, ManifestDigest}
-//	   (size, sha256 of the gunzipped bytes      (every blob hashed, every record
-//	    checked before the atomic rename)         cross-checked, one linux/amd64 image)
+//	runtime.tar.gz ──VerifyArchive──▶ Identity{ConfigDigest, ManifestDigest}, checked against the manifest
+//	  (one streaming read of one descriptor: the archive's size and sha256, gunzip, the
+//	   unpacked size and sha256, every blob hashed as it passes, every record cross-checked,
+//	   one linux/amd64 image; nothing is written)
 //
-//	Identity ──Resolve(engine)──▶ local image ID, or not found ⇒ load runtime.tar, Resolve again
+//	Identity ──Resolve(engine)──▶ local image ID, or not found ⇒ the engine loads the same
+//	  descriptor rewound, through CheckedReader (docker load takes the gzip stream), Resolve again
 //
-// UnpackIdentify does both in one pass over the decompressed stream. The
-// archive is read once, streaming: blobs may come in any order, so each
-// blob's digest and size are recorded while reading and the records are
-// checked after the end of the archive. Nothing here imports or removes an
-// image; a refused archive is refused before any import.
+// No unpacked copy is written for the Docker Engine. msb loads an
+// uncompressed archive from a path, so for microsandbox UnpackIdentify
+// gunzips runtime.tar.gz to runtime.tar while deriving the identity, and
+// publishes the copy only once it is proven. Identify and IdentifyReader
+// read an uncompressed archive, IdentifyStream either form.
+//
+// Each pass reads the archive once, streaming: blobs may come in any
+// order, so each blob's digest and size are recorded while reading and
+// the records are checked after the end of the archive. Nothing here
+// imports or removes an image; a refused archive is refused before any
+// import.
 //
 // Package imagetest builds fixture archives for the tests.
 package image

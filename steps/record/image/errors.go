@@ -34,6 +34,11 @@ var ErrIdentityMismatch = errors.New("image archive identity differs from the re
 // published at the target path.
 var ErrUnpackMismatch = errors.New("unpacked image archive differs from the release manifest")
 
+// ErrArchiveMismatch means the compressed archive's size or sha256
+// differs from the release manifest's (or, when loading, from the bytes
+// proven before).
+var ErrArchiveMismatch = errors.New("image archive differs from the release manifest")
+
 // ErrBadDigest means a digest given to this package is not of the form
 // sha256:<64 lowercase hex> (or, for Unpack, 64 lowercase hex).
 var ErrBadDigest = errors.New("malformed digest")

@@ -6,8 +6,9 @@
 // It serves only the routes the adapter calls: /_ping, /info,
 // /images/{ref}/json, /images/load, /networks/{id}, /networks/create,
 // DELETE /networks/{id} and /containers/json, with or without a /v1.xx
-// prefix. Loading checks the archive with steps/record/image.IdentifyReader and
-// registers the image under its config digest (the classic store) or,
+// prefix. Loading checks the archive (plain or gzip-compressed) with
+// steps/record/image.IdentifyStream and registers the image under its
+// config digest (the classic store) or,
 // with ContainerdStore set, its manifest digest. State lives in memory and
 // is read and arranged through the Engine's methods.
 //

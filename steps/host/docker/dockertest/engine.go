@@ -270,7 +270,7 @@ func (e *Engine) loadImage(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	e.loads++
 	e.mu.Unlock()
-	id, err := image.IdentifyReader(r.Body)
+	id, err := image.IdentifyStream(r.Body)
 	io.Copy(io.Discard, r.Body)
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 
@@ -125,8 +126,27 @@ func (f *FileEngine) ImageLoad(_ context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	return f.hold(id)
+}
+
+// ImageLoadReader identifies the archive r streams, gzip-compressed or
+// not (image.IdentifyStream), reads it to its end as the engine does, and
+// holds its image, counting the load; a read error of r fails the load
+// with nothing held. The failpoint is ImageLoad's.
+func (f *FileEngine) ImageLoadReader(_ context.Context, r io.Reader, name string) error {
+	id, err := image.IdentifyStream(r)
+	if err == nil {
+		_, err = io.Copy(io.Discard, r)
+	}
+	if err != nil {
+		return fmt.Errorf("load image %s: %w", name, err)
+	}
+	return f.hold(id)
+}
+
+func (f *FileEngine) hold(id image.Identity) error {
 	cut := false
-	err = f.update(func(st *FileState) error {
+	err := f.update(func(st *FileState) error {
 		st.Loads++
 		st.Images = holding(st.Images, id)
 		cut, f.CutNextLoad = f.CutNextLoad, false

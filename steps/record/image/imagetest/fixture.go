@@ -34,6 +34,10 @@ type Options struct {
 	// deterministic pseudo-random bytes that gzip compresses about 2:1,
 	// for archives of realistic size. Zero keeps the archive a few KiB.
 	PayloadSize int64
+	// PayloadLayers splits the payload over this many layers (payload-1
+	// … payload-N in /oac, each with its own seed), as a real image has
+	// several; 0 or 1 keeps the one payload layer.
+	PayloadLayers int
 	// RepoTag, when set (for example "oac-runtime:fixture"), tags the image
 	// in manifest.json and index.json so docker load tags it. Empty loads
 	// it untagged, as the installer's Runtime is loaded.
@@ -241,11 +245,30 @@ func NewImage(opts Options) (*Image, error) {
 	if psize <= 0 {
 		psize = 64
 	}
-	l2, err := newBlob(ocispec.MediaTypeImageLayer, layerTar("payload", psize, func() io.Reader { return newPayload(opts.Label, psize) }))
-	if err != nil {
-		return nil, fmt.Errorf("build fixture payload layer: %w", err)
-	}
 	created := fixtureEpoch.Format(time.RFC3339)
+	layers := []Blob{l1}
+	history := []historyEntry{{created, "oac fixture: label"}}
+	if opts.PayloadLayers <= 1 {
+		l2, err := newBlob(ocispec.MediaTypeImageLayer, layerTar("payload", psize, func() io.Reader { return newPayload(opts.Label, psize) }))
+		if err != nil {
+			return nil, fmt.Errorf("build fixture payload layer: %w", err)
+		}
+		layers = append(layers, l2)
+		history = append(history, historyEntry{created, "oac fixture: payload"})
+	}
+	for i := 1; opts.PayloadLayers > 1 && i <= opts.PayloadLayers; i++ {
+		n := psize / int64(opts.PayloadLayers)
+		if i == opts.PayloadLayers {
+			n = psize - n*int64(opts.PayloadLayers-1)
+		}
+		name, seed := fmt.Sprintf("payload-%d", i), fmt.Sprintf("%s/%d", opts.Label, i)
+		l, err := newBlob(ocispec.MediaTypeImageLayer, layerTar(name, n, func() io.Reader { return newPayload(seed, n) }))
+		if err != nil {
+			return nil, fmt.Errorf("build fixture payload layer %d: %w", i, err)
+		}
+		layers = append(layers, l)
+		history = append(history, historyEntry{created, "oac fixture: " + name})
+	}
 	cfg := map[string]any{
 		"architecture": "amd64",
 		"os":           "linux",
@@ -254,12 +277,9 @@ func NewImage(opts Options) (*Image, error) {
 			"Env":    []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 			"Labels": map[string]string{"io.oac.fixture": opts.Label},
 		},
-		"history": []historyEntry{
-			{created, "oac fixture: label"},
-			{created, "oac fixture: payload"},
-		},
+		"history": history,
 	}
-	return &Image{Layers: []Blob{l1, l2}, Config: cfg, Tag: opts.RepoTag,
+	return &Image{Layers: layers, Config: cfg, Tag: opts.RepoTag,
 		Nested: opts.Attestation, Attest: opts.Attestation, label: opts.Label}, nil
 }
 

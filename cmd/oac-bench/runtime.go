@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
+)
+
+// The runtime measure: the import of a Runtime image at the platform's
+// real size into the machine's Docker Engine, the way the install's runtime
+// step does it, side by side in the same run with the standard tools doing
+// the same unavoidable work on the same file. The image is built at bench
+// time: runtime.tar of 512 MiB plus a few KiB (pseudo-random payload that
+// gzip compresses about 2:1, over 4 layers, plus the fixture's label
+// layer), runtime.tar.gz of about 230 MiB. Each contender runs as its own
+// process (max RSS from its rusage), with the engine emptied of the image
+// before it; a sampler reads the free space of the scratch directory's and
+// the engine's file systems every 20 ms (peak extra disk: the largest drop
+// from the free space before the run, summed over the distinct file
+// systems; the engine's own growth is in it for every contender):
+//
+//	ours     oac-bench itself (runtime-child): open runtime.tar.gz once,
+//	         image.VerifyArchive (sha256 and size, gunzip, unpacked sha256
+//	         and size, identity), then ImageLoadReader of the same descriptor
+//	         rewound through image.CheckedReader; no unpacked copy;
+//	before   the previous path, for the note: image.UnpackIdentify to
+//	         runtime.tar (written, fsynced), ImageLoad of it, then its removal;
+//	tools    sh -c 'sha256sum -c SUMS && docker load -i runtime.tar.gz'
+//	         (reference: the same checks the archive's sha256 proves, and the load);
+//	floor    docker load -i runtime.tar.gz alone (the physical floor of the
+//	         import: the engine's own work).
+//
+// The download of the same file against curl is the download measure.
+// Skipped, saying so, without a Docker Engine or the docker CLI.
+func init() { register("runtime", benchRuntime) }
+
+const (
+	runtimePayload = 512 << 20
+	runtimeLayers  = 4
+	runtimeChild   = "OAC_BENCH_RUNTIME_CHILD"
+)
+
+// runtimeRun is what one contender's run measured.
+type runtimeRun struct {
+	Total  time.Duration
+	Phases map[string]time.Duration // the child's own phases
+	RSSKiB int64                    // max RSS of the process (and its children)
+	Disk   int64                    // peak extra disk, bytes
+}
+
+func benchRuntime(dir string) ([]Result, error) {
+	if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+		fmt.Println("runtime    skipped: no Docker Engine socket at /var/run/docker.sock")
+		return nil, nil
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		fmt.Println("runtime    skipped: no docker CLI")
+		return nil, nil
+	}
+	cl, err := docker.New("")
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if _, err := cl.Info(ctx); err != nil {
+		fmt.Printf("runtime    skipped: the Docker Engine does not answer: %v\n", err)
+		return nil, nil
+	}
+	start := time.Now()
+	label := fmt.Sprintf("oac-bench-runtime-%d", time.Now().UnixNano())
+	fx, err := imagetest.WriteFixture(dir, imagetest.Options{Label: label, PayloadSize: runtimePayload, PayloadLayers: runtimeLayers})
+	if err != nil {
+		return nil, err
+	}
+	build := time.Since(start)
+	if err := os.Remove(fx.TarPath); err != nil {
+		return nil, err
+	}
+	sums := filepath.Join(dir, "SHA256SUMS")
+	if err := os.WriteFile(sums, []byte(fx.GzSHA256+"  runtime.tar.gz\n"), 0o600); err != nil {
+		return nil, err
+	}
+	removeImage := func() {
+		for _, id := range []string{fx.ConfigDigest, fx.ManifestDigest} {
+			exec.Command("docker", "rmi", "-f", id).Run()
+		}
+	}
+	removeImage()
+	defer removeImage()
+	dockerRoot, _ := exec.Command("docker", "info", "--format", "{{.DockerRootDir}}").Output()
+	watch := []string{dir}
+	if d := strings.TrimSpace(string(dockerRoot)); d != "" {
+		watch = append(watch, d)
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	spec, _ := json.Marshal(fx)
+	child := func(mode string) *exec.Cmd {
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), runtimeChild+"="+mode, "OAC_BENCH_RUNTIME_FIXTURE="+string(spec))
+		cmd.Dir = dir
+		return cmd
+	}
+	contenders := map[string]func() *exec.Cmd{
+		"ours":   func() *exec.Cmd { return child("ours") },
+		"before": func() *exec.Cmd { return child("before") },
+		"tools": func() *exec.Cmd {
+			c := exec.Command("sh", "-c", "sha256sum --quiet -c SHA256SUMS && docker load -q -i runtime.tar.gz >/dev/null")
+			c.Dir = dir
+			return c
+		},
+		"floor": func() *exec.Cmd {
+			c := exec.Command("docker", "load", "-q", "-i", "runtime.tar.gz")
+			c.Dir = dir
+			return c
+		},
+	}
+	runs := map[string]runtimeRun{}
+	for _, name := range []string{"floor", "ours", "tools", "before"} {
+		removeImage()
+		exec.Command("sync").Run()
+		r, err := measureRun(contenders[name](), watch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if _, found, err := image.Resolve(ctx, cl, fx.Identity); err != nil || !found {
+			return nil, fmt.Errorf("%s: the engine does not hold the image after the load (%v)", name, err)
+		}
+		runs[name] = r
+	}
+	o, t, f, b := runs["ours"], runs["tools"], runs["floor"], runs["before"]
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	note := fmt.Sprintf("runtime.tar.gz %d MiB → runtime.tar %d MiB in %d layers, built in %.1fs; "+
+		"ours: verify %.2fs + load %.2fs, max RSS %.0f MiB, peak extra disk %.0f MiB; "+
+		"tools: max RSS %.0f MiB, disk %.0f MiB; floor (docker load -i) %.2fs, disk %.0f MiB; "+
+		"before (unpack to runtime.tar, load it): %.2fs = unpack+identify %.2fs + load %.2fs, max RSS %.0f MiB, peak extra disk %.0f MiB",
+		fx.GzSize>>20, fx.TarSize>>20, runtimeLayers+1, build.Seconds(),
+		o.Phases["verify"].Seconds(), o.Phases["load"].Seconds(), float64(o.RSSKiB)/1024, mib(o.Disk),
+		float64(t.RSSKiB)/1024, mib(t.Disk), f.Total.Seconds(), mib(f.Disk),
+		b.Total.Seconds(), b.Phases["unpack"].Seconds(), b.Phases["load"].Seconds(), float64(b.RSSKiB)/1024, mib(b.Disk))
+	return []Result{
+		{Name: "Runtime import vs sha256sum -c + docker load -i", Ours: o.Total.Seconds(), Reference: t.Total.Seconds(), Unit: "s",
+			Ratio: o.Total.Seconds() / t.Total.Seconds(), Goal: 1.0, Max: true, Note: note},
+		{Name: "Runtime import vs docker load -i (floor)", Ours: o.Total.Seconds(), Reference: f.Total.Seconds(), Unit: "s",
+			Ratio: o.Total.Seconds() / f.Total.Seconds(), Goal: 1.15, Max: true},
+		{Name: "Runtime import peak extra disk vs docker load -i", Ours: mib(o.Disk), Reference: mib(f.Disk), Unit: "MiB",
+			Ratio: float64(o.Disk) / float64(max(f.Disk, 1)), Info: true,
+			Note: fmt.Sprintf("the archive (%.0f MiB) is on disk before either starts; before: %.0f MiB", mib(fx.GzSize), mib(b.Disk))},
+		{Name: "Runtime import max RSS (MiB, goal ≤ 128)", Ours: float64(o.RSSKiB) / 1024, Reference: 128, Unit: "MiB",
+			Ratio: float64(o.RSSKiB) / 1024 / 128, Goal: 1.0, Max: true},
+	}, nil
+}
+
+// measureRun runs cmd, sampling the free space of the file systems of
+// paths, and returns its wall time, max RSS and peak extra disk, and the
+// phases a child printed (one JSON object on its standard output).
+func measureRun(cmd *exec.Cmd, paths []string) (runtimeRun, error) {
+	type fsFree struct{ base, min int64 }
+	fss := map[uint64]*fsFree{}
+	free := func(p string) (uint64, int64) {
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) != nil {
+			return 0, 0
+		}
+		return uint64(st.Fsid.Val[0])<<32 | uint64(uint32(st.Fsid.Val[1])), int64(st.Bavail) * int64(st.Bsize)
+	}
+	for _, p := range paths {
+		if id, n := free(p); n > 0 {
+			fss[id] = &fsFree{n, n}
+		}
+	}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			for _, p := range paths {
+				if id, n := free(p); n > 0 {
+					mu.Lock()
+					if f := fss[id]; f != nil && n < f.min {
+						f.min = n
+					}
+					mu.Unlock()
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	var out strings.Builder
+	if cmd.Stdout == nil {
+		cmd.Stdout = &out
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	total := time.Since(start)
+	close(stop)
+	<-sampled
+	if err != nil {
+		return runtimeRun{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	r := runtimeRun{Total: total, Phases: map[string]time.Duration{}}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.RSSKiB = ru.Maxrss
+	}
+	for _, f := range fss {
+		r.Disk += f.base - f.min
+	}
+	if s := strings.TrimSpace(out.String()); strings.HasPrefix(s, "{") {
+		var ph map[string]float64
+		if err := json.Unmarshal([]byte(s), &ph); err == nil {
+			for k, v := range ph {
+				r.Phases[k] = time.Duration(v * float64(time.Second))
+			}
+		}
+	}
+	return r, nil
+}
+
+// runtimeChildMain is the process a contender of the runtime measure runs
+// in (oac-bench with OAC_BENCH_RUNTIME_CHILD set): it imports the fixture
+// from its working directory and prints its phases as JSON.
+func runtimeChildMain(mode string) {
+	if err := runtimeChildRun(mode); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func runtimeChildRun(mode string) error {
+	var fx imagetest.Fixture
+	if err := json.Unmarshal([]byte(os.Getenv("OAC_BENCH_RUNTIME_FIXTURE")), &fx); err != nil {
+		return err
+	}
+	cl, err := docker.New("")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	phases := map[string]float64{}
+	t := time.Now()
+	lap := func(name string) {
+		phases[name] = time.Since(t).Seconds()
+		t = time.Now()
+	}
+	switch mode {
+	case "ours":
+		f, err := os.OpenFile(fx.GzPath, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := image.VerifyArchive(f, image.Archive{Size: fx.GzSize, SHA256: fx.GzSHA256,
+			UnpackedSize: fx.TarSize, UnpackedSHA256: fx.TarSHA256, Want: fx.Identity}); err != nil {
+			return err
+		}
+		lap("verify")
+		if err := cl.ImageLoadReader(ctx, image.CheckedReader(f, fx.GzSize, fx.GzSHA256), fx.GzPath); err != nil {
+			return err
+		}
+		lap("load")
+	case "before":
+		tar := filepath.Join(filepath.Dir(fx.GzPath), "runtime.tar")
+		defer os.Remove(tar)
+		id, err := image.UnpackIdentify(fx.GzPath, tar, fx.TarSize, fx.TarSHA256)
+		if err == nil {
+			err = id.Check(fx.Identity)
+		}
+		if err != nil {
+			return err
+		}
+		lap("unpack")
+		if err := cl.ImageLoad(ctx, tar); err != nil {
+			return err
+		}
+		lap("load")
+		if err := os.Remove(tar); err != nil {
+			return err
+		}
+		lap("remove")
+	default:
+		return errors.New("unknown runtime child mode " + strconv.Quote(mode))
+	}
+	b, _ := json.Marshal(phases)
+	fmt.Println(string(b))
+	return nil
+}

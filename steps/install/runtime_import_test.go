@@ -1,0 +1,105 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/workflow"
+)
+
+// spyDocker is the file engine, noting what lies in images/ while a load
+// runs.
+type spyDocker struct {
+	*dockertest.FileEngine
+	dir   string
+	seen  [][]string
+	loads int
+}
+
+func (s *spyDocker) ImageLoadReader(ctx context.Context, r io.Reader, name string) error {
+	s.loads++
+	ents, _ := os.ReadDir(s.dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	s.seen = append(s.seen, names)
+	return s.FileEngine.ImageLoadReader(ctx, r, name)
+}
+
+// TestInstallRuntimeLoadsTheVerifiedArchive: the Docker import hands the
+// engine the downloaded runtime.tar.gz itself, with no unpacked copy
+// beside it at any time; an archive whose bytes are not the release's is
+// refused as a conflict before any load.
+func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
+	f := newInstallFixture(t)
+	spy := &spyDocker{FileEngine: f.docker, dir: f.root("images")}
+	opts := f.options()
+	opts.Docker = func(context.Context, string) (noderoot.Docker, error) { return spy, nil }
+	all := []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
+		workflow.InstallLease, workflow.InstallRuntime}
+	run := func(token string, states []workflow.State) error {
+		if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
+			return err
+		}
+		e, err := NewNodeEnv(context.Background(), opts)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		e.SetToken(token)
+		steps := nodeSteps(e)
+		facts := workflow.Facts{}
+		for _, st := range states {
+			res, err := steps[st].Run(context.Background(), facts)
+			if err != nil {
+				return err
+			}
+			for k, v := range res.Facts {
+				facts[k] = v
+			}
+		}
+		return nil
+	}
+	if err := run("tok-123", all); err != nil {
+		t.Fatal(err)
+	}
+	if spy.loads != 1 || len(spy.seen) != 1 || len(spy.seen[0]) != 1 || spy.seen[0][0] != "runtime.tar.gz" {
+		t.Fatalf("loads %d; images/ during the load: %v", spy.loads, spy.seen)
+	}
+
+	// The image is gone and the archive holds other bytes of the same
+	// size when the runtime step runs again: refused as a conflict,
+	// nothing loaded, the file left as it is. (Before registration the
+	// downloads step would replace it; this is the runtime step's own
+	// proof.)
+	if err := f.docker.RemoveImage(f.rel.Image); err != nil {
+		t.Fatal(err)
+	}
+	gz := filepath.Join(spy.dir, "runtime.tar.gz")
+	b, err := os.ReadFile(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(gz, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = run("", []workflow.State{workflow.InstallRuntime})
+	if !errors.Is(err, noderoot.ErrConflict) && !errors.Is(err, image.ErrArchiveMismatch) {
+		t.Fatalf("a changed archive: %v", err)
+	}
+	if spy.loads != 1 {
+		t.Fatalf("a changed archive was loaded (%d loads)", spy.loads)
+	}
+	if after, _ := os.ReadFile(gz); string(after) != string(b) {
+		t.Error("the changed archive was replaced")
+	}
+}
