@@ -111,20 +111,11 @@ func BenchmarkEndToEndInstall(b *testing.B) {
 		benchLine("install", "phase "+n, last.phases[n].Seconds(), 0, "s", 0, 0, false, true, "(last round)")
 	}
 	benchLine("install", "steps (ms, begin to done)", 0, 0, "s", 0, 0, false, true, last.steps+" (last round)")
-	med := func(f func(installSample) time.Duration) time.Duration {
-		var d []time.Duration
-		for _, s := range samples {
-			d = append(d, f(s))
-		}
-		return median(d)
-	}
-	var parts []string
-	for _, p := range installParts {
-		parts = append(parts, fmt.Sprintf("%s %.0f ms", p.name, ms(med(p.of))))
-	}
+	med := func(f func(installSample) time.Duration) time.Duration { return medianOf(samples, f) }
+	parts := partTimes(samples)
 	benchLine("install", "first install, parts", 0, 0, "s", 0, 0, false, true,
 		fmt.Sprintf("medians of %d rounds: %s (systemd's start of the unit itself %.0f ms); waiting for Core %.0f ms; total %.0f ms",
-			len(samples), strings.Join(parts, ", "), ms(med(func(s installSample) time.Duration { return s.start })),
+			len(samples), parts, ms(med(func(s installSample) time.Duration { return s.start })),
 			ms(med(func(s installSample) time.Duration { return s.wait })), ms(med(func(s installSample) time.Duration { return s.total }))))
 	var ratios, named []float64
 	for _, s := range samples {
@@ -214,19 +205,10 @@ func BenchmarkEndToEndInstallRealSize(b *testing.B) {
 		benchLine("real-size", "phase "+n, d.Seconds(), 0, "s", 0, 0, false, true, "(last round)")
 	}
 	benchLine("real-size", "steps (ms, begin to done)", 0, 0, "s", 0, 0, false, true, last.steps+" (last round)")
-	med := func(f func(installSample) time.Duration) time.Duration {
-		var d []time.Duration
-		for _, s := range samples {
-			d = append(d, f(s))
-		}
-		return median(d)
-	}
-	var parts []string
-	for _, p := range installParts {
-		parts = append(parts, fmt.Sprintf("%s %.0f ms", p.name, ms(med(p.of))))
-	}
+	med := func(f func(installSample) time.Duration) time.Duration { return medianOf(samples, f) }
+	parts := partTimes(samples)
 	benchLine("real-size", "first install, parts", 0, 0, "s", 0, 0, false, true,
-		fmt.Sprintf("medians of %d rounds: %s; waiting for Core %.0f ms; total %.0f ms", len(samples), strings.Join(parts, ", "),
+		fmt.Sprintf("medians of %d rounds: %s; waiting for Core %.0f ms; total %.0f ms", len(samples), parts,
 			ms(med(func(s installSample) time.Duration { return s.wait })), ms(med(func(s installSample) time.Duration { return s.total }))))
 	ours, ref := med(installSample.ours), med(installSample.unavoidable)
 	benchLine("real-size", "first install vs its unavoidable parts", ours.Seconds(), ref.Seconds(), "s", ours.Seconds()/ref.Seconds(), 1.0, true, false,
@@ -702,4 +684,22 @@ curl -fsS --cacert %[7]s -H "Authorization: Bearer $OAC_CRED" "%[8]s/api/v1/sand
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// medianOf is the median of f over the rounds' samples.
+func medianOf(samples []installSample, f func(installSample) time.Duration) time.Duration {
+	var d []time.Duration
+	for _, s := range samples {
+		d = append(d, f(s))
+	}
+	return median(d)
+}
+
+// partTimes is each unavoidable part's median over the rounds, for a line.
+func partTimes(samples []installSample) string {
+	var parts []string
+	for _, p := range installParts {
+		parts = append(parts, fmt.Sprintf("%s %.0f ms", p.name, ms(medianOf(samples, p.of))))
+	}
+	return strings.Join(parts, ", ")
 }
