@@ -63,8 +63,7 @@ var checkFlags = []string{flagSourceURL, flagBundle, flagCoreURL, flagProvider, 
 // checkCommand is `oac-node-install check`: install's preflight, every
 // result printed (kubeadm's preflight phase).
 func (c *cli) checkCommand() *cobra.Command {
-	f := &installerFlags{own: []string{"json"}}
-	var asJSON bool
+	f := &installerFlags{}
 	cmd := &cobra.Command{
 		Use:         "check",
 		Short:       "Run every check install runs before a change and show each result; change nothing",
@@ -79,7 +78,7 @@ func (c *cli) checkCommand() *cobra.Command {
 			if f.noColor {
 				os.Setenv("NO_COLOR", "1")
 			}
-			return c.runCheck(cmd.Context(), f, asJSON)
+			return c.runCheck(cmd.Context(), f, f.json)
 		},
 	}
 	all := pflag.NewFlagSet("install", pflag.ContinueOnError)
@@ -90,7 +89,10 @@ func (c *cli) checkCommand() *cobra.Command {
 		fs.AddFlag(all.Lookup(name))
 	}
 	fs.AddFlag(all.Lookup(flagTokenStdin))
-	fs.BoolVar(&asJSON, "json", false, "print one JSON document (format 1) instead of lines")
+	// install's --json, with check's meaning (all is this command's own).
+	js := all.Lookup(flagJSON)
+	js.Usage = "print one JSON document (format 1) of the checks instead of lines"
+	fs.AddFlag(js)
 	c.bindHostRoot(fs)
 	return cmd
 }

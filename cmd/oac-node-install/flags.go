@@ -21,9 +21,6 @@ import (
 // (the default), uninstall (--uninstall) or the generation helper
 // (--generation-action, hidden; run by oac-node).
 type installerFlags struct {
-	// own are the flags of a command that takes the install flags (check's
-	// --json), accepted besides its mode's.
-	own                 []string
 	sourceURL           string
 	bundle              string
 	coreURL             string
@@ -175,7 +172,7 @@ func (f *installerFlags) validate(fs *pflag.FlagSet) error {
 func (f *installerFlags) onlyAllowed(fs *pflag.FlagSet) error {
 	mode := f.mode()
 	ok := map[string]bool{flagHostRoot: true}
-	for _, name := range append(allowedIn[mode], f.own...) {
+	for _, name := range allowedIn[mode] {
 		ok[name] = true
 	}
 	var bad error
