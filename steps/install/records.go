@@ -217,24 +217,27 @@ func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
 	case rec.CoreCASHA256 == ca:
 		return nil
 	case ca == "":
-		return fmt.Errorf("this host's node was installed with --core-ca (a CA bundle with sha256 %s) and this command has none: rerun it with --core-ca and the same file; the node keeps a copy at %s",
+		return fmt.Errorf("this host's node was installed with --core-ca (a CA bundle with sha256 %s) and this command has none: rerun it with --core-ca and the same file; %s",
 			rec.CoreCASHA256, nodeCACopy(rec))
 	case rec.CoreCASHA256 == "":
 		return fmt.Errorf("this host's node was installed without --core-ca (Core's certificate is checked against the system's roots); rerun the command without --core-ca")
 	}
-	return fmt.Errorf("this host's node was installed with another Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; the node keeps a copy at %s",
+	return fmt.Errorf("this host's node was installed with another Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; %s",
 		rec.CoreCASHA256, ca, nodeCACopy(rec))
 }
 
-// nodeCACopy is where the node keeps its copy of the Core CA it was
-// installed with: the operator may pass it as --core-ca, whose sha256 is
-// then checked against the host record like any other file.
+// nodeCACopy says how to get the Core CA back from the node's copy. The
+// copy is in the node root, which the service account can write: it is
+// read as that account into a file of root's, never passed to root by its
+// path, and the command checks its sha256 against the host record like any
+// --core-ca file.
 func nodeCACopy(rec hostrecord.Record) string {
 	root := rec.NodeRoot
 	if root == "" {
 		root = layout.Default.NodeRoot(rec.InstallationID)
 	}
-	return layout.Node{Root: root}.CoreCA()
+	return fmt.Sprintf("the node keeps a copy, read it as the node account: sudo -u %s cat %s > core-ca.pem, then pass --core-ca with core-ca.pem's absolute path",
+		layout.Account, layout.Node{Root: root}.CoreCA())
 }
 
 // readHostRecord reads the host record of installation id (root's).

@@ -240,7 +240,9 @@ func refusalCases() []refusalCase {
 		{name: "registered: no Core CA", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
 			want: "installed with --core-ca (a CA bundle with sha256 "},
 		{name: "registered: no Core CA, the node's copy named", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
-			want: filepath.Join(layout.NodesRel, generationtest.InstallationID, layout.CoreCAFile) + ". "},
+			want: "read it as the node account: sudo -u oac-node cat "},
+		{name: "registered: no Core CA, the copy's path", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
+			want: filepath.Join(layout.NodesRel, generationtest.InstallationID, layout.CoreCAFile) + " > core-ca.pem"},
 		{name: "registered: provider assertion", registered: true, edit: func(f *runFixture, c *Command) { c.Options.Provider = "microsandbox" },
 			want: "this command says --provider microsandbox: rerun it with --provider docker"},
 		{name: "registered: record of another installation", registered: true, setup: func(t *testing.T, f *runFixture) {
