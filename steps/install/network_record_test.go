@@ -1,11 +1,13 @@
 package install
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/workflow"
 )
 
 func recordedNetworks(t *testing.T, f *runFixture) []string {
@@ -58,5 +60,41 @@ func TestTheNetworkIsRecorded(t *testing.T) {
 	}
 	if !strings.Contains(f.out.String(), "No change") {
 		t.Errorf("the second rerun changed something:\n%s", f.out.String())
+	}
+}
+
+// A run cut off after the service account made the network and before
+// root recorded it resumes in the network state's verification, which
+// finds the network and completes the record.
+func TestTheNetworkRecordIsCompletedByVerification(t *testing.T) {
+	f := newHostFixture(t)
+	if _, err := f.run(t); err != nil {
+		t.Fatal(err)
+	}
+	want := "oac-node-" + generationtest.InstallationID
+	db, err := bookkeeping.Open(f.host.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RemoveNetwork(want); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	v, ok := Steps(f.env)[workflow.InstallNetwork].(workflow.Verifier)
+	if !ok {
+		t.Fatal("the network state's step is not a Verifier")
+	}
+	out, _, err := v.Verify(context.Background(), workflow.Facts{})
+	if err != nil || out != workflow.Done {
+		t.Fatalf("Verify = %v, %v", out, err)
+	}
+	db, err = bookkeeping.OpenReadOnly(f.host.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	nets, err := db.Networks(generationtest.InstallationID)
+	if err != nil || len(nets) != 1 || nets[0].Name != want {
+		t.Errorf("recorded networks %+v, %v", nets, err)
 	}
 }
