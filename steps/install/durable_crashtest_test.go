@@ -4,9 +4,11 @@ package install
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
@@ -110,5 +112,31 @@ func TestEnsureDirIsDurable(t *testing.T) {
 		for _, p := range w.Unsynced() {
 			t.Errorf("ensureDir %s %s without fsync of %s", run, dir, p)
 		}
+	}
+}
+
+// The command on the host is written durably (its bytes and its name in
+// /usr/local/sbin) before it is reported, and its removal is synced too.
+func TestTheCommandOnTheHostIsDurable(t *testing.T) {
+	h := commandHost(t)
+	dir := filepath.Dir(h.Command())
+	// The bytes are synced under the temporary name they are written to
+	// (safefile.AtomicWrite), then renamed into place.
+	w := safefile.WatchSyncs(filepath.Join(dir, ".oac-node-install.tmp"), dir)
+	KeepCommand(h, []byte("build 1"), "v1", io.Discard)
+	for _, p := range w.Unsynced() {
+		t.Errorf("the command was written without fsync of %s", p)
+	}
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w = safefile.WatchSyncs(dir)
+	if err := RemoveCommand(db, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range w.Unsynced() {
+		t.Errorf("the command was removed without fsync of %s", p)
 	}
 }

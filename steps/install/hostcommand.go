@@ -109,11 +109,10 @@ func RemoveCommand(db *bookkeeping.DB, out io.Writer) error {
 	case held != rec.SHA256:
 		fmt.Fprintf(out, "Kept %s: it changed since the installer wrote it.\n", rec.Path)
 	default:
-		if err := safefile.Remove(rec.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// With the temporary file an interrupted write left, the
+		// directory synced (safefile.RemoveWritten).
+		if err := safefile.RemoveWritten(rec.Path); err != nil {
 			return fmt.Errorf("remove %s: %w", rec.Path, err)
-		}
-		if err := safefile.SyncDir(filepath.Dir(rec.Path)); err != nil {
-			return err
 		}
 	}
 	return db.ForgetCommand()
