@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -38,9 +36,12 @@ func KeepCommand(h layout.Host, bin []byte, version string, out io.Writer) {
 
 func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
 	path := h.Command()
-	if err := trustedDir(filepath.Dir(path)); err != nil {
+	dir, err := commandDir(path)
+	if err != nil {
 		return false, err
 	}
+	defer dir.Close()
+	name := filepath.Base(path)
 	sum := sha256.Sum256(bin)
 	digest := hex.EncodeToString(sum[:])
 	// Read-only first: a converged run leaves installer.db as it is (an
@@ -56,7 +57,7 @@ func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
 		return false, err
 	}
 	want := bookkeeping.Command{Path: path, SHA256: digest, Version: version}
-	held, err := fileDigest(path)
+	held, err := fileDigest(dir, name)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -73,7 +74,7 @@ func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
 	if err := setCommand(h, want); err != nil {
 		return false, err
 	}
-	if err := safefile.AtomicWrite(path, bin, 0o755); err != nil {
+	if err := dir.AtomicWrite(name, bin, 0o755); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -98,10 +99,15 @@ func RemoveCommand(db *bookkeeping.DB, out io.Writer) error {
 	if err != nil || !recorded {
 		return err
 	}
-	if err := trustedDir(filepath.Dir(rec.Path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	dir, err := commandDir(rec.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return db.ForgetCommand()
+	}
+	if err != nil {
 		return err
 	}
-	held, err := fileDigest(rec.Path)
+	defer dir.Close()
+	held, err := fileDigest(dir, filepath.Base(rec.Path))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -118,38 +124,27 @@ func RemoveCommand(db *bookkeeping.DB, out io.Writer) error {
 	return db.ForgetCommand()
 }
 
-// trustedDir checks that dir is a directory (not a link) that only root
-// may change: owned by root, writable by no group or other.
-func trustedDir(dir string) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
+// commandDir opens the directory of the command's path p as a safefile
+// Root, reached without following a link in its last component, and
+// checked to be one only root may change (owned by root, writable by no
+// group or other).
+func commandDir(p string) (*safefile.Root, error) {
+	parent, err := safefile.OpenRootTrusted(filepath.Dir(filepath.Dir(p)))
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return fmt.Errorf("%s is not a directory", dir)
-	case st.Uid != 0 || st.Mode&0o022 != 0:
-		return fmt.Errorf("%s may be changed by others than root (owner uid %d, mode %04o)", dir, st.Uid, st.Mode&0o7777)
-	}
-	return nil
+	defer parent.Close()
+	return parent.OpenDir(filepath.Base(filepath.Dir(p)), safefile.Expect{UID: 0, DenyMode: 0o022})
 }
 
-// fileDigest is the sha256 of the regular file at p, opened without
-// following a link.
-func fileDigest(p string) (string, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+// fileDigest is the sha256 of the regular file name in dir (no link
+// followed).
+func fileDigest(dir *safefile.Root, name string) (string, error) {
+	f, err := dir.OpenFile(name, safefile.Expect{UID: safefile.AnyUID})
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return "", fmt.Errorf("%s is a symbolic link", p)
-		}
 		return "", err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return "", err
-	} else if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", p)
-	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err

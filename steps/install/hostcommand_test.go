@@ -122,7 +122,7 @@ func TestTheCommandOnTheHostKeepsWhatIsNotItsOwn(t *testing.T) {
 	os.Chmod(filepath.Dir(h.Command()), 0o777)
 	out.Reset()
 	KeepCommand(h, []byte("build 1"), "v1", &out)
-	if _, err := os.Lstat(h.Command()); !os.IsNotExist(err) || !strings.Contains(out.String(), "may be changed by others") {
+	if _, err := os.Lstat(h.Command()); !os.IsNotExist(err) || !strings.Contains(out.String(), "unsafe mode") {
 		t.Errorf("a world-writable directory: %v, output %q", err, out.String())
 	}
 }
