@@ -7,6 +7,7 @@ require (
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/google/uuid v1.6.0
 	github.com/hanwen/go-fuse/v2 v2.12.1
+	github.com/klauspost/compress v1.20.4
 	github.com/looplab/fsm v1.0.3
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2

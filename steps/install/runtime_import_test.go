@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -76,10 +78,13 @@ func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
 	}
 
 	// The image is gone and the archive holds other bytes of the same
-	// size when the runtime step runs again: refused as a conflict,
-	// nothing loaded, the file left as it is. (Before registration the
-	// downloads step would replace it; this is the runtime step's own
-	// proof.)
+	// size when the runtime step runs again: refused as a conflict, the
+	// engine holding nothing, the file left as it is. (Before
+	// registration the downloads step would replace it; this is the
+	// runtime step's own check.) In the process that proved the archive
+	// as it arrived, the check is the load's stream, which fails before
+	// the archive's end; in another, VerifyArchive refuses it before any
+	// load.
 	if err := f.docker.RemoveImage(f.rel.Image); err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +98,43 @@ func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = run("", []workflow.State{workflow.InstallRuntime})
-	if !errors.Is(err, noderoot.ErrConflict) && !errors.Is(err, image.ErrArchiveMismatch) {
+	if !errors.Is(err, noderoot.ErrConflict) || !errors.Is(err, image.ErrArchiveMismatch) {
 		t.Fatalf("a changed archive: %v", err)
 	}
-	if spy.loads != 1 {
-		t.Fatalf("a changed archive was loaded (%d loads)", spy.loads)
+	if st, err := f.docker.State(); err != nil || len(st.Images) != 0 {
+		t.Fatalf("the engine holds the image of a changed archive: %+v, %v", st.Images, err)
 	}
 	if after, _ := os.ReadFile(gz); string(after) != string(b) {
 		t.Error("the changed archive was replaced")
+	}
+}
+
+// TestInstallDownloadsProveTheArchive: the downloads step proves the
+// Runtime archive's bytes and identity as they arrive, so that the runtime
+// step does not read the archive twice: the proof is remembered for the
+// process (image.Proven) once the archive is downloaded, not before.
+func TestInstallDownloadsProveTheArchive(t *testing.T) {
+	rel := generationtest.BuildUniqueRelease(t)
+	f := newInstallFixtureFor(t, rel)
+	a := noderoot.ArchiveOf(&release.Release{Manifest: rel.Manifest, Provider: release.ProviderDocker})
+	if _, ok := image.Proven(a); ok {
+		t.Fatal("proven before the download")
+	}
+	if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewNodeEnv(context.Background(), f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	steps := nodeSteps(e)
+	for _, st := range []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads} {
+		if _, err := steps[st].Run(context.Background(), workflow.Facts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, ok := image.Proven(a); !ok || id != rel.Image {
+		t.Fatalf("after the download: proven %v, %+v (want %+v)", ok, id, rel.Image)
 	}
 }

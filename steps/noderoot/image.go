@@ -68,19 +68,22 @@ func ImageHeld(ctx context.Context, d Data, c *provider.Config) (string, bool, e
 // ImportImage makes the provider hold the configuration's Runtime image
 // and returns its local identity (Docker: the local image ID; microsandbox:
 // the reference). An image already held is not loaded again. Otherwise,
-// for Docker, the archive (downloaded if missing) is opened once, its
-// bytes and identity proven in one streaming read, and the engine loads
-// the compressed archive from that same descriptor: no unpacked copy is
-// written. msb loads an uncompressed archive from a path, so for
-// microsandbox the archive is unpacked to images/runtime.tar while its
-// identity is proven, as before. The image must resolve after the load.
+// for Docker, the archive (downloaded if missing) is opened once; its
+// bytes and identity were proven as it arrived in this process, or are
+// proven now in one streaming read of that descriptor (provenArchive), and
+// the engine is handed its gunzipped bytes from the same descriptor,
+// checked against the proven ones as they pass (image.LoadReader): no
+// unpacked copy is written, and the engine does no decompression of its
+// own. msb loads an uncompressed archive from a path, so for microsandbox
+// the archive is unpacked to images/runtime.tar while its identity is
+// proven, as before. The image must resolve after the load.
 func ImportImage(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
 	if id, held, err := ImageHeld(ctx, d, c); err != nil || held {
 		return id, err
 	}
 	switch {
 	case c.Docker != nil:
-		f, gz, err := verifiedArchive(ctx, d, c, dir)
+		f, a, err := provenArchive(ctx, d, c, dir)
 		if err != nil {
 			return "", err
 		}
@@ -90,9 +93,20 @@ func ImportImage(ctx context.Context, d Data, c *provider.Config, dir string) (s
 			return "", err
 		}
 		d.Logf("load the Runtime image into the Docker Engine")
-		// The same descriptor, rewound: the engine gets the bytes just
-		// proven, and a stream that is not them ends in an error.
-		if err := dk.ImageLoadReader(ctx, image.CheckedReader(f, gz.Size, gz.SHA256), f.Name()); err != nil {
+		// The same descriptor, at its start: the engine gets the
+		// gunzipped bytes just proven, and a stream that is not them
+		// ends in an error before the archive's end.
+		lr := image.LoadReader(f, a)
+		err = dk.ImageLoadReader(ctx, lr, f.Name())
+		lr.Close()
+		if errors.Is(err, image.ErrArchiveMismatch) {
+			// The file changed since it was proven: the load's stream
+			// failed before the archive's end, so the engine holds
+			// nothing of it; other bytes than the release's are a
+			// conflict, as provenArchive reports them.
+			return "", fmt.Errorf("%w: load %s: %w", ErrConflict, f.Name(), err)
+		}
+		if err != nil {
 			return "", imageErr(fmt.Errorf("load %s: %w", f.Name(), err))
 		}
 		id, found, err := image.Resolve(ctx, dk, WantImage(c))
@@ -150,40 +164,43 @@ func runtimeArchive(ctx context.Context, d Data, c *provider.Config, dir string)
 	return gz, tar, nil
 }
 
-// verifiedArchive opens the release's Runtime archive in dir (downloaded
+// provenArchive opens the release's Runtime archive in dir (downloaded
 // first if missing) once, as a private regular file of the node account
-// without following a link, and proves from that descriptor, in one
-// streaming read, its size and sha256, its gunzipped size and sha256 and
-// the specification's image identity (image.VerifyArchive). It returns the
-// descriptor rewound, and the archive's declared bytes: what is loaded
-// from it is what was proven, and no unpacked copy is written.
-func verifiedArchive(ctx context.Context, d Data, c *provider.Config, dir string) (*os.File, RuntimeFile, error) {
+// without following a link, and returns the descriptor at its start with
+// what it proves. The proof is the one made as the archive arrived in this
+// process (image.Proven: the downloads step's), or else is made now from
+// that descriptor in one streaming read (image.VerifyArchive): its size
+// and sha256, its gunzipped size and sha256, and the specification's
+// image identity.
+func provenArchive(ctx context.Context, d Data, c *provider.Config, dir string) (*os.File, image.Archive, error) {
 	rt := c.Specification.Runtime
 	gz, tar, err := runtimeArchive(ctx, d, c, dir)
 	if err != nil {
-		return nil, gz, err
+		return nil, image.Archive{}, err
 	}
+	a := image.Archive{Size: gz.Size, SHA256: gz.SHA256, UnpackedSize: tar.Size, UnpackedSHA256: tar.SHA256, Want: WantImage(c)}
 	gzRel := path.Join(dir, gz.Rel)
 	exp := safefile.Expect{UID: d.UID()}
 	f, err := d.Root().OpenFile(gzRel, exp)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := Mkdirs(d, path.Dir(gzRel)); err != nil {
-			return nil, gz, err
+			return nil, a, err
 		}
 		d.Logf("restore %s", gzRel)
 		if err := FetchFile(ctx, d, rt.SourceCommit, gzRel, gz); err != nil {
-			return nil, gz, err
+			return nil, a, err
 		}
 		f, err = d.Root().OpenFile(gzRel, exp)
 	}
 	if errors.Is(err, safefile.ErrUnsafe) {
-		return nil, gz, fmt.Errorf("%w: %w", ErrConflict, err)
+		return nil, a, fmt.Errorf("%w: %w", ErrConflict, err)
 	}
 	if err != nil {
-		return nil, gz, err
+		return nil, a, err
 	}
-	_, err = image.VerifyArchive(f, image.Archive{Size: gz.Size, SHA256: gz.SHA256,
-		UnpackedSize: tar.Size, UnpackedSHA256: tar.SHA256, Want: WantImage(c)})
+	if _, proven := image.Proven(a); !proven {
+		_, err = image.VerifyArchive(f, a)
+	}
 	if err == nil {
 		// A run that wrote it may have died before its directory
 		// fsync; make it durable before it counts, as CheckFile does.
@@ -194,11 +211,11 @@ func verifiedArchive(ctx context.Context, d Data, c *provider.Config, dir string
 		if errors.Is(err, image.ErrArchiveMismatch) {
 			// Other bytes than the release's: a conflict, as CheckFile
 			// reports them; nothing is replaced.
-			return nil, gz, fmt.Errorf("%w: %w", ErrConflict, err)
+			return nil, a, fmt.Errorf("%w: %w", ErrConflict, err)
 		}
-		return nil, gz, imageErr(err)
+		return nil, a, imageErr(err)
 	}
-	return f, gz, nil
+	return f, a, nil
 }
 
 // unpackedArchive (microsandbox only) returns the path of the release's

@@ -310,36 +310,54 @@ func TestEngineContainersByLabel(t *testing.T) {
 	}
 }
 
-// TestEngineLoadCompressed: the machine's engine loads the verified
-// gzip-compressed archive from the descriptor it was proven from (no
-// unpacked copy); a stream whose bytes are not the ones proven fails the
-// load at its end.
-func TestEngineLoadCompressed(t *testing.T) {
+// TestEngineLoadProvenStream: the machine's engine loads the gunzipped
+// stream of the verified archive, read from the descriptor it was proven
+// from (no unpacked copy); the stream of another archive (a valid image,
+// all but its last MiB handed on) fails the load, and the engine holds
+// neither image.
+func TestEngineLoadProvenStream(t *testing.T) {
 	c, raw := engine(t)
-	fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: "oac-test-" + uuid.NewString()})
+	opts := func(label string) imagetest.Options {
+		return imagetest.Options{Label: label, PayloadSize: 3 << 20}
+	}
+	fx, err := imagetest.WriteFixture(t.TempDir(), opts("oac-test-"+uuid.NewString()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	removeImages(t, raw, fx.ConfigDigest, fx.ManifestDigest)
+	other, err := imagetest.WriteFixture(t.TempDir(), opts("oac-test-"+uuid.NewString()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeImages(t, raw, fx.ConfigDigest, fx.ManifestDigest, other.ConfigDigest, other.ManifestDigest)
+	a := image.Archive{Size: fx.GzSize, SHA256: fx.GzSHA256, UnpackedSize: fx.TarSize, UnpackedSHA256: fx.TarSHA256, Want: fx.Identity}
+	g, err := os.Open(other.GzPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	lr := image.LoadReader(g, a)
+	err = c.ImageLoadReader(ctx(t), lr, other.GzPath)
+	lr.Close()
+	if !errors.Is(err, image.ErrArchiveMismatch) {
+		t.Fatalf("the stream of another archive: %v", err)
+	}
+	for _, id := range []image.Identity{fx.Identity, other.Identity} {
+		if _, found, err := image.Resolve(ctx(t), c, id); err != nil || found {
+			t.Fatalf("after the refused stream the engine holds %s: %v, %v", id.ConfigDigest, found, err)
+		}
+	}
+
 	f, err := os.Open(fx.GzPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := image.VerifyArchive(f, image.Archive{Size: fx.GzSize, SHA256: fx.GzSHA256,
-		UnpackedSize: fx.TarSize, UnpackedSHA256: fx.TarSHA256, Want: fx.Identity}); err != nil {
+	if _, err := image.VerifyArchive(f, a); err != nil {
 		t.Fatal(err)
 	}
-	err = c.ImageLoadReader(ctx(t), image.CheckedReader(f, fx.GzSize-1, fx.GzSHA256), fx.GzPath)
-	if !errors.Is(err, image.ErrArchiveMismatch) {
-		t.Fatalf("a stream longer than proven: %v", err)
-	}
-	_, found, _ := image.Resolve(ctx(t), c, fx.Identity)
-	t.Logf("after the refused stream the engine holds the image: %v", found)
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ImageLoadReader(ctx(t), image.CheckedReader(f, fx.GzSize, fx.GzSHA256), fx.GzPath); err != nil {
+	lr = image.LoadReader(f, a)
+	defer lr.Close()
+	if err := c.ImageLoadReader(ctx(t), lr, fx.GzPath); err != nil {
 		t.Fatal(err)
 	}
 	if id, found, err := image.Resolve(ctx(t), c, fx.Identity); err != nil || !found || (id != fx.ConfigDigest && id != fx.ManifestDigest) {

@@ -265,12 +265,18 @@ func TestFakeImageLoadReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	err = c.ImageLoadReader(ctx(t), image.CheckedReader(f, fx.GzSize, strings.Repeat("0", 64)), fx.GzPath)
+	a := image.Archive{Size: fx.GzSize, SHA256: strings.Repeat("0", 64), UnpackedSize: fx.TarSize, UnpackedSHA256: fx.TarSHA256, Want: fx.Identity}
+	lr := image.LoadReader(f, a)
+	err = c.ImageLoadReader(ctx(t), lr, fx.GzPath)
+	lr.Close()
 	if !errors.Is(err, image.ErrArchiveMismatch) {
 		t.Fatalf("a stream with other bytes than proven: %v", err)
 	}
 	f.Seek(0, 0)
-	if err := c.ImageLoadReader(ctx(t), image.CheckedReader(f, fx.GzSize, fx.GzSHA256), fx.GzPath); err != nil {
+	a.SHA256 = fx.GzSHA256
+	lr = image.LoadReader(f, a)
+	defer lr.Close()
+	if err := c.ImageLoadReader(ctx(t), lr, fx.GzPath); err != nil {
 		t.Fatal(err)
 	}
 	if id, found, err := image.Resolve(ctx(t), c, fx.Identity); err != nil || !found || id != fx.ConfigDigest {

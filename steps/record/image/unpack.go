@@ -2,7 +2,6 @@ package image
 
 import (
 	"bufio"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/klauspost/compress/gzip"
 	"golang.org/x/sys/unix"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"

@@ -2,7 +2,6 @@ package image
 
 import (
 	"bufio"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -38,8 +38,10 @@ func (a Archive) valid() bool {
 // stopped as soon as it passes the size); the tar stream holds an image
 // whose identity, derived and checked as Identify does (every blob hashed
 // as it passes, every record cross-checked), is a.Want. Nothing is written
-// anywhere. On success f is rewound to its start, so that the caller can
-// hand the engine the very bytes just proven (see CheckedReader).
+// anywhere. On success f is rewound to its start, and the proof is
+// remembered for the rest of the process (Proven): the engine is then
+// handed the gunzipped bytes through LoadReader, which holds the stream to
+// the bytes just proven.
 //
 // Refusals wrap ErrArchiveMismatch (the compressed bytes),
 // ErrUnpackMismatch (the gunzipped bytes), the errors Identify returns, or
@@ -56,7 +58,21 @@ func VerifyArchive(f *os.File, a Archive) (Identity, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return Identity{}, fmt.Errorf("verify image archive %s: %w", f.Name(), err)
 	}
-	src := &hashingReader{r: f, h: sha256.New(), limit: a.Size}
+	id, err := prove(f, f.Name(), a)
+	if err != nil {
+		return Identity{}, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return Identity{}, fmt.Errorf("verify image archive %s: %w", f.Name(), err)
+	}
+	remember(a, id)
+	return id, nil
+}
+
+// prove reads the compressed archive r to its end and proves a of it (see
+// VerifyArchive); name says what r is in errors.
+func prove(r io.Reader, name string, a Archive) (Identity, error) {
+	src := &hashingReader{r: r, h: sha256.New(), limit: a.Size}
 	stop := make(chan struct{})
 	chunks := make(chan chunk, verifyChunkCount)
 	free := make(chan []byte, verifyChunkCount)
@@ -97,27 +113,24 @@ func VerifyArchive(f *os.File, a Archive) (Identity, error) {
 		err = src.drain()
 	}
 	if src.err != nil && !errors.Is(src.err, errTooLong) {
-		return Identity{}, fmt.Errorf("read image archive %s: %w", f.Name(), src.err)
+		return Identity{}, fmt.Errorf("read image archive %s: %w", name, src.err)
 	}
 	if got := hex.EncodeToString(src.h.Sum(nil)); src.n != a.Size || got != a.SHA256 || src.over {
 		return Identity{}, fmt.Errorf("image archive %s: %w: it has %d bytes with sha256 %s; the manifest says %d bytes with sha256 %s",
-			f.Name(), ErrArchiveMismatch, src.n, got, a.Size, a.SHA256)
+			name, ErrArchiveMismatch, src.n, got, a.Size, a.SHA256)
 	}
 	if err != nil {
-		return Identity{}, fmt.Errorf("verify image archive %s: %w", f.Name(), err)
+		return Identity{}, fmt.Errorf("verify image archive %s: %w", name, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); n != a.UnpackedSize || got != a.UnpackedSHA256 {
 		return Identity{}, fmt.Errorf("image archive %s: %w: it unpacks to %d bytes with sha256 %s; the manifest says %d bytes with sha256 %s",
-			f.Name(), ErrUnpackMismatch, n, got, a.UnpackedSize, a.UnpackedSHA256)
+			name, ErrUnpackMismatch, n, got, a.UnpackedSize, a.UnpackedSHA256)
 	}
 	if scanErr != nil {
-		return Identity{}, fmt.Errorf("image archive %s: %w", f.Name(), scanErr)
+		return Identity{}, fmt.Errorf("image archive %s: %w", name, scanErr)
 	}
 	if err := id.Check(a.Want); err != nil {
-		return Identity{}, fmt.Errorf("image archive %s: %w", f.Name(), err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return Identity{}, fmt.Errorf("verify image archive %s: %w", f.Name(), err)
+		return Identity{}, fmt.Errorf("image archive %s: %w", name, err)
 	}
 	return id, nil
 }
@@ -173,36 +186,6 @@ func (r *hashingReader) drain() error {
 type onlyReader struct{ r io.Reader }
 
 func (o onlyReader) Read(b []byte) (int, error) { return o.r.Read(b) }
-
-// CheckedReader reads r (the archive VerifyArchive proved, rewound) and
-// hashes what passes: when r ends, its bytes must be size bytes with
-// sha256 sum (64 lowercase hex), else the final read fails with
-// ErrArchiveMismatch instead of io.EOF, and a reader that fails fails the
-// load (docker load refuses a stream that ends in an error). It stops with
-// the same error as soon as more than size bytes came. Handing the engine
-// a CheckedReader over the same descriptor makes the load's bytes those
-// the identity was proven from, without a second pass of our own.
-func CheckedReader(r io.Reader, size int64, sum string) io.Reader {
-	return &checkedReader{hr: hashingReader{r: r, h: sha256.New(), limit: size}, sum: sum}
-}
-
-type checkedReader struct {
-	hr  hashingReader
-	sum string
-}
-
-func (c *checkedReader) Read(p []byte) (int, error) {
-	n, err := c.hr.Read(p)
-	switch {
-	case errors.Is(err, errTooLong):
-		return n, fmt.Errorf("%w: more than the %d bytes proven", ErrArchiveMismatch, c.hr.limit)
-	case err == io.EOF:
-		if got := hex.EncodeToString(c.hr.h.Sum(nil)); c.hr.n != c.hr.limit || got != c.sum {
-			return n, fmt.Errorf("%w: the bytes loaded (%d, sha256 %s) are not the %d proven", ErrArchiveMismatch, c.hr.n, got, c.hr.limit)
-		}
-	}
-	return n, err
-}
 
 // IdentifyStream is IdentifyReader for an archive stream that may be
 // gzip-compressed, as docker load accepts it: a stream starting with the
