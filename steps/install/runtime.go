@@ -10,11 +10,12 @@ import (
 
 // runtimeStep makes the provider hold the Runtime image of the enrolled
 // generation with its exact identity: an image already held (under either
-// identity, linux/amd64) is kept; otherwise the archive's bytes and
-// identity are proven in one read and the image imported
-// (noderoot.ImportImage: Docker loads the archive itself; microsandbox
-// loads an unpacked copy, which is removed afterwards, as is one an
-// earlier version left). The downloaded archive stays for repair.
+// identity, linux/amd64) is kept; otherwise the image is imported from
+// the archive, its bytes and identity proven in the same read
+// (noderoot.ImportImage: the Docker Engine loads the gunzipped stream,
+// whose end it gets only once the proof holds; microsandbox loads an
+// unpacked copy, which is removed afterwards, as is one an earlier version
+// left). The downloaded archive stays for repair.
 type runtimeStep struct{ e *NodeEnv }
 
 const factImageID = "image"

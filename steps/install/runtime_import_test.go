@@ -8,11 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
-	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -37,9 +35,9 @@ func (s *spyDocker) ImageLoadReader(ctx context.Context, r io.Reader, name strin
 }
 
 // TestInstallRuntimeLoadsTheVerifiedArchive: the Docker import hands the
-// engine the downloaded runtime.tar.gz itself, with no unpacked copy
+// engine the downloaded runtime.tar.gz's bytes, with no unpacked copy
 // beside it at any time; an archive whose bytes are not the release's is
-// refused as a conflict before any load.
+// refused as a conflict, and the engine holds nothing of it.
 func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
 	f := newInstallFixture(t)
 	spy := &spyDocker{FileEngine: f.docker, dir: f.root("images")}
@@ -78,13 +76,11 @@ func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
 	}
 
 	// The image is gone and the archive holds other bytes of the same
-	// size when the runtime step runs again: refused as a conflict, the
+	// size when the runtime step runs again: refused as a conflict (the
+	// load's stream ends in the refusal before the archive's end), the
 	// engine holding nothing, the file left as it is. (Before
 	// registration the downloads step would replace it; this is the
-	// runtime step's own check.) In the process that proved the archive
-	// as it arrived, the check is the load's stream, which fails before
-	// the archive's end; in another, VerifyArchive refuses it before any
-	// load.
+	// runtime step's own proof.)
 	if err := f.docker.RemoveImage(f.rel.Image); err != nil {
 		t.Fatal(err)
 	}
@@ -106,35 +102,5 @@ func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(gz); string(after) != string(b) {
 		t.Error("the changed archive was replaced")
-	}
-}
-
-// TestInstallDownloadsProveTheArchive: the downloads step proves the
-// Runtime archive's bytes and identity as they arrive, so that the runtime
-// step does not read the archive twice: the proof is remembered for the
-// process (image.Proven) once the archive is downloaded, not before.
-func TestInstallDownloadsProveTheArchive(t *testing.T) {
-	rel := generationtest.BuildUniqueRelease(t)
-	f := newInstallFixtureFor(t, rel)
-	a := noderoot.ArchiveOf(&release.Release{Manifest: rel.Manifest, Provider: release.ProviderDocker})
-	if _, ok := image.Proven(a); ok {
-		t.Fatal("proven before the download")
-	}
-	if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
-		t.Fatal(err)
-	}
-	e, err := NewNodeEnv(context.Background(), f.options())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	steps := nodeSteps(e)
-	for _, st := range []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads} {
-		if _, err := steps[st].Run(context.Background(), workflow.Facts{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if id, ok := image.Proven(a); !ok || id != rel.Image {
-		t.Fatalf("after the download: proven %v, %+v (want %+v)", ok, id, rel.Image)
 	}
 }

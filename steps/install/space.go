@@ -38,7 +38,7 @@ var spaceMetadataTimeout = 15 * time.Second
 // node program of the console's current release, the Runtime files of
 // the release Core selected, and for microsandbox the unpacked Runtime
 // archive (unpacked_size: msb loads an unpacked copy; the Docker Engine
-// loads the verified archive itself, so Docker needs no such room), less
+// is handed the archive's gunzipped stream, so Docker needs no such room), less
 // the archive when the Docker Engine already holds the image. The sizes come from the release
 // metadata, read from the console or the bundle and verified as the
 // service account verifies them.

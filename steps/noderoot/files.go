@@ -13,7 +13,6 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/download"
-	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -23,8 +22,8 @@ const PathUnpacked = "images/runtime.tar"
 // UnpacksArchive reports whether importing the Runtime image for provider
 // writes the unpacked archive (images/runtime.tar) first: msb loads an
 // uncompressed archive from a path; the Docker Engine is handed the
-// verified archive's gunzipped bytes as a stream (image.LoadReader), so no
-// unpacked copy is written for Docker.
+// archive's gunzipped bytes as a stream while they are proven
+// (image.LoadReader), so no unpacked copy is written for Docker.
 func UnpacksArchive(providerName string) bool {
 	return providerName == release.ProviderMicrosandbox
 }
@@ -62,11 +61,6 @@ type RuntimeFile struct {
 	SHA256   string
 	Size     int64  // 0: not declared (the seccomp profile)
 	Filename string // released file name; "" for the seccomp profile and the unpacked archive
-	// Prove, for the Runtime archive of a provider that loads it as a
-	// stream (Docker), is what the archive must prove: FetchFile proves
-	// it while the bytes arrive (image.Prover), so that the import does
-	// not read the archive twice.
-	Prove *image.Archive
 }
 
 // Mode is the file's mode on the node: native executables 0700, else 0600.
@@ -88,31 +82,12 @@ func ReleaseFiles(r *release.Release) []RuntimeFile {
 		case PathUnpacked:
 			a := r.Manifest.Artifacts[release.PathRuntimeImage]
 			out = append(out, RuntimeFile{Rel: p, SHA256: a.UnpackedSHA256, Size: a.UnpackedSize})
-		case release.PathRuntimeImage:
-			a := r.Manifest.Artifacts[p]
-			f := RuntimeFile{Rel: p, SHA256: a.SHA256, Size: a.Size, Filename: a.Filename}
-			if !UnpacksArchive(r.Provider) {
-				arc := ArchiveOf(r)
-				f.Prove = &arc
-			}
-			out = append(out, f)
 		default:
 			a := r.Manifest.Artifacts[p]
 			out = append(out, RuntimeFile{Rel: p, SHA256: a.SHA256, Size: a.Size, Filename: a.Filename})
 		}
 	}
 	return out
-}
-
-// ArchiveOf is what the Runtime archive of a verified release must prove:
-// its size and sha256, those of its gunzipped bytes, and the image
-// identity the release names (which the specification must match, see
-// release.MatchRelease).
-func ArchiveOf(r *release.Release) image.Archive {
-	a := r.Manifest.Artifacts[release.PathRuntimeImage]
-	rt := release.RuntimeOf(r.Manifest)
-	return image.Archive{Size: a.Size, SHA256: a.SHA256, UnpackedSize: a.UnpackedSize, UnpackedSHA256: a.UnpackedSHA256,
-		Want: image.Identity{ConfigDigest: rt.ImageID, ManifestDigest: rt.ImageManifestDigest}}
 }
 
 // provenFiles are the Runtime files runtime-artifacts.json proves, for
@@ -320,22 +295,9 @@ func FetchFile(ctx context.Context, d Data, src, rel string, f RuntimeFile) erro
 		}
 		return nil
 	}
-	req := download.Request{
+	err := d.Download(ctx, src, download.Request{
 		URL: f.Filename, Target: filepath.Join(d.Node().Root, rel), Size: f.Size, SHA256: f.SHA256, Mode: os.FileMode(f.Mode()),
-	}
-	if f.Prove != nil {
-		// The image's identity is proven from the bytes as they arrive;
-		// the proof is remembered for the import (image.Proven). One that
-		// fails is not reported here: the import proves the archive again
-		// and refuses it there, as it refuses an archive found on disk.
-		p, err := image.NewProver(*f.Prove)
-		if err != nil {
-			return Artifact(err)
-		}
-		req.Observe = p
-		defer p.Close()
-	}
-	err := d.Download(ctx, src, req)
+	})
 	if errors.Is(err, download.ErrTargetConflict) {
 		return fmt.Errorf("%w: %w", ErrConflict, err)
 	}

@@ -68,22 +68,23 @@ func ImageHeld(ctx context.Context, d Data, c *provider.Config) (string, bool, e
 // ImportImage makes the provider hold the configuration's Runtime image
 // and returns its local identity (Docker: the local image ID; microsandbox:
 // the reference). An image already held is not loaded again. Otherwise,
-// for Docker, the archive (downloaded if missing) is opened once; its
-// bytes and identity were proven as it arrived in this process, or are
-// proven now in one streaming read of that descriptor (provenArchive), and
-// the engine is handed its gunzipped bytes from the same descriptor,
-// checked against the proven ones as they pass (image.LoadReader): no
-// unpacked copy is written, and the engine does no decompression of its
-// own. msb loads an uncompressed archive from a path, so for microsandbox
-// the archive is unpacked to images/runtime.tar while its identity is
-// proven, as before. The image must resolve after the load.
+// for Docker, the archive (downloaded if missing) is opened once and read
+// once: the engine is handed its gunzipped bytes while they are proven —
+// the archive's size and sha256, the gunzipped size and sha256, the
+// specification's image identity (image.LoadReader) — and the stream's
+// end, which the engine needs to complete the load, is released only once
+// the proof holds: a refused archive fails the load, and the engine holds
+// nothing of it. No unpacked copy is written, and the bytes are gunzipped
+// once, by us. msb loads an uncompressed archive from a path, so for
+// microsandbox the archive is unpacked to images/runtime.tar while its
+// identity is proven, as before. The image must resolve after the load.
 func ImportImage(ctx context.Context, d Data, c *provider.Config, dir string) (string, error) {
 	if id, held, err := ImageHeld(ctx, d, c); err != nil || held {
 		return id, err
 	}
 	switch {
 	case c.Docker != nil:
-		f, a, err := provenArchive(ctx, d, c, dir)
+		f, a, err := openArchive(ctx, d, c, dir)
 		if err != nil {
 			return "", err
 		}
@@ -93,17 +94,13 @@ func ImportImage(ctx context.Context, d Data, c *provider.Config, dir string) (s
 			return "", err
 		}
 		d.Logf("load the Runtime image into the Docker Engine")
-		// The same descriptor, at its start: the engine gets the
-		// gunzipped bytes just proven, and a stream that is not them
-		// ends in an error before the archive's end.
 		lr := image.LoadReader(f, a)
 		err = dk.ImageLoadReader(ctx, lr, f.Name())
 		lr.Close()
 		if errors.Is(err, image.ErrArchiveMismatch) {
-			// The file changed since it was proven: the load's stream
-			// failed before the archive's end, so the engine holds
-			// nothing of it; other bytes than the release's are a
-			// conflict, as provenArchive reports them.
+			// Other bytes than the release's: a conflict, as CheckFile
+			// reports them; nothing is replaced, and the engine holds
+			// nothing of them.
 			return "", fmt.Errorf("%w: load %s: %w", ErrConflict, f.Name(), err)
 		}
 		if err != nil {
@@ -164,15 +161,12 @@ func runtimeArchive(ctx context.Context, d Data, c *provider.Config, dir string)
 	return gz, tar, nil
 }
 
-// provenArchive opens the release's Runtime archive in dir (downloaded
-// first if missing) once, as a private regular file of the node account
-// without following a link, and returns the descriptor at its start with
-// what it proves. The proof is the one made as the archive arrived in this
-// process (image.Proven: the downloads step's), or else is made now from
-// that descriptor in one streaming read (image.VerifyArchive): its size
-// and sha256, its gunzipped size and sha256, and the specification's
-// image identity.
-func provenArchive(ctx context.Context, d Data, c *provider.Config, dir string) (*os.File, image.Archive, error) {
+// openArchive opens the release's Runtime archive in dir (downloaded first
+// if missing) once, as a private regular file of the node account without
+// following a link, makes it durable, and returns the descriptor at its
+// start with what it must prove: its size and sha256, its gunzipped size
+// and sha256, and the specification's image identity.
+func openArchive(ctx context.Context, d Data, c *provider.Config, dir string) (*os.File, image.Archive, error) {
 	rt := c.Specification.Runtime
 	gz, tar, err := runtimeArchive(ctx, d, c, dir)
 	if err != nil {
@@ -198,22 +192,11 @@ func provenArchive(ctx context.Context, d Data, c *provider.Config, dir string) 
 	if err != nil {
 		return nil, a, err
 	}
-	if _, proven := image.Proven(a); !proven {
-		_, err = image.VerifyArchive(f, a)
-	}
-	if err == nil {
-		// A run that wrote it may have died before its directory
-		// fsync; make it durable before it counts, as CheckFile does.
-		err = d.Root().Durable(gzRel, exp)
-	}
-	if err != nil {
+	// A run that wrote it may have died before its directory fsync;
+	// make it durable before it counts, as CheckFile does.
+	if err := d.Root().Durable(gzRel, exp); err != nil {
 		f.Close()
-		if errors.Is(err, image.ErrArchiveMismatch) {
-			// Other bytes than the release's: a conflict, as CheckFile
-			// reports them; nothing is replaced.
-			return nil, a, fmt.Errorf("%w: %w", ErrConflict, err)
-		}
-		return nil, a, imageErr(err)
+		return nil, a, err
 	}
 	return f, a, nil
 }

@@ -311,10 +311,11 @@ func TestEngineContainersByLabel(t *testing.T) {
 }
 
 // TestEngineLoadProvenStream: the machine's engine loads the gunzipped
-// stream of the verified archive, read from the descriptor it was proven
-// from (no unpacked copy); the stream of another archive (a valid image,
-// all but its last MiB handed on) fails the load, and the engine holds
-// neither image.
+// stream of the archive while it is proven, read once from the descriptor
+// (no unpacked copy). A stream the proof refuses — another archive's
+// bytes, or the right bytes under another identity — has all but its last
+// MiB handed on, then ends in the refusal: the load fails, and the engine
+// holds no image of it.
 func TestEngineLoadProvenStream(t *testing.T) {
 	c, raw := engine(t)
 	opts := func(label string) imagetest.Options {
@@ -330,34 +331,35 @@ func TestEngineLoadProvenStream(t *testing.T) {
 	}
 	removeImages(t, raw, fx.ConfigDigest, fx.ManifestDigest, other.ConfigDigest, other.ManifestDigest)
 	a := image.Archive{Size: fx.GzSize, SHA256: fx.GzSHA256, UnpackedSize: fx.TarSize, UnpackedSHA256: fx.TarSHA256, Want: fx.Identity}
-	g, err := os.Open(other.GzPath)
-	if err != nil {
-		t.Fatal(err)
+	otherID := image.Archive{Size: other.GzSize, SHA256: other.GzSHA256, UnpackedSize: other.TarSize, UnpackedSHA256: other.TarSHA256, Want: fx.Identity}
+	load := func(path string, a image.Archive) error {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		lr := image.LoadReader(f, a)
+		defer lr.Close()
+		return c.ImageLoadReader(ctx(t), lr, path)
 	}
-	defer g.Close()
-	lr := image.LoadReader(g, a)
-	err = c.ImageLoadReader(ctx(t), lr, other.GzPath)
-	lr.Close()
-	if !errors.Is(err, image.ErrArchiveMismatch) {
-		t.Fatalf("the stream of another archive: %v", err)
-	}
-	for _, id := range []image.Identity{fx.Identity, other.Identity} {
-		if _, found, err := image.Resolve(ctx(t), c, id); err != nil || found {
-			t.Fatalf("after the refused stream the engine holds %s: %v, %v", id.ConfigDigest, found, err)
+	for name, refused := range map[string]struct {
+		path string
+		a    image.Archive
+		want error
+	}{
+		"another archive's bytes":              {other.GzPath, a, image.ErrArchiveMismatch},
+		"its own bytes under another identity": {other.GzPath, otherID, image.ErrIdentityMismatch},
+	} {
+		if err := load(refused.path, refused.a); !errors.Is(err, refused.want) {
+			t.Fatalf("%s: %v, want %v", name, err, refused.want)
+		}
+		for _, id := range []image.Identity{fx.Identity, other.Identity} {
+			if _, found, err := image.Resolve(ctx(t), c, id); err != nil || found {
+				t.Fatalf("%s: after the refused stream the engine holds %s: %v, %v", name, id.ConfigDigest, found, err)
+			}
 		}
 	}
-
-	f, err := os.Open(fx.GzPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := image.VerifyArchive(f, a); err != nil {
-		t.Fatal(err)
-	}
-	lr = image.LoadReader(f, a)
-	defer lr.Close()
-	if err := c.ImageLoadReader(ctx(t), lr, fx.GzPath); err != nil {
+	if err := load(fx.GzPath, a); err != nil {
 		t.Fatal(err)
 	}
 	if id, found, err := image.Resolve(ctx(t), c, fx.Identity); err != nil || !found || (id != fx.ConfigDigest && id != fx.ManifestDigest) {

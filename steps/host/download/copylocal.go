@@ -65,7 +65,7 @@ func copyLocal(ctx context.Context, src LocalSource, req Request) (Stats, error)
 	}
 	defer in.Close()
 
-	p, err := openPart(req.Target, req.Observe)
+	p, err := openPart(req.Target)
 	if err != nil {
 		return st, err
 	}
@@ -86,7 +86,7 @@ func copyLocal(ctx context.Context, src LocalSource, req Request) (Stats, error)
 				return st, errors.Join(&TransferError{Op: "copy", File: name, Err: fmt.Errorf(
 					"%w: %s holds more than the declared %d bytes", ErrSize, src.Root.Join(src.Rel), req.Size)}, p.discard())
 			}
-			p.absorb(buf[:n])
+			p.hash.Write(buf[:n])
 			if err := p.writeAt(buf[:n], p.size); err != nil {
 				return st, errors.Join(err, p.discard())
 			}

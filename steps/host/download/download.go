@@ -42,21 +42,6 @@ type Request struct {
 	// Progress, when set, is called with the bytes held and the total as
 	// they grow, from the downloading goroutine; it must return quickly.
 	Progress func(done, total int64)
-	// Observe, when set, sees the file's bytes in order from its first,
-	// each once, as they become part of the download: on a resume the
-	// bytes kept from an earlier run first (read back from the part file
-	// with the hash, not downloaded again), then what arrives. It is told
-	// to Restart whenever the part starts again from byte 0. It sees
-	// nothing when the target already verifies. What it concludes is its
-	// own: the download's result does not depend on it.
-	Observe Observer
-}
-
-// Observer sees a download's bytes (Request.Observe). Observe must not
-// keep b once it returns.
-type Observer interface {
-	Observe(b []byte)
-	Restart()
 }
 
 // Stats tells what a download did.
@@ -122,7 +107,7 @@ func (c *Client) download(ctx context.Context, req Request) (Stats, error) {
 		return st, err
 	}
 
-	p, err := openPart(req.Target, req.Observe)
+	p, err := openPart(req.Target)
 	if err != nil {
 		return st, err
 	}
@@ -304,7 +289,7 @@ func (c *Client) receive(body io.Reader, req Request, p *part, sp *spool, receiv
 				sp.release(buf)
 				return fmt.Errorf("%w: %s serves more than the declared %d bytes", ErrSize, where, req.Size)
 			}
-			p.absorb(buf[:n])
+			p.hash.Write(buf[:n])
 			sp.write(buf[:n], p.size)
 			p.size += int64(n)
 			req.progress(p.size)

@@ -41,16 +41,15 @@ type part struct {
 	size      int64  // bytes in the file, all of them in hash
 	validator string // saved validator, "" when none
 	hash      hash.Hash
-	observe   Observer // sees what hash does, or nil
 	// synced is the offset up to which writeback was started.
 	synced int64
 }
 
 // openPart opens (creating) the part file of target without following
 // links and reads the saved validator. The bytes already in it are not yet
-// hashed: see rehash. observe, when not nil, sees every byte the hash does.
-func openPart(target string, observe Observer) (*part, error) {
-	p := &part{path: PartPath(target), valPath: ValidatorPath(target), hash: sha256.New(), observe: observe}
+// hashed: see rehash.
+func openPart(target string) (*part, error) {
+	p := &part{path: PartPath(target), valPath: ValidatorPath(target), hash: sha256.New()}
 	root, err := safefile.OpenRootTrusted(filepath.Dir(target))
 	if err != nil {
 		return nil, fmt.Errorf("open part file %s: %w", p.path, err)
@@ -96,35 +95,13 @@ func cleanValidator(v string) string {
 	return v
 }
 
-// absorb hashes the part's next bytes, and shows them to the observer.
-func (p *part) absorb(b []byte) {
-	p.hash.Write(b)
-	if p.observe != nil {
-		p.observe.Observe(b)
-	}
-}
-
-// restartHash forgets every byte hashed: the part starts at byte 0.
-func (p *part) restartHash() {
-	p.hash.Reset()
-	if p.observe != nil {
-		p.observe.Restart()
-	}
-}
-
-// absorbWriter is part.absorb as an io.Writer.
-type absorbWriter struct{ p *part }
-
-func (w absorbWriter) Write(b []byte) (int, error) { w.p.absorb(b); return len(b), nil }
-
-// rehash reads the bytes already in the part into the hash (and the
-// observer), once.
+// rehash reads the bytes already in the part into the hash, once.
 func (p *part) rehash(buf []byte) error {
-	p.restartHash()
+	p.hash.Reset()
 	if _, err := p.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("read part file %s: %w", p.path, err)
 	}
-	n, err := io.CopyBuffer(absorbWriter{p}, io.LimitReader(onlyReader{p.f}, p.size), buf)
+	n, err := io.CopyBuffer(p.hash, io.LimitReader(onlyReader{p.f}, p.size), buf)
 	if err == nil && n != p.size {
 		err = io.ErrUnexpectedEOF
 	}
@@ -141,7 +118,7 @@ func (p *part) reset() error {
 		return fmt.Errorf("truncate part file %s: %w", p.path, err)
 	}
 	p.size, p.synced = 0, 0
-	p.restartHash()
+	p.hash.Reset()
 	return p.saveValidator("")
 }
 

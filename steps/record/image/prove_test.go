@@ -5,17 +5,16 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"os"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
 )
 
 // bigFixture is a fixture whose unpacked archive is several MiB, larger
-// than what LoadReader holds back, with its gzip bytes.
+// than what LoadReader holds back, with its gzip and tar bytes.
 func bigFixture(t *testing.T, label string) (imagetest.Fixture, []byte, []byte) {
 	t.Helper()
 	fx, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: label, PayloadSize: 3<<20 + 7, PayloadLayers: 2})
@@ -33,105 +32,17 @@ func bigFixture(t *testing.T, label string) (imagetest.Fixture, []byte, []byte) 
 	return fx, gz, tar
 }
 
-// writeInPieces writes b to w in pieces of random sizes, as a download's
-// reads arrive.
-func writeInPieces(w io.Writer, b []byte, r *rand.Rand) {
-	for len(b) > 0 {
-		n := min(len(b), 1+r.IntN(3<<20))
-		w.Write(b[:n])
-		b = b[n:]
-	}
-}
-
-// TestProver: the bytes written in order prove the archive as
-// VerifyArchive does, and the proof is remembered; a restart forgets what
-// came before it.
-func TestProver(t *testing.T) {
-	fx, gz, _ := bigFixture(t, "prover")
-	a := archiveOf(fx)
-	if _, ok := image.Proven(a); ok {
-		t.Fatal("proven before any proof")
-	}
-	p, err := image.NewProver(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	writeInPieces(p, gz[:len(gz)/3], r)
-	p.Restart() // the part was emptied: the download starts at byte 0
-	writeInPieces(p, gz[:len(gz)/2], r)
-	p.Restart()
-	writeInPieces(p, gz, r)
-	id, err := p.Close()
-	if err != nil || id != fx.Identity {
-		t.Fatalf("Close: %+v, %v", id, err)
-	}
-	if got, ok := image.Proven(a); !ok || got != fx.Identity {
-		t.Fatalf("Proven: %+v, %v", got, ok)
-	}
-}
-
-// TestProverRefuses: what VerifyArchive refuses, the prover refuses too,
-// and no proof is remembered; a writer is never held up by a proof that
-// failed early.
-func TestProverRefuses(t *testing.T) {
-	fx, gz, _ := bigFixture(t, "prover-refuses")
-	a := archiveOf(fx)
-	corrupt := bytes.Clone(gz)
-	for i := 100; i < 4000; i++ {
-		corrupt[i] ^= 0x55 // the deflate stream fails early
-	}
-	otherID := a
-	otherID.Want.ConfigDigest = "sha256:" + image.HexSum([]byte("other"))
-	for name, c := range map[string]struct {
-		b    []byte
-		a    image.Archive
-		want error
-	}{
-		"partial":  {gz[:len(gz)-1], a, image.ErrArchiveMismatch},
-		"corrupt":  {corrupt, a, image.ErrArchiveMismatch},
-		"trailing": {append(bytes.Clone(gz), 1), a, image.ErrArchiveMismatch},
-		"identity": {gz, otherID, image.ErrIdentityMismatch},
-		"unpacked": {gz, func() image.Archive { b := a; b.UnpackedSize++; return b }(), image.ErrUnpackMismatch},
-	} {
-		t.Run(name, func(t *testing.T) {
-			p, err := image.NewProver(c.a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				writeInPieces(p, c.b, rand.New(rand.NewPCG(3, 4)))
-			}()
-			select {
-			case <-done:
-			case <-time.After(time.Minute):
-				t.Fatal("the writer is held up by the proof")
-			}
-			if _, err := p.Close(); !errors.Is(err, c.want) {
-				t.Fatalf("got %v, want %v", err, c.want)
-			}
-			if _, ok := image.Proven(c.a); ok {
-				t.Fatal("a refused archive is remembered as proven")
-			}
-		})
-	}
-	if _, err := image.NewProver(image.Archive{}); !errors.Is(err, image.ErrBadDigest) {
-		t.Fatalf("an archive without digests: %v", err)
-	}
-}
-
 // readCounting reads r to its end and returns how many bytes it gave
 // before the error that ended it.
 func readCounting(r io.Reader) (int64, error) {
 	return io.Copy(io.Discard, r)
 }
 
-// TestLoadReader: the engine's stream is the gunzipped archive, exactly;
-// an archive that is not the proven bytes ends the stream in an error
-// before its last MiB (the tar's end) is handed on, so a load of it cannot
-// complete.
+// TestLoadReader: the engine's stream is the gunzipped archive, exactly,
+// read once; whatever the proof refuses — other compressed bytes, other
+// gunzipped bytes, a blob that is not its digest, another identity — ends
+// the stream in that refusal before its last MiB (the tar's end) is handed
+// on, so a load of it cannot complete.
 func TestLoadReader(t *testing.T) {
 	fx, gz, tar := bigFixture(t, "load-reader")
 	a := archiveOf(fx)
@@ -149,39 +60,87 @@ func TestLoadReader(t *testing.T) {
 		zw.Close()
 		return buf.Bytes()
 	}
-	lastByte := bytes.Clone(tar)
-	lastByte[len(lastByte)-1] = 1
-	firstByte := bytes.Clone(tar)
-	firstByte[0] ^= 1
+	// An archive whose manifest names its altered layer: its own digests
+	// are consistent, the blob is not its digest.
+	tampered, tamperedID := buildArchive(t, imagetest.Options{Label: "load-reader-tampered", PayloadSize: 3 << 20}, nil, replaceAt(atLayer2, func(b []byte) []byte {
+		b = bytes.Clone(b)
+		b[600] ^= 1
+		return b
+	}))
+	tamperedGz := gzOf(tampered)
+	selfConsistent := func(gz, tar []byte, id image.Identity) image.Archive {
+		return image.Archive{Size: int64(len(gz)), SHA256: image.HexSum(gz), UnpackedSize: int64(len(tar)), UnpackedSHA256: image.HexSum(tar), Want: id}
+	}
+	other := a
+	other.Want.ConfigDigest = "sha256:" + image.HexSum([]byte("other"))
+	unpacked := a
+	unpacked.UnpackedSHA256 = image.HexSum([]byte("other"))
+	flipped := bytes.Clone(gz)
+	flipped[len(flipped)/2] ^= 1
 	for name, c := range map[string]struct {
 		gz   []byte
+		a    image.Archive
 		want error
 	}{
-		"the last byte differs":  {gzOf(lastByte), image.ErrArchiveMismatch},
-		"the first byte differs": {gzOf(firstByte), image.ErrArchiveMismatch},
-		"shorter":                {gzOf(tar[:len(tar)-512]), image.ErrArchiveMismatch},
-		"longer":                 {gzOf(append(bytes.Clone(tar), make([]byte, 512)...)), image.ErrArchiveMismatch},
-		"truncated gzip":         {gz[:len(gz)-100], image.ErrArchiveMismatch},
-		"trailing bytes":         {append(bytes.Clone(gz), 0), image.ErrArchiveMismatch},
-		"a flipped bit":          {func() []byte { b := bytes.Clone(gz); b[len(b)/2] ^= 1; return b }(), image.ErrArchiveMismatch},
+		"a flipped bit":         {flipped, a, image.ErrArchiveMismatch},
+		"truncated":             {gz[:len(gz)-100], a, image.ErrArchiveMismatch},
+		"trailing bytes":        {append(bytes.Clone(gz), 0), a, image.ErrArchiveMismatch},
+		"another archive":       {gzOf(append(bytes.Clone(tar[:len(tar)-1]), 1)), a, image.ErrArchiveMismatch},
+		"other unpacked sha256": {gz, unpacked, image.ErrUnpackMismatch},
+		"another identity":      {gz, other, image.ErrIdentityMismatch},
+		"a tampered layer":      {tamperedGz, selfConsistent(tamperedGz, tampered, tamperedID), image.ErrBlobMismatch},
 	} {
 		t.Run(name, func(t *testing.T) {
-			lr := image.LoadReader(bytes.NewReader(c.gz), a)
+			lr := image.LoadReader(bytes.NewReader(c.gz), c.a)
 			defer lr.Close()
 			n, err := readCounting(lr)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
 			if limit := int64(len(tar)) - 1<<20; n > limit {
-				t.Fatalf("%d bytes handed on before the error, more than %d: the tar's end went with them", n, limit)
+				t.Fatalf("%d bytes handed on before the refusal, more than %d: the tar's end went with them", n, limit)
+			}
+			if _, again := lr.Read(make([]byte, 10)); !errors.Is(again, c.want) {
+				t.Fatalf("a read after the refusal: %v", again)
 			}
 		})
 	}
+	if _, err := io.ReadAll(image.LoadReader(bytes.NewReader(gz), image.Archive{})); !errors.Is(err, image.ErrBadDigest) {
+		t.Fatalf("an archive without digests: %v", err)
+	}
 
-	// A reader closed halfway stops its inflater.
-	lr = image.LoadReader(bytes.NewReader(gz), a)
+	// A reader closed halfway (the engine failed) stops at once, without
+	// reading the rest of the archive (larger than what runs ahead).
+	big, err := imagetest.WriteFixture(t.TempDir(), imagetest.Options{Label: "load-reader-close", PayloadSize: 48 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigGz, err := os.ReadFile(big.GzPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &countingReader{r: bytes.NewReader(bigGz)}
+	lr = image.LoadReader(counted, archiveOf(big))
 	if _, err := io.ReadFull(lr, make([]byte, 1000)); err != nil {
 		t.Fatal(err)
 	}
 	lr.Close()
+	if n := counted.n.Load(); n == int64(len(bigGz)) {
+		t.Fatalf("Close read the whole archive (%d bytes)", n)
+	}
+	if _, err := lr.Read(make([]byte, 10)); err == nil {
+		t.Fatal("a read after Close succeeded")
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
 }

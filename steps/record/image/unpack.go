@@ -192,9 +192,10 @@ func globEscape(s string) string {
 
 // chunk is a run of decompressed bytes, or the error that ended the stream.
 type chunk struct {
-	buf []byte // the pooled buffer, returned to free once consumed
-	b   []byte
-	err error
+	buf  []byte // the pooled buffer, returned to free once consumed
+	b    []byte
+	err  error
+	refs *atomic.Int32 // its users, when more than one (LoadReader)
 }
 
 // inflate decompresses src into pooled chunks until the end of the stream,

@@ -38,10 +38,9 @@ func (a Archive) valid() bool {
 // stopped as soon as it passes the size); the tar stream holds an image
 // whose identity, derived and checked as Identify does (every blob hashed
 // as it passes, every record cross-checked), is a.Want. Nothing is written
-// anywhere. On success f is rewound to its start, and the proof is
-// remembered for the rest of the process (Proven): the engine is then
-// handed the gunzipped bytes through LoadReader, which holds the stream to
-// the bytes just proven.
+// anywhere. On success f is rewound to its start. (The import proves the
+// archive while the engine loads it, LoadReader; VerifyArchive is the same
+// proof without a load.)
 //
 // Refusals wrap ErrArchiveMismatch (the compressed bytes),
 // ErrUnpackMismatch (the gunzipped bytes), the errors Identify returns, or
@@ -65,7 +64,6 @@ func VerifyArchive(f *os.File, a Archive) (Identity, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return Identity{}, fmt.Errorf("verify image archive %s: %w", f.Name(), err)
 	}
-	remember(a, id)
 	return id, nil
 }
 
@@ -84,14 +82,21 @@ func prove(r io.Reader, name string, a Archive) (Identity, error) {
 		defer close(done)
 		inflate(src, a.UnpackedSize, chunks, free, stop)
 	}()
+	cr := &chunkReader{chunks: chunks, release: func(c chunk) { free <- c.buf }}
+	return conclude(cr, src, name, a, func() error { close(stop); <-done; return nil })
+}
 
+// conclude reads cr, the gunzipped stream of the compressed bytes src
+// reads, to its end, hashing it and deriving the image's identity on the
+// way, and proves a: finish is called once the stream has ended (it ends
+// what feeds cr; an error from it means the stream was abandoned, and is
+// returned as it is); then the rest of src is read through its hash, and
+// the sizes and sha256s are checked first (they decide whether these are
+// the bytes the manifest names), the identity last.
+func conclude(cr *chunkReader, src *hashingReader, name string, a Archive, finish func() error) (Identity, error) {
 	h := sha256.New()
 	var n int64
-	cr := &chunkReader{
-		chunks:  chunks,
-		onChunk: func(b []byte) error { h.Write(b); n += int64(len(b)); return nil },
-		release: func(c chunk) { free <- c.buf },
-	}
+	cr.onChunk = func(b []byte) error { h.Write(b); n += int64(len(b)); return nil }
 	er := &errReader{r: cr}
 	s := newScanner()
 	scanErr := s.scan(er)
@@ -105,8 +110,9 @@ func prove(r io.Reader, name string, a Archive) (Identity, error) {
 	// Whatever the scan concluded, read to the end: the sizes and sha256s
 	// decide first whether these are the bytes the manifest names.
 	_, err := io.CopyBuffer(io.Discard, cr, make([]byte, 64<<10))
-	close(stop)
-	<-done
+	if ferr := finish(); ferr != nil {
+		return Identity{}, ferr
+	}
 	if err == nil {
 		// gzip stops at the end of its last member; what follows is
 		// part of the file all the same and must be hashed.

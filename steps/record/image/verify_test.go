@@ -17,9 +17,8 @@ func archiveOf(fx imagetest.Fixture) image.Archive {
 }
 
 // TestVerifyArchive: one read of the compressed archive proves its bytes
-// and identity, writes nothing, leaves the descriptor at the start and
-// remembers the proof; the load reader then passes exactly the gunzipped
-// bytes.
+// and identity, writes nothing and leaves the descriptor at the start; the
+// load reader then passes exactly the gunzipped bytes.
 func TestVerifyArchive(t *testing.T) {
 	dir := t.TempDir()
 	fx, err := imagetest.WriteFixture(dir, imagetest.Options{Label: "verify-archive", PayloadSize: 5<<20 + 3, PayloadLayers: 3})
@@ -41,9 +40,6 @@ func TestVerifyArchive(t *testing.T) {
 	}
 	if names := image.OnlyFiles(t, dir); len(names) != 1 {
 		t.Fatalf("files: %v", names)
-	}
-	if got, ok := image.Proven(archiveOf(fx)); !ok || got != fx.Identity {
-		t.Fatalf("Proven: %+v, %v", got, ok)
 	}
 	lr := image.LoadReader(f, archiveOf(fx))
 	defer lr.Close()
@@ -135,4 +131,3 @@ func TestVerifyArchiveRefusesTampered(t *testing.T) {
 		t.Fatalf("got %v, want ErrBlobMismatch", err)
 	}
 }
-
