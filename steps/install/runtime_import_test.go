@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
@@ -102,5 +103,62 @@ func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(gz); string(after) != string(b) {
 		t.Error("the changed archive was replaced")
+	}
+}
+
+// earlyFailingDocker is the file engine whose loads read a little of the
+// stream, then fail as an engine that rejects what it read would.
+type earlyFailingDocker struct {
+	*dockertest.FileEngine
+}
+
+func (e earlyFailingDocker) ImageLoadReader(_ context.Context, r io.Reader, name string) error {
+	io.ReadFull(r, make([]byte, 100))
+	return errors.New("the engine refused it: archive/tar: invalid tar header")
+}
+
+// TestInstallRuntimeEngineFailsFirst: when the engine fails the load
+// before the proof has concluded, the archive is proven to the end to tell
+// the operator which is at fault: other bytes than the release's are
+// refused as a conflict (the engine's words kept), the release's bytes
+// leave the engine's error as it is.
+func TestInstallRuntimeEngineFailsFirst(t *testing.T) {
+	f := newInstallFixture(t)
+	opts := f.options()
+	opts.Docker = func(context.Context, string) (noderoot.Docker, error) { return earlyFailingDocker{f.docker}, nil }
+	run := func(states ...workflow.State) error {
+		if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
+			return err
+		}
+		e, err := NewNodeEnv(context.Background(), opts)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		steps := nodeSteps(e)
+		for _, st := range states {
+			if _, err := steps[st].Run(context.Background(), workflow.Facts{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := run(workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
+		workflow.InstallLease, workflow.InstallRuntime)
+	if err == nil || errors.Is(err, noderoot.ErrConflict) || !strings.Contains(err.Error(), "invalid tar header") {
+		t.Fatalf("the release's archive, the engine failing: %v", err)
+	}
+	gz := f.root("images", "runtime.tar.gz")
+	b, err := os.ReadFile(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(gz, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = run(workflow.InstallRuntime)
+	if !errors.Is(err, noderoot.ErrConflict) || !errors.Is(err, image.ErrArchiveMismatch) || !strings.Contains(err.Error(), "invalid tar header") {
+		t.Fatalf("a changed archive, the engine failing first: %v", err)
 	}
 }

@@ -97,6 +97,14 @@ func ImportImage(ctx context.Context, d Data, c *provider.Config, dir string) (s
 		lr := image.LoadReader(f, a)
 		err = dk.ImageLoadReader(ctx, lr, f.Name())
 		lr.Close()
+		if err != nil && !isImageRefusal(err) && ctx.Err() == nil {
+			// The engine failed before the proof concluded: whether the
+			// archive is at fault decides what the operator is told, so
+			// the proof is finished on its own (the engine holds nothing).
+			if _, verr := image.VerifyArchive(f, a); verr != nil && isImageRefusal(verr) {
+				err = fmt.Errorf("%w (the engine: %v)", verr, err)
+			}
+		}
 		if errors.Is(err, image.ErrArchiveMismatch) {
 			// Other bytes than the release's: a conflict, as CheckFile
 			// reports them; nothing is replaced, and the engine holds
@@ -242,14 +250,25 @@ func unpackedArchive(ctx context.Context, d Data, c *provider.Config, dir string
 	return tarPath, nil
 }
 
+// imageRefusals are the errors that refuse an archive's bytes or identity.
+var imageRefusals = []error{image.ErrArchiveMismatch, image.ErrUnpackMismatch, image.ErrIdentityMismatch, image.ErrMalformed, image.ErrMissingBlob,
+	image.ErrBlobMismatch, image.ErrPlatform, image.ErrInconsistent}
+
+// isImageRefusal reports whether err refuses an archive's bytes or identity.
+func isImageRefusal(err error) bool {
+	for _, s := range imageRefusals {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // imageErr marks refusals of an archive's bytes or identity as artifact
 // failures; I/O errors stay as they are.
 func imageErr(err error) error {
-	for _, s := range []error{image.ErrArchiveMismatch, image.ErrUnpackMismatch, image.ErrIdentityMismatch, image.ErrMalformed, image.ErrMissingBlob,
-		image.ErrBlobMismatch, image.ErrPlatform, image.ErrInconsistent} {
-		if errors.Is(err, s) {
-			return Artifact(err)
-		}
+	if isImageRefusal(err) {
+		return Artifact(err)
 	}
 	return err
 }
