@@ -45,16 +45,24 @@ func sanitize(dst, src []byte, final bool) (out []byte, rest int) {
 	i := 0
 	for i < len(src) {
 		// Skip printable ASCII (0x20–0x7e), eight bytes at a time while
-		// it can. In a little-endian word, a byte is flagged when it is
-		// below 0x20, has its top bit set, or equals 0x7f (the classic
-		// "has less" and "has zero" word tests); a flag above the lowest
-		// may be spurious, but the lowest is exactly the first byte
-		// outside the range.
+		// it can. In a little-endian word, a byte is flagged when it has
+		// its top bit set, or, its low seven bits t being below 0x80,
+		// when t+0x60 lacks it (t < 0x20) or t+1 has it (t = 0x7f); no
+		// sum carries into the next byte, so every flag is exact and the
+		// lowest is the first byte outside the range. Newlines, tabs and
+		// the common characters beyond ASCII are kept without leaving
+		// the scan (keptAt).
 		for len(src)-i >= 8 {
 			w := binary.LittleEndian.Uint64(src[i:])
-			del := w ^ (0x7f * lsbs)
-			if flags := ((w-0x20*lsbs)&^w | w | (del-lsbs)&^del) & msbs; flags != 0 {
+			t := w &^ msbs
+			if flags := (w | ^(t + 0x60*lsbs) | (t + lsbs)) & msbs; flags != 0 {
 				i += bits.TrailingZeros64(flags) / 8
+				if n := keptAt(src, i); n > 0 {
+					// A line's end, a tab or a common character beyond
+					// ASCII is kept as it is: scan on.
+					i += n
+					continue
+				}
 				break
 			}
 			i += 8
@@ -65,21 +73,14 @@ func sanitize(dst, src []byte, final bool) (out []byte, rest int) {
 		if i == len(src) {
 			break
 		}
-		c := src[i]
+		if n := keptAt(src, i); n > 0 {
+			i += n
+			continue
+		}
 		size, replace := 1, false
-		switch {
-		case c == '\t' || c == '\n':
-		case c < utf8.RuneSelf:
+		if src[i] < utf8.RuneSelf {
 			replace = true
-		case c >= 0xc3 && c <= 0xdf && i+1 < len(src) && src[i+1]&0xc0 == 0x80:
-			// A valid two-byte sequence above U+00BF: never a C1 control
-			// (those are 0xc2 0x80–0x9f).
-			size = 2
-		case c >= 0xe1 && c <= 0xef && c != 0xed && i+2 < len(src) && src[i+1]&0xc0 == 0x80 && src[i+2]&0xc0 == 0x80:
-			// A valid three-byte sequence (0xe0 and 0xed, which exclude
-			// overlong forms and surrogates, take the general path).
-			size = 3
-		default:
+		} else {
 			if !final && !utf8.FullRune(src[i:]) {
 				return append(dst, src[mark:i]...), len(src) - i
 			}
@@ -102,6 +103,23 @@ func sanitize(dst, src []byte, final bool) (out []byte, rest int) {
 		i += size
 	}
 	return append(dst, src[mark:]...), 0
+}
+
+// keptAt is the length of what at src[i] sanitize keeps without decoding
+// it: a newline, a tab, a valid two-byte sequence above U+00BF (never a C1
+// control: those are 0xc2 0x80–0x9f) or a valid three-byte sequence other
+// than those led by 0xe0 and 0xed (which exclude overlong forms and
+// surrogates, and take the general path); 0 for anything else.
+func keptAt(src []byte, i int) int {
+	switch c := src[i]; {
+	case c == '\n' || c == '\t':
+		return 1
+	case c >= 0xc3 && c <= 0xdf && i+1 < len(src) && src[i+1]&0xc0 == 0x80:
+		return 2
+	case c >= 0xe1 && c <= 0xef && c != 0xed && i+2 < len(src) && src[i+1]&0xc0 == 0x80 && src[i+2]&0xc0 == 0x80:
+		return 3
+	}
+	return 0
 }
 
 // Word masks for the eight-byte scan in sanitize.

@@ -150,9 +150,10 @@ func naiveSanitize(in []byte) []byte {
 	return out
 }
 
-// TestWordScan puts every byte value at every position of a string longer
-// than two words, so that the eight-byte scan must find it in the first
-// word, the second, or the tail.
+// TestWordScan puts every byte value, and the sequences the scan keeps
+// without leaving it, at every position of a string longer than two
+// words, so that the eight-byte scan must find them in the first word, the
+// second, or the tail.
 func TestWordScan(t *testing.T) {
 	for b := range 256 {
 		for pos := range 17 {
@@ -160,6 +161,18 @@ func TestWordScan(t *testing.T) {
 			in[pos] = byte(b)
 			if got, want := Sanitize(nil, in), naiveSanitize(in); string(got) != string(want) {
 				t.Fatalf("byte %#x at %d: %q, want %q", b, pos, got, want)
+			}
+		}
+	}
+	// Sequences the scan keeps without leaving it, and their near misses
+	// (a C1 control, the 0xe0 and 0xed leads, cut short), at every
+	// position, the word's end included.
+	for _, seq := range []string{"\n", "\t", "é", "✓", "\xc2\x85", "\xc3", "\xc3(", "\xe2\x9c", "\xe2\x9c(", "\xe0\xa4\x85", "\xed\x9f\xbf", "\xed\xa0\x80", "\xef\xbf\xbd"} {
+		for pos := range 18 {
+			in := []byte(strings.Repeat("a", 17))
+			in = append(in[:pos], append([]byte(seq), in[pos:]...)...)
+			if got, want := Sanitize(nil, in), naiveSanitize(in); string(got) != string(want) {
+				t.Fatalf("%q at %d: %q, want %q", seq, pos, got, want)
 			}
 		}
 	}
