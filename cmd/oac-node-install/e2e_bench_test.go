@@ -91,18 +91,7 @@ func BenchmarkEndToEndInstall(b *testing.B) {
 	// host with the engine cleared of the last one's image and network;
 	// the medians count (the engine's own times vary by tens of percent
 	// from one call to the next).
-	rounds := max(envInt("OAC_BENCH_ROUNDS", 9), 1)
-	var samples []installSample
-	for i := range rounds {
-		if i > 0 {
-			if err := h.Teardown(); err != nil {
-				b.Fatal(err)
-			}
-			cleanupEngine(b, core.installationID)
-			h = testhost.Start(b)
-		}
-		samples = append(samples, installRound(ctx, b, h, core, installer, args))
-	}
+	samples, h := installRounds(ctx, b, h, core, installer, args, max(envInt("OAC_BENCH_ROUNDS", 9), 1))
 	last := samples[len(samples)-1]
 	names := make([]string, 0, len(last.phases))
 	for n := range last.phases {
@@ -206,17 +195,7 @@ func BenchmarkEndToEndInstallRealSize(b *testing.B) {
 		"--installation-id", core.installationID, "--core-ca", core.ca}
 	cleanupEngine(b, core.installationID)
 	b.Cleanup(func() { cleanupEngine(b, core.installationID) })
-	var samples []installSample
-	for i := range max(envInt("OAC_BENCH_REAL_ROUNDS", 1), 1) {
-		if i > 0 {
-			if err := h.Teardown(); err != nil {
-				b.Fatal(err)
-			}
-			cleanupEngine(b, core.installationID)
-			h = testhost.Start(b)
-		}
-		samples = append(samples, installRound(ctx, b, h, core, installer, args))
-	}
+	samples, _ := installRounds(ctx, b, h, core, installer, args, max(envInt("OAC_BENCH_REAL_ROUNDS", 1), 1))
 	last := samples[len(samples)-1]
 	for n, d := range last.phases {
 		benchLine("real-size", "phase "+n, d.Seconds(), 0, "s", 0, 0, false, true, "(last round)")
@@ -289,6 +268,25 @@ func (s installSample) unavoidable() time.Duration {
 		d += p.of(s)
 	}
 	return d
+}
+
+// installRounds runs rounds installRound calls, each but the first on a new
+// test host with the engine cleared of the last one's image and network,
+// and returns the samples and the last host.
+func installRounds(ctx context.Context, b *testing.B, h *testhost.Host, core *devcore, installer string, args []string, rounds int) ([]installSample, *testhost.Host) {
+	b.Helper()
+	var samples []installSample
+	for i := range rounds {
+		if i > 0 {
+			if err := h.Teardown(); err != nil {
+				b.Fatal(err)
+			}
+			cleanupEngine(b, core.installationID)
+			h = testhost.Start(b)
+		}
+		samples = append(samples, installRound(ctx, b, h, core, installer, args))
+	}
+	return samples, h
 }
 
 // installRound installs the node on h with a new token, as the generated

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,29 +47,7 @@ func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
 	opts.Docker = func(context.Context, string) (noderoot.Docker, error) { return spy, nil }
 	all := []workflow.State{workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
 		workflow.InstallLease, workflow.InstallRuntime}
-	run := func(token string, states []workflow.State) error {
-		if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
-			return err
-		}
-		e, err := NewNodeEnv(context.Background(), opts)
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		e.SetToken(token)
-		steps := nodeSteps(e)
-		facts := workflow.Facts{}
-		for _, st := range states {
-			res, err := steps[st].Run(context.Background(), facts)
-			if err != nil {
-				return err
-			}
-			for k, v := range res.Facts {
-				facts[k] = v
-			}
-		}
-		return nil
-	}
+	run := func(token string, states []workflow.State) error { return runNodeSteps(f, opts, token, states...) }
 	if err := run("tok-123", all); err != nil {
 		t.Fatal(err)
 	}
@@ -126,23 +105,7 @@ func TestInstallRuntimeEngineFailsFirst(t *testing.T) {
 	f := newInstallFixture(t)
 	opts := f.options()
 	opts.Docker = func(context.Context, string) (noderoot.Docker, error) { return earlyFailingDocker{f.docker}, nil }
-	run := func(states ...workflow.State) error {
-		if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
-			return err
-		}
-		e, err := NewNodeEnv(context.Background(), opts)
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		steps := nodeSteps(e)
-		for _, st := range states {
-			if _, err := steps[st].Run(context.Background(), workflow.Facts{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	run := func(states ...workflow.State) error { return runNodeSteps(f, opts, "", states...) }
 	err := run(workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
 		workflow.InstallLease, workflow.InstallRuntime)
 	if err == nil || errors.Is(err, noderoot.ErrConflict) || !strings.Contains(err.Error(), "invalid tar header") {
@@ -161,4 +124,29 @@ func TestInstallRuntimeEngineFailsFirst(t *testing.T) {
 	if !errors.Is(err, noderoot.ErrConflict) || !errors.Is(err, image.ErrArchiveMismatch) || !strings.Contains(err.Error(), "invalid tar header") {
 		t.Fatalf("a changed archive, the engine failing first: %v", err)
 	}
+}
+
+// runNodeSteps opens the fixture's node with opts, as the service-account
+// child does, and runs states in order, each given the facts of those
+// before it.
+func runNodeSteps(f *installFixture, opts NodeOptions, token string, states ...workflow.State) error {
+	if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
+		return err
+	}
+	e, err := NewNodeEnv(context.Background(), opts)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	e.SetToken(token)
+	steps := nodeSteps(e)
+	facts := workflow.Facts{}
+	for _, st := range states {
+		res, err := steps[st].Run(context.Background(), facts)
+		if err != nil {
+			return err
+		}
+		maps.Copy(facts, res.Facts)
+	}
+	return nil
 }
