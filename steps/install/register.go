@@ -65,8 +65,28 @@ func (e *RegistrationRejected) Error() string {
 	return fmt.Sprintf("the registration was not confirmed: Core answered HTTP %d", e.Status)
 }
 
-// rejectionLine is the node program's machine-read rejection line.
-var rejectionLine = regexp.MustCompile(`(?m)^node enrollment rejected \(HTTP ([0-9]{3})(?: ([a-z_]+))?\)\s*$`)
+// rejectionLine is the node program's machine-read rejection line, in
+// the shapes the platform's node program prints it (CONTRACT §11;
+// services/core/internal/sandbox/node/enrollment.go enrollmentRejection,
+// printed whole by services/core/cmd/sandbox-node/main.go):
+//
+//	node enrollment rejected (HTTP <status>)
+//	node enrollment rejected (HTTP <status> <code>)       code ^[a-z_]{1,64}$
+//	node enrollment rejected (HTTP 401[ <code>]): <error text>
+//
+// Only the status and the code are taken; the text after ": " and every
+// other line of the program's stderr are never shown to the operator.
+var rejectionLine = regexp.MustCompile(`(?m)^node enrollment rejected \(HTTP ([1-5][0-9]{2})(?: ([a-z_]{1,64}))?\)(?:: [^\n]*)?\s*$`)
+
+// parseRejection finds the rejection line in the node program's stderr.
+func parseRejection(stderr []byte) (*RegistrationRejected, bool) {
+	m := rejectionLine.FindSubmatch(stderr)
+	if m == nil {
+		return nil, false
+	}
+	status, _ := strconv.Atoi(string(m[1]))
+	return &RegistrationRejected{Status: status, Code: string(m[2])}, true
+}
 
 // NodeProgram runs the node root's native/bin/oac-node. The token reaches
 // it only as a file name; the program's other output is never echoed.
@@ -90,9 +110,8 @@ func (NodeProgram) Register(ctx context.Context, req RegisterRequest) error {
 	if err == nil {
 		return nil
 	}
-	if m := rejectionLine.FindSubmatch(stderr.Bytes()); m != nil {
-		status, _ := strconv.Atoi(string(m[1]))
-		return &RegistrationRejected{Status: status, Code: string(m[2])}
+	if rej, ok := parseRejection(stderr.Bytes()); ok {
+		return rej
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 78 {
