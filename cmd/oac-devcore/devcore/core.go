@@ -54,7 +54,6 @@ type Core struct {
 	tokens      map[string]*enrollToken // by sha256 of the token
 	conns       map[string]*nodeConn    // by node id
 	dropEnrolls int
-	epoch       uint64
 }
 
 // coreState is CoreStateFileName.
@@ -64,6 +63,10 @@ type coreState struct {
 	Target         int64             `json:"target_generation"`
 	Generations    []*generationInfo `json:"generations"`
 	Nodes          []*nodeRecord     `json:"nodes"`
+	// OwnerEpoch is this Core's ownership epoch, raised at every start and
+	// never lowered: the platform's node refuses a welcome whose
+	// owner_epoch is below the one it retained (agent.go).
+	OwnerEpoch uint64 `json:"owner_epoch"`
 }
 
 type generationInfo struct {
@@ -143,6 +146,7 @@ func newCore(dataDir, url, provider string, spec1 *release.Specification, publis
 	for _, n := range c.state.Nodes {
 		n.serving = n.DeploymentGeneration
 	}
+	c.state.OwnerEpoch++
 	if err := c.save(); err != nil {
 		return nil, fmt.Errorf("start Core stand-in: %w", err)
 	}

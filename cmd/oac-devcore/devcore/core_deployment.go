@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-
-	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
 )
 
 // GenerationView is one generation of the deployment.
@@ -40,7 +38,8 @@ func (c *Core) getDeployment(w http.ResponseWriter, r *http.Request) {
 
 // publishGeneration builds and publishes a new Runtime release and makes
 // it generation N+1, the target: the configuration answers it and every
-// connected generation-managing node is told with a deployment message.
+// connected generation-managing node learns it from the deployment of its
+// next heartbeat_ack (the platform's Core sends nothing unasked).
 func (c *Core) publishGeneration(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -61,17 +60,12 @@ func (c *Core) publishGeneration(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "runtime_node_unavailable", "storage failed")
 		return
 	}
-	for id, nc := range c.conns {
-		if n := c.node(id); n != nil && nc.generationManagement {
-			nc.send(nodeproto.DeploymentChange{Type: nodeproto.TypeDeployment, Deployment: *c.deploymentFor(n)})
-		}
-	}
 	writeJSON(w, http.StatusCreated, c.generationView(g))
 }
 
 // dropGeneration grants the collection of an old generation: it is never
-// served again, and connected generation-managing nodes are told with a
-// drop message. The target, and a generation a node still serves, are
+// served again, and a generation-managing node that names it in a
+// retention is answered keep false, its grant to collect it. The target, and a generation a node still serves, are
 // refused (409).
 func (c *Core) dropGeneration(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
@@ -98,11 +92,6 @@ func (c *Core) dropGeneration(w http.ResponseWriter, r *http.Request) {
 			g.Dropped = false
 			writeError(w, http.StatusServiceUnavailable, "runtime_node_unavailable", "storage failed")
 			return
-		}
-	}
-	for _, nc := range c.conns {
-		if nc.generationManagement {
-			nc.send(nodeproto.Drop{Type: nodeproto.TypeDrop, Generation: g.Generation, SpecificationDigest: g.Digest})
 		}
 	}
 	writeJSON(w, http.StatusOK, c.generationView(g))

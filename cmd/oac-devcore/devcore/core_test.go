@@ -21,6 +21,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
@@ -270,8 +271,9 @@ func TestLostEnrollResponseKeepsTheEnrollment(t *testing.T) {
 	}
 }
 
-// dial opens the node's connection and exchanges hello and welcome.
-func dial(t *testing.T, s *Server, req EnrollRequest, ready, managed bool) (*nodeproto.Conn, nodeproto.Welcome) {
+// dial opens the node's connection and exchanges hello and welcome in
+// the platform's node program's dialect.
+func dial(t *testing.T, s *Server, req EnrollRequest, ready, managed bool) (*nodeproto.Conn, *nodeproto.Frame) {
 	t.Helper()
 	h := http.Header{"Authorization": {"Bearer " + req.Credential}}
 	ws, resp, err := nodeproto.DialURL(context.Background(), s.URL+"/api/v1/sandbox-node/connect?node_id="+req.NodeID, h, &tls.Config{RootCAs: s.CA.Pool()})
@@ -283,27 +285,58 @@ func dial(t *testing.T, s *Server, req EnrollRequest, ready, managed bool) (*nod
 		t.Fatalf("connect: %v (HTTP %d)", err, status)
 	}
 	t.Cleanup(func() { ws.Close(nodeproto.CloseNormal, "") })
-	if err := ws.Send(nodeproto.Hello{Type: nodeproto.TypeHello, ProtocolVersion: nodeproto.ProtocolVersion,
-		Identity:             nodeproto.Identity{NodeID: req.NodeID, InstallationID: s.Core.InstallationID(), Provider: req.Provider, DeploymentGeneration: req.DeploymentGeneration, SpecificationDigest: req.SpecificationDigest},
-		Health:               nodeproto.Health{ProviderReady: ready, ObservedAt: time.Now().UTC().Format(time.RFC3339)},
+	if err := ws.Send(nodeproto.Frame{Type: nodeproto.TypeHello, Identity: helloIdentity(s, req), Health: health(ready, nil),
 		GenerationManagement: managed}); err != nil {
 		t.Fatal(err)
 	}
-	var w nodeproto.Welcome
-	recv(t, ws, &w)
-	return ws, w
+	return ws, recv(t, ws, nodeproto.TypeWelcome)
 }
 
-func recv(t *testing.T, ws *nodeproto.Conn, v any) {
+func helloIdentity(s *Server, req EnrollRequest) *nodeproto.Identity {
+	return &nodeproto.Identity{NodeID: req.NodeID, InstallationID: s.Core.InstallationID(), Provider: req.Provider, BackendFingerprint: req.BackendFingerprint,
+		DeploymentGeneration: req.DeploymentGeneration, SpecificationDigest: req.SpecificationDigest, MaxActive: 1, MaxRetained: 1}
+}
+
+func health(ready bool, gens []nodeproto.Observation) *nodeproto.Health {
+	return &nodeproto.Health{ProviderReady: ready, ObservedAt: time.Now().UTC(), Generations: gens}
+}
+
+// recv reads the next frame, which must be of type typ.
+func recv(t *testing.T, ws *nodeproto.Conn, typ string) *nodeproto.Frame {
 	t.Helper()
 	ws.SetReadDeadline(time.Now().Add(time.Minute)) // a bound against a hang, not a timed assertion
 	msg, err := ws.ReadMessage()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := nodeproto.Decode(msg, v); err != nil {
-		t.Fatalf("%v: %s", err, msg)
+	f, err := nodeproto.Decode(msg)
+	if err != nil || f.Type != typ {
+		t.Fatalf("expected %s: %v: %s", typ, err, msg)
 	}
+	return f
+}
+
+// heartbeat sends a heartbeat on the welcome's connection and returns
+// Core's heartbeat_ack.
+func heartbeat(t *testing.T, ws *nodeproto.Conn, welcome *nodeproto.Frame, h *nodeproto.Health) *nodeproto.Frame {
+	t.Helper()
+	if err := ws.Send(nodeproto.Frame{Type: nodeproto.TypeHeartbeat, ConnectionID: welcome.ConnectionID, OwnerEpoch: welcome.OwnerEpoch, Health: h}); err != nil {
+		t.Fatal(err)
+	}
+	ack := recv(t, ws, nodeproto.TypeHeartbeatAck)
+	if ack.ConnectionID != welcome.ConnectionID || ack.OwnerEpoch != welcome.OwnerEpoch {
+		t.Fatalf("heartbeat_ack %+v for welcome %+v", ack, welcome)
+	}
+	return ack
+}
+
+func deployment(gen int64, digest string, serving int64) nodeproto.Deployment {
+	return nodeproto.Deployment{Generation: gen, SpecificationDigest: digest, ServingGeneration: &serving}
+}
+
+func sameDeployment(d *nodeproto.Deployment, want nodeproto.Deployment) bool {
+	return d != nil && d.Generation == want.Generation && d.SpecificationDigest == want.SpecificationDigest &&
+		d.ServingGeneration != nil && *d.ServingGeneration == *want.ServingGeneration
 }
 
 func connectStatus(t *testing.T, s *Server, req EnrollRequest) int {
@@ -324,9 +357,11 @@ func TestConnectionGenerationsAndRemoval(t *testing.T) {
 	s := start(t, Config{DataDir: t.TempDir()})
 	req := enroll(t, s)
 	ws, welcome := dial(t, s, req, true, true)
-	if welcome.Type != nodeproto.TypeWelcome || welcome.ConnectionID == "" || welcome.Deployment == nil ||
-		*welcome.Deployment != (nodeproto.Deployment{Generation: 1, SpecificationDigest: req.SpecificationDigest, ServingGeneration: 1}) {
+	if !sameDeployment(welcome.Deployment, deployment(1, req.SpecificationDigest, 1)) || welcome.Version != nodeproto.ProtocolVersion {
 		t.Fatalf("welcome %+v", welcome)
+	}
+	if ack := heartbeat(t, ws, welcome, health(true, nil)); !sameDeployment(ack.Deployment, deployment(1, req.SpecificationDigest, 1)) {
+		t.Fatalf("heartbeat_ack %+v", ack)
 	}
 	var id NodeIdentity
 	call(t, s, "GET", "/api/v1/sandbox-node/identity?node_id="+req.NodeID, req.Credential, nil, &id)
@@ -347,10 +382,9 @@ func TestConnectionGenerationsAndRemoval(t *testing.T) {
 	if st, code := call(t, s, "POST", "/core/v1/sandbox/deployment/generations", s.Core.AdminKey(), nil, &gv); st != 201 {
 		t.Fatalf("publish: HTTP %d %s", st, code)
 	}
-	var change nodeproto.DeploymentChange
-	recv(t, ws, &change)
-	if change.Deployment.Generation != 2 || change.Deployment.SpecificationDigest != gv.SpecificationDigest || change.Deployment.ServingGeneration != 1 {
-		t.Fatalf("deployment change %+v, published %+v", change, gv)
+	// Core sends nothing unasked: the next heartbeat_ack carries the target.
+	if ack := heartbeat(t, ws, welcome, health(true, []nodeproto.Observation{{Generation: 1, SpecificationDigest: req.SpecificationDigest, State: nodeproto.StateReady}})); !sameDeployment(ack.Deployment, deployment(2, gv.SpecificationDigest, 1)) {
+		t.Fatalf("heartbeat_ack %+v, published %+v", ack, gv)
 	}
 	cfg2, err := coreClient(t, s, req).Configuration(context.Background(), 2)
 	if err != nil {
@@ -368,25 +402,26 @@ func TestConnectionGenerationsAndRemoval(t *testing.T) {
 	if st, code := call(t, s, "POST", "/core/v1/sandbox/deployment/generations/1/drop", s.Core.AdminKey(), nil, nil); st != 409 {
 		t.Fatalf("drop of a served generation: HTTP %d %s", st, code)
 	}
-	if err := ws.Send(nodeproto.Heartbeat{Type: nodeproto.TypeHeartbeat, Health: nodeproto.Health{ProviderReady: true},
-		Generations: []nodeproto.Observation{{Generation: 2, SpecificationDigest: gv.SpecificationDigest, State: nodeproto.StateReady}}}); err != nil {
-		t.Fatal(err)
+	both := []nodeproto.Observation{{Generation: 2, SpecificationDigest: gv.SpecificationDigest, State: nodeproto.StateReady},
+		{Generation: 1, SpecificationDigest: req.SpecificationDigest, State: nodeproto.StateReady}}
+	if ack := heartbeat(t, ws, welcome, health(true, both)); !sameDeployment(ack.Deployment, deployment(2, gv.SpecificationDigest, 2)) {
+		t.Fatalf("heartbeat_ack after generation 2 is ready %+v", ack)
 	}
-	// The heartbeat is read asynchronously: wait until Core shows it.
-	for {
-		call(t, s, "GET", "/core/v1/sandbox/nodes/"+req.NodeID, s.Core.AdminKey(), nil, &view)
-		if view.Rollout.ServingGeneration == 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	call(t, s, "GET", "/core/v1/sandbox/nodes/"+req.NodeID, s.Core.AdminKey(), nil, &view)
+	if view.Rollout.ServingGeneration != 2 {
+		t.Fatalf("serving %d", view.Rollout.ServingGeneration)
+	}
+	// Before the drop, Core keeps both generations the node retains.
+	refs := []nodeproto.Reference{{Generation: 1, SpecificationDigest: req.SpecificationDigest}, {Generation: 2, SpecificationDigest: gv.SpecificationDigest}}
+	if got := retention(t, ws, welcome, 1, refs); !got[0].Keep || !got[1].Keep {
+		t.Fatalf("retentions before the drop %+v", got)
 	}
 	if st, code := call(t, s, "POST", "/core/v1/sandbox/deployment/generations/1/drop", s.Core.AdminKey(), nil, nil); st != 200 {
 		t.Fatalf("drop: HTTP %d %s", st, code)
 	}
-	var drop nodeproto.Drop
-	recv(t, ws, &drop)
-	if drop.Type != nodeproto.TypeDrop || drop.Generation != 1 || drop.SpecificationDigest != req.SpecificationDigest {
-		t.Fatalf("drop %+v", drop)
+	// The drop grant reaches the node in the answer to its next retention.
+	if got := retention(t, ws, welcome, 2, refs); got[0].Keep || !got[1].Keep {
+		t.Fatalf("retentions after the drop %+v", got)
 	}
 	if _, err := coreClient(t, s, req).Configuration(context.Background(), 1); !errors.Is(err, core.ErrRejected) {
 		t.Fatalf("configuration of a dropped generation: %v", err)
@@ -415,6 +450,27 @@ func TestConnectionGenerationsAndRemoval(t *testing.T) {
 	if st, _ := call(t, s, "DELETE", "/core/v1/sandbox/nodes/"+req.NodeID, s.Core.AdminKey(), nil, nil); st != 404 {
 		t.Fatalf("second removal: HTTP %d", st)
 	}
+}
+
+// retention sends the node's references as retention number seq and
+// returns Core's retentions, checked to answer them in order.
+func retention(t *testing.T, ws *nodeproto.Conn, welcome *nodeproto.Frame, seq uint64, refs []nodeproto.Reference) []nodeproto.Retention {
+	t.Helper()
+	ctl := &nodeproto.Control{ID: uuid.NewString(), Sequence: seq, ConnectionID: welcome.ConnectionID, OwnerEpoch: welcome.OwnerEpoch, References: refs}
+	if err := ws.Send(nodeproto.Frame{Type: nodeproto.TypeRetention, Control: ctl}); err != nil {
+		t.Fatal(err)
+	}
+	ack := recv(t, ws, nodeproto.TypeRetentionAck)
+	c := ack.Control
+	if c.ID != ctl.ID || c.Sequence != seq || c.ConnectionID != welcome.ConnectionID || c.OwnerEpoch != welcome.OwnerEpoch || len(c.Retentions) != len(refs) || ack.Deployment == nil {
+		t.Fatalf("retention_ack %+v for %+v", ack, ctl)
+	}
+	for i, r := range c.Retentions {
+		if r.Generation != refs[i].Generation || r.SpecificationDigest != refs[i].SpecificationDigest {
+			t.Fatalf("retention %d %+v answers %+v", i, r, refs[i])
+		}
+	}
+	return c.Retentions
 }
 
 func TestIdentityErrors(t *testing.T) {
@@ -474,4 +530,59 @@ func TestStateSurvivesRestart(t *testing.T) {
 		t.Fatal("the state file holds a secret")
 	}
 	fmt.Fprint(io.Discard, raw)
+}
+
+// TestConnectionRefusesOtherDialects: Core takes only the platform's
+// hello (version 5, the platform's identity and health fields, the
+// enrolled backend); our former dialect (protocol_version) and a hello
+// naming another backend end the connection without a welcome. A node
+// that does not manage generations gets no deployment, in the welcome or
+// in a heartbeat_ack.
+func TestConnectionRefusesOtherDialects(t *testing.T) {
+	s := start(t, Config{DataDir: t.TempDir()})
+	req := enroll(t, s)
+	id := helloIdentity(s, req)
+	hb, _ := json.Marshal(health(true, nil))
+	idj, _ := json.Marshal(id)
+	other := *id
+	other.BackendFingerprint = strings.Repeat("cd", 32)
+	otherj, _ := json.Marshal(other)
+	for name, hello := range map[string]string{
+		"protocol_version":   `{"type":"hello","protocol_version":5,"identity":` + string(idj) + `,"health":` + string(hb) + `}`,
+		"version 4":          `{"version":4,"type":"hello","identity":` + string(idj) + `,"health":` + string(hb) + `}`,
+		"another backend":    `{"version":5,"type":"hello","identity":` + string(otherj) + `,"health":` + string(hb) + `}`,
+		"health without cpu": `{"version":5,"type":"hello","identity":` + string(idj) + `,"health":{"provider_ready":true,"observed_at":"2026-01-02T03:04:05Z","active_operations":0}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := http.Header{"Authorization": {"Bearer " + req.Credential}}
+			ws, _, err := nodeproto.DialURL(context.Background(), s.URL+"/api/v1/sandbox-node/connect?node_id="+req.NodeID, h, &tls.Config{RootCAs: s.CA.Pool()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.Close(nodeproto.CloseNormal, "")
+			if err := ws.WriteMessage([]byte(hello)); err != nil {
+				t.Fatal(err)
+			}
+			ws.SetReadDeadline(time.Now().Add(time.Minute))
+			var ce *nodeproto.CloseError
+			if msg, err := ws.ReadMessage(); !errors.As(err, &ce) || ce.Code != nodeproto.ClosePolicyViolation {
+				t.Fatalf("after the hello: %s %v", msg, err)
+			}
+		})
+	}
+	ws, welcome := dial(t, s, req, true, false)
+	if welcome.Deployment != nil || welcome.Version != nodeproto.ProtocolVersion || !ident.CanonicalUUID(welcome.ConnectionID) || welcome.OwnerEpoch < 1 {
+		t.Fatalf("welcome of a node without generations %+v", welcome)
+	}
+	if ack := heartbeat(t, ws, welcome, health(true, nil)); ack.Deployment != nil {
+		t.Fatalf("heartbeat_ack %+v", ack)
+	}
+	// A heartbeat naming another connection ends this one.
+	if err := ws.Send(nodeproto.Frame{Type: nodeproto.TypeHeartbeat, ConnectionID: uuid.NewString(), OwnerEpoch: welcome.OwnerEpoch, Health: health(true, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadDeadline(time.Now().Add(time.Minute))
+	if msg, err := ws.ReadMessage(); err == nil {
+		t.Fatalf("answer to another connection's heartbeat: %s", msg)
+	}
 }

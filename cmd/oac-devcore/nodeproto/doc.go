@@ -1,6 +1,7 @@
 // Package nodeproto is the connection between the stand-in node
-// (oac-node-dev) and the stand-in Core (oac-devcore): a minimal WebSocket
-// (RFC 6455) carrying JSON text messages (CONTRACT §6.2).
+// (oac-node-dev) and the stand-in Core (oac-devcore), in the platform's
+// dialect (CONTRACT §6.2, §11): a minimal WebSocket (RFC 6455) carrying
+// JSON text frames.
 //
 // The platform's node speaks WebSocket to Core; so do the stand-ins, with
 // a small hand-written implementation instead of a dependency: the
@@ -9,12 +10,21 @@
 // reassembled), ping answered with pong, and the closing handshake. No
 // extensions and no subprotocols; a message is at most MaxMessage bytes.
 //
-// Messages, one JSON object per text message, decoded strictly (unknown
-// fields refused):
+// Frames, one JSON object per text message, each carrying "version" 5 and
+// "type", decoded strictly by both sides as the platform's do (the field
+// lists of services/core/internal/sandbox/node/generation_json.go; the
+// checks of wire.go and generation_wire.go of MiniMax-AI/OpenAgentCore,
+// ProtocolVersion 5 as in its fork sandbaseai/OpenAgentCore):
 //
-//	node → Core   hello      protocol_version, identity, health, generation_management
-//	Core → node   welcome    connection_id, owner_epoch, deployment (generation managing nodes)
-//	node → Core   heartbeat  health, generations (at most 8 observations), every 10 s
-//	Core → node   deployment a new target generation
-//	Core → node   drop       a drop grant: the node may collect that generation
+//	node → Core  hello          identity, health, generation_management (when it manages generations)
+//	Core → node  welcome        connection_id, owner_epoch, deployment (generation-managing nodes only)
+//	node → Core  heartbeat      connection_id, owner_epoch, health (health.generations: at most 8), every 10 s
+//	Core → node  heartbeat_ack  connection_id, owner_epoch, deployment (generation-managing nodes only), one per heartbeat
+//	node → Core  retention      control{id, sequence, connection_id, owner_epoch, references}
+//	Core → node  retention_ack  control{…, retentions (keep false: the node may collect)}, deployment
+//	Core → node  request        request{id, sequence, connection_id, owner_epoch, deployment_generation, operation, …}
+//	node → Core  response       response{id, connection_id, error_code, …}
+//
+// A new target generation reaches a node in the deployment of the next
+// heartbeat_ack; Core sends nothing unasked but requests.
 package nodeproto
