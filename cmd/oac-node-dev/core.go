@@ -91,7 +91,7 @@ func newCoreClient(origin string, roots *x509.CertPool) *coreClient {
 }
 
 // do sends a request with a bearer secret and decodes a 2xx answer into
-// out. A refusal is *coreError; a transport failure is returned as is
+// out strictly (no unknown field, nothing after it). A refusal is *coreError; a transport failure is returned as is
 // (the request may or may not have reached Core).
 func (c *coreClient) do(ctx context.Context, method, path, secret string, header http.Header, body, out any) error {
 	var rd io.Reader
@@ -141,9 +141,19 @@ func (c *coreClient) do(ctx context.Context, method, path, secret string, header
 		return fmt.Errorf("%s %s: the answer is larger than %d bytes", method, path, maxAnswer)
 	}
 	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("%s %s: the answer is not JSON: %w", method, path, err)
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(out); err != nil {
+			return fmt.Errorf("%w: %s %s: %v", errAnswer, method, path, err)
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: %s %s: data after the answer", errAnswer, method, path)
 		}
 	}
 	return nil
 }
+
+// errAnswer: Core's 2xx answer is not the expected JSON object, decoded
+// strictly as the platform's node program does ("invalid enrollment
+// response").
+var errAnswer = errors.New("invalid answer from Core")

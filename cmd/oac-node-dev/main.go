@@ -8,22 +8,34 @@
 //	             --enrollment-token-file ABS [--allow-insecure-origin] [--core-ca PEM]
 //	oac-node-dev run --config ABS --state-dir ABS [--core-url ORIGIN]
 //
-// register reads Core's configuration with the token, writes
-// <state-dir>/identity.json (0600, atomically) before it enrolls, and
-// recovers a lost enrollment answer under the same identity: a rerun, or a
-// retry after a transport failure, asks Core's identity route with the
-// persisted credential instead of enrolling again. It prints the
-// enrollment as one JSON line. A rejection prints
-// "node enrollment rejected (HTTP <status> <code>)" on stderr.
+// Both follow the platform's node program (CONTRACT §11;
+// MiniMax-AI/OpenAgentCore services/core/cmd/sandbox-node/main.go and
+// services/core/internal/sandbox/node/{identity,enrollment,agent}.go).
 //
-// run keeps the node's WebSocket connection to Core (hello, heartbeats
-// every 10 s with the provider's readiness and the first failing check's
-// diagnostic code of CONTRACT §6.1) and, when <config dir>/generation-preparer
+// register writes <state-dir>/identity.json (0600, atomically) from
+// provider.json alone, with capacity 0/0, before Core hears of the node,
+// and never reads Core's configuration with the token. A failing provider
+// probe (5 s) stops it. It asks Core's identity route with the node's own
+// credential (an earlier run whose enrollment answer was lost is finished
+// there), otherwise enrolls once with the token; a lost answer ends it
+// with "enrollment response unconfirmed; retry with the same state
+// directory". Core's capacity must hold 1 <= max_active <= max_retained
+// <= 1000000. It prints the enrollment as one JSON line. A rejection
+// prints "node enrollment rejected (HTTP <status>[ <code>])" on stderr,
+// for 401 followed by ": sandbox node authentication rejected".
+//
+// run asks the identity route before it connects (401: exit 78), then
+// keeps the node's WebSocket connection to Core in the platform's dialect
+// (package nodeproto: hello, welcome, a heartbeat every 10 s with the
+// provider's readiness, the first failing check's diagnostic code of
+// CONTRACT §6.1 and the host metrics, answered by Core's heartbeat_ack
+// within the 35 s read deadline) and, when <config dir>/generation-preparer
 // exists (0700), calls it with --generation-action prepare when Core's
-// deployment names a new generation and collect on a drop grant. It holds
-// a shared lock on the lease of each generation it reports ready, as
-// oac-node does around the native helpers serving it, and lets go of it
-// before the generation's collection (serving.go).
+// deployment names a new generation and collect when Core answers a
+// retention with keep false. It holds a shared lock on the lease of each
+// generation it reports ready, as oac-node does around the native helpers
+// serving it, and lets go of it before the generation's collection
+// (serving.go).
 //
 // It runs as the service account oac-node: register in install's
 // service-account child (the register step), run as the node's unit

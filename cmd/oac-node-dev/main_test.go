@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,10 +23,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// Fast heartbeats and retries keep the tests short; nothing asserts a
-	// duration.
+	// Fast heartbeats keep the tests short; nothing asserts a duration.
 	heartbeatInterval = 20 * time.Millisecond
-	retryPause = func(int) time.Duration { return 0 }
 	os.Exit(m.Run())
 }
 
@@ -215,43 +214,131 @@ func TestRegisterEnrollsAndPrintsOneLine(t *testing.T) {
 	}
 }
 
-// TestRegisterRecoversALostAnswer drops Core's enrollment answer: within
-// the run, and across runs (the token is used by then), the node asks the
-// identity route and finishes under the identity it wrote first, with one
-// enrollment.
+// TestRegisterRecoversALostAnswer drops Core's enrollment answer: the run
+// enrolls once and fails, saying to retry with the same state directory;
+// the rerun asks the identity route with the credential it wrote first and
+// finishes under that identity, with one enrollment.
 func TestRegisterRecoversALostAnswer(t *testing.T) {
-	t.Run("retry", func(t *testing.T) {
-		e := newEnv(t)
-		e.s.Core.DropNextEnrollResponses(1)
-		code, stdout, stderr := e.register(t, e.tokenFile(t))
-		if code != 0 || !strings.Contains(stdout, e.identity(t).Identity.NodeID) {
-			t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	e := newEnv(t)
+	e.s.Core.DropNextEnrollResponses(1)
+	tok := e.tokenFile(t)
+	if code, _, stderr := e.register(t, tok); code != exitError || !strings.Contains(stderr, "enrollment response unconfirmed; retry with the same state directory") {
+		t.Fatalf("first run: exit %d %s", code, stderr)
+	}
+	first := e.identity(t) // written before the enrollment
+	if first.Identity.MaxActive != 0 || first.Identity.MaxRetained != 0 {
+		t.Fatalf("capacity before Core approved one: %d/%d", first.Identity.MaxActive, first.Identity.MaxRetained)
+	}
+	code, stdout, stderr := e.register(t, tok)
+	if code != 0 || !strings.Contains(stdout, first.Identity.NodeID) {
+		t.Fatalf("rerun: exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	again := e.identity(t)
+	if again.Credential != first.Credential || again.Identity.NodeID != first.Identity.NodeID || again.Identity.MaxActive != devcore.DefaultMaxActive {
+		t.Fatal("the rerun changed the identity or kept no capacity")
+	}
+	if n := e.s.Core.Enrollments(); n != 1 {
+		t.Fatalf("%d enrollments", n)
+	}
+}
+
+// fakeCore answers the identity route with identity (status 401 when
+// nil) and the enrollment with enroll, and records each request: its
+// route and whether identity.json existed with capacity 0/0 when it came.
+type fakeCore struct {
+	url    string
+	calls  []string
+	enroll any
+}
+
+func (e *env) fakeCore(t *testing.T, enroll any) *fakeCore {
+	t.Helper()
+	f := &fakeCore{enroll: enroll}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		call := r.Method + " " + r.URL.Path
+		if id, err := readIdentity(e.state); err == nil && id.Identity.MaxActive == 0 && id.Identity.MaxRetained == 0 {
+			call += " (identity 0/0)"
 		}
-		if n := e.s.Core.Enrollments(); n != 1 {
-			t.Fatalf("%d enrollments", n)
+		f.calls = append(f.calls, call)
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/sandbox-node/enroll":
+			w.WriteHeader(201)
+			json.NewEncoder(w).Encode(f.enroll)
+		default:
+			w.WriteHeader(401)
+			io.WriteString(w, `{"error":{"code":"invalid_node_credential","message":"no"}}`)
 		}
-	})
-	t.Run("rerun", func(t *testing.T) {
-		e := newEnv(t)
-		defer func(n int) { enrollAttempts = n }(enrollAttempts)
-		enrollAttempts = 1
-		e.s.Core.DropNextEnrollResponses(1)
-		tok := e.tokenFile(t)
-		if code, _, stderr := e.register(t, tok); code != exitError {
-			t.Fatalf("first run: exit %d %s", code, stderr)
-		}
-		first := e.identity(t) // written before the enrollment
-		code, stdout, stderr := e.register(t, tok)
-		if code != 0 || !strings.Contains(stdout, first.Identity.NodeID) {
-			t.Fatalf("rerun: exit %d stdout %q stderr %q", code, stdout, stderr)
-		}
-		if again := e.identity(t); again.Credential != first.Credential || again.Identity.NodeID != first.Identity.NodeID {
-			t.Fatal("the rerun changed the identity")
-		}
-		if n := e.s.Core.Enrollments(); n != 1 {
-			t.Fatalf("%d enrollments", n)
-		}
-	})
+	}))
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	e.writeConfig(t, srv.URL)
+	return f
+}
+
+// TestRegisterFollowsThePlatformsOrder: identity.json (capacity 0/0) is
+// written before Core hears of the node, the configuration is never read
+// with the token, the identity route is asked before the one enrollment,
+// and a capacity outside 1 <= max_active <= max_retained <= 1000000 is
+// refused.
+func TestRegisterFollowsThePlatformsOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		active, retain int64
+		ok             bool
+	}{{"valid", 2, 4, true}, {"max_active 0", 0, 4, false}, {"retained below active", 3, 2, false}, {"over a million", 1, 1000001, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			tok := e.tokenFile(t)
+			id := func() *noderoot.NodeIdentity { id, _ := readIdentity(e.state); return id }
+			// The answer names the node the register run wrote.
+			f := e.fakeCore(t, lazyEnrollment{id: id, active: tc.active, retain: tc.retain})
+			code, stdout, stderr := e.registerAt(t, f.url, tok)
+			want := []string{"GET /api/v1/sandbox-node/identity (identity 0/0)", "POST /api/v1/sandbox-node/enroll (identity 0/0)"}
+			if strings.Join(f.calls, "|") != strings.Join(want, "|") {
+				t.Fatalf("Core saw %q, want %q", f.calls, want)
+			}
+			got := e.identity(t).Identity
+			if tc.ok {
+				if code != 0 || got.MaxActive != tc.active || got.MaxRetained != tc.retain || !strings.Contains(stdout, `"max_active":2`) {
+					t.Fatalf("exit %d stdout %q stderr %q identity %+v", code, stdout, stderr, got)
+				}
+				return
+			}
+			if code != exitError || stdout != "" || !strings.Contains(stderr, "invalid node capacity") || got.MaxActive != 0 || got.MaxRetained != 0 {
+				t.Fatalf("exit %d stdout %q stderr %q identity %+v", code, stdout, stderr, got)
+			}
+		})
+	}
+}
+
+// lazyEnrollment is Core's enrollment answer for the node identity.json
+// names when the answer is written.
+type lazyEnrollment struct {
+	id             func() *noderoot.NodeIdentity
+	active, retain int64
+}
+
+func (l lazyEnrollment) MarshalJSON() ([]byte, error) {
+	i := l.id().Identity
+	return json.Marshal(map[string]any{"max_active": l.active, "max_retained": l.retain, "deployment_generation": i.DeploymentGeneration,
+		"node_id": i.NodeID, "installation_id": i.InstallationID, "provider": i.Provider, "specification_digest": i.SpecificationDigest})
+}
+
+// TestRegisterStopsOnAFailingProbe: a provider that is not ready stops
+// the registration after identity.json is written and before Core hears
+// of the node.
+func TestRegisterStopsOnAFailingProbe(t *testing.T) {
+	e := newEnv(t)
+	tok := e.tokenFile(t)
+	e.engine.Fail("GET /images/", http.StatusNotFound)
+	code, stdout, stderr := e.register(t, tok)
+	if code != exitError || stdout != "" || !strings.Contains(stderr, "local provider readiness check failed (runtime_image_unavailable)") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	if id := e.identity(t); id.Identity.MaxActive != 0 || e.s.Core.Enrollments() != 0 {
+		t.Fatalf("identity %+v, %d enrollments", id.Identity, e.s.Core.Enrollments())
+	}
 }
 
 func TestRegisterRejections(t *testing.T) {
@@ -263,7 +350,7 @@ func TestRegisterRejections(t *testing.T) {
 		}
 		os.RemoveAll(e.state)
 		code, stdout, stderr := e.register(t, tok)
-		if code != exitRejected || stdout != "" || !strings.Contains(stderr, "node enrollment rejected (HTTP 401 invalid_node_credential)\n") {
+		if code != exitRejected || stdout != "" || !strings.Contains(stderr, "node enrollment rejected (HTTP 401 invalid_node_credential): sandbox node authentication rejected\n") {
 			t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
 		}
 	})
@@ -359,4 +446,54 @@ func TestOneProcessPerStateDirectory(t *testing.T) {
 	if _, err := lockState(dir); err == nil || !strings.Contains(err.Error(), "another node process") {
 		t.Fatalf("second lock: %v", err)
 	}
+}
+
+// TestRunRefreshesTheIdentityFirst: run asks the identity route with the
+// credential before it connects; a node Core removed meanwhile exits 78
+// without connecting.
+func TestRunRefreshesTheIdentityFirst(t *testing.T) {
+	e := newEnv(t)
+	if code, _, stderr := e.register(t, e.tokenFile(t)); code != 0 {
+		t.Fatal(stderr)
+	}
+	id := e.identity(t).Identity.NodeID
+	if st := e.admin(t, "DELETE", "/core/v1/sandbox/nodes/"+id, nil); st != 204 {
+		t.Fatalf("remove: HTTP %d", st)
+	}
+	n := e.run(t)
+	if code := <-n.done; code != exitRejected || !strings.Contains(n.log.String(), "HTTP 401") {
+		t.Fatalf("run exit %d, want 78: %s", code, n.log.String())
+	}
+	n.done <- code0
+}
+
+// TestRunKeepsCoresOwnerEpoch: the welcome's owner epoch is retained in
+// identity.json; a welcome below the retained one stops the node (the
+// platform's node refuses it as another owner's) instead of reconnecting.
+func TestRunKeepsCoresOwnerEpoch(t *testing.T) {
+	e := newEnv(t)
+	if code, _, stderr := e.register(t, e.tokenFile(t)); code != 0 {
+		t.Fatal(stderr)
+	}
+	id := e.identity(t)
+	n := e.run(t)
+	e.waitNode(t, id.Identity.NodeID, func(v devcore.NodeView) bool { return v.Online && v.ProviderReady })
+	n.cancel()
+	if code := <-n.done; code != 0 {
+		t.Fatalf("run exit %d: %s", code, n.log.String())
+	}
+	n.done <- code0
+	kept := e.identity(t)
+	if kept.OwnerEpoch < 1 {
+		t.Fatalf("owner epoch %d retained", kept.OwnerEpoch)
+	}
+	kept.OwnerEpoch += 100
+	if err := writeIdentity(e.state, kept); err != nil {
+		t.Fatal(err)
+	}
+	n = e.run(t)
+	if code := <-n.done; code != exitError || !strings.Contains(n.log.String(), "owner epoch") {
+		t.Fatalf("run exit %d: %s", code, n.log.String())
+	}
+	n.done <- code0
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/openagentcore/oac-node-install/steps/host/core"
+	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -26,12 +26,15 @@ import (
 )
 
 // enrollment is Core's identity answer (201 of enroll; the identity route
-// adds connected and provider_ready) and the line register prints.
+// adds connected and provider_ready), decoded strictly as the platform's
+// node program does (wire.go EnrollmentResponse).
 type enrollment struct {
 	MaxActive            int64                `json:"max_active"`
 	MaxRetained          int64                `json:"max_retained"`
 	SpecificationDigest  string               `json:"specification_digest"`
 	DeploymentGeneration int64                `json:"deployment_generation"`
+	Connected            bool                 `json:"connected,omitempty"`
+	ProviderReady        bool                 `json:"provider_ready,omitempty"`
 	NodeID               string               `json:"node_id"`
 	InstallationID       ident.InstallationID `json:"installation_id"`
 	Provider             string               `json:"provider"`
@@ -49,14 +52,13 @@ type enrollRequest struct {
 	CoreURL              string `json:"core_url"`
 }
 
-// enrollAttempts bounds the enrollments of one register run whose answer
-// was lost; retryPause is the pause before attempt i+1.
-var (
-	enrollAttempts = 4
-	retryPause     = func(i int) time.Duration { return time.Duration(1<<i) * time.Second }
-)
+// codePattern is the shape of Core's error codes, the only part of a
+// refusal's body that reaches the rejection line (enrollment.go).
+var codePattern = regexp.MustCompile(`^[a-z_]{1,64}$`)
 
-var codePattern = regexp.MustCompile(`^[a-z_]+$`)
+// errAuthentication is the platform's node program's text after the
+// rejection line of a 401 (node.ErrAuthentication).
+const errAuthentication = "sandbox node authentication rejected"
 
 type registerFlags struct {
 	config, stateDir, coreURL, name, tokenFile, coreCA string
@@ -88,20 +90,35 @@ func register(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return code
 }
 
-// rejected prints the machine-read rejection line and returns the exit
-// status: 78 for 401.
+// rejected prints the machine-read rejection line in the platform's
+// node program's shapes (enrollment.go enrollmentRejection, printed whole
+// by sandbox-node's main): "node enrollment rejected (HTTP <status>)",
+// with " <code>" inside the parentheses when Core named one, and for 401
+// followed by ": sandbox node authentication rejected". The exit status
+// is 78 for 401.
 func rejected(stderr io.Writer, ce *coreError) int {
+	detail := fmt.Sprintf("HTTP %d", ce.Status)
 	if codePattern.MatchString(ce.Code) {
-		fmt.Fprintf(stderr, "node enrollment rejected (HTTP %03d %s)\n", ce.Status, ce.Code)
-	} else {
-		fmt.Fprintf(stderr, "node enrollment rejected (HTTP %03d)\n", ce.Status)
+		detail += " " + ce.Code
 	}
 	if ce.Status == http.StatusUnauthorized {
+		fmt.Fprintf(stderr, "node enrollment rejected (%s): %s\n", detail, errAuthentication)
 		return exitRejected
 	}
+	fmt.Fprintf(stderr, "node enrollment rejected (%s)\n", detail)
 	return exitError
 }
 
+// registerNode registers as the platform's node program does (CONTRACT
+// §11; sandbox-node main.go, identity.go InitIdentity, enrollment.go
+// Enroll): identity.json is written first, from provider.json alone, with
+// capacity 0/0 (an existing one must name the same backend and Core);
+// Core's configuration is never read with the token. A failing provider
+// probe (5 s) stops it. It then asks the identity route with the node's
+// own credential — a node whose earlier answer was lost is recovered there
+// — and otherwise enrolls once with the token. Core's capacity must hold
+// 1 <= max_active <= max_retained <= 1000000; it is written into
+// identity.json before the enrollment line is printed.
 func registerNode(ctx context.Context, f registerFlags, stdout, stderr io.Writer) (int, error) {
 	if err := checkOrigin(f.coreURL, f.insecure); err != nil {
 		return exitError, err
@@ -134,111 +151,94 @@ func registerNode(ctx context.Context, f registerFlags, stdout, stderr io.Writer
 		client = newCoreClient(f.coreURL, nil)
 	}
 
+	want := newIdentity(cfg, f, caSHA)
 	id, err := readIdentity(f.stateDir)
 	switch {
 	case err == nil:
-		// A previous run wrote the identity; its enrollment may have
-		// succeeded with the answer lost.
-		if id.Identity.InstallationID != cfg.InstallationID || id.Identity.Provider != cfg.Provider || id.CoreURL != f.coreURL {
-			return exitError, fmt.Errorf("%s belongs to another installation, provider or Core", filepath.Join(f.stateDir, layout.IdentityFileName))
-		}
-		if done, err := confirmed(ctx, client, id); err != nil {
-			return exitError, err
-		} else if done != nil {
-			return finish(f.stateDir, id, done, stdout)
+		if !sameBackend(id, want) || id.CoreURL != f.coreURL {
+			return exitError, fmt.Errorf("%s does not match the node configuration", filepath.Join(f.stateDir, layout.IdentityFileName))
 		}
 	case errors.Is(err, os.ErrNotExist):
-		var conf *core.Configuration
-		if conf, err = readConfiguration(ctx, client, token); err != nil {
-			var ce *coreError
-			if errors.As(err, &ce) {
-				return rejected(stderr, ce), nil
-			}
-			return exitError, err
-		}
-		if conf.InstallationID != cfg.InstallationID || conf.Provider != cfg.Provider || conf.Generation != cfg.Generation || conf.SpecificationDigest != cfg.Specification.Digest() {
-			return exitError, fmt.Errorf("Core's deployment (generation %d) is not the one %s was prepared for (generation %d)", conf.Generation, f.config, cfg.Generation)
-		}
-		id = newIdentity(cfg, conf, f, caSHA)
-		// Durable before Core hears of it: a lost answer is recovered
-		// under this identity.
+		id = want
 		if err := writeIdentity(f.stateDir, id); err != nil {
 			return exitError, err
 		}
 	default:
 		return exitError, err
 	}
-	if diag := probe(ctx, cfg, 5*time.Second); diag == diagDockerUnavailable || diag == diagKVMUnavailable {
-		return exitError, fmt.Errorf("the local provider is not reachable (%s)", diag)
+	if diag := probe(ctx, cfg, 5*time.Second); diag != "" {
+		return exitError, fmt.Errorf("local provider readiness check failed (%s)", diag)
 	}
 
+	// A node Core knows already (its enrollment answer was lost) is
+	// recovered with its own credential; any failure here leads to the
+	// enrollment.
+	var got enrollment
+	if err := client.do(ctx, http.MethodGet, "/api/v1/sandbox-node/identity?node_id="+id.Identity.NodeID, id.Credential, nil, nil, &got); err == nil {
+		return finish(f.stateDir, id, &got, stdout)
+	}
 	req := enrollRequest{
 		NodeID: id.Identity.NodeID, Credential: id.Credential, Name: f.name, Provider: id.Identity.Provider,
 		BackendFingerprint: id.Identity.BackendFingerprint, DeploymentGeneration: id.Identity.DeploymentGeneration,
 		SpecificationDigest: id.Identity.SpecificationDigest, CoreURL: f.coreURL,
 	}
-	var lastErr error
-	for i := range enrollAttempts {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return exitError, ctx.Err()
-			case <-time.After(retryPause(i - 1)):
-			}
-			// The last answer was lost: ask before enrolling again.
-			done, err := confirmed(ctx, client, id)
-			if err != nil {
-				lastErr = err
-				continue
-			}
-			if done != nil {
-				return finish(f.stateDir, id, done, stdout)
-			}
-		}
-		var got enrollment
-		err := client.do(ctx, http.MethodPost, "/api/v1/sandbox-node/enroll", token, nil, req, &got)
-		var ce *coreError
-		if errors.As(err, &ce) {
-			return rejected(stderr, ce), nil
-		}
-		if err == nil {
-			return finish(f.stateDir, id, &got, stdout)
-		}
-		lastErr = err
-		fmt.Fprintf(stderr, "oac-node-dev register: no answer to the enrollment (%v); checking with Core\n", err)
-	}
-	return exitError, fmt.Errorf("the enrollment was not confirmed: %w", lastErr)
-}
-
-// confirmed asks the identity route whether Core knows the node under
-// this credential: the identity when it does, nil when Core answers 401.
-func confirmed(ctx context.Context, client *coreClient, id *noderoot.NodeIdentity) (*enrollment, error) {
-	var got enrollment
-	err := client.do(ctx, http.MethodGet, "/api/v1/sandbox-node/identity?node_id="+id.Identity.NodeID, id.Credential, nil, nil, &got)
+	got = enrollment{}
+	err = client.do(ctx, http.MethodPost, "/api/v1/sandbox-node/enroll", token, nil, req, &got)
 	var ce *coreError
-	if errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
-		return nil, nil
+	switch {
+	case errors.As(err, &ce):
+		return rejected(stderr, ce), nil
+	case errors.Is(err, errAnswer):
+		return exitError, err
+	case err != nil:
+		return exitError, errors.New("enrollment response unconfirmed; retry with the same state directory")
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &got, nil
+	return finish(f.stateDir, id, &got, stdout)
 }
 
-// finish checks Core's identity against ours, stores Core's capacity and
-// prints the enrollment line.
-func finish(stateDir string, id *noderoot.NodeIdentity, got *enrollment, stdout io.Writer) (int, error) {
+// sameBackend: two identities of the same node backend (the platform's
+// sameBackend, the node id aside).
+func sameBackend(a, b *noderoot.NodeIdentity) bool {
+	x, y := a.Identity, b.Identity
+	return x.SpecificationDigest == y.SpecificationDigest && x.DeploymentGeneration == y.DeploymentGeneration &&
+		x.InstallationID == y.InstallationID && x.Provider == y.Provider && x.BackendFingerprint == y.BackendFingerprint
+}
+
+// verify checks Core's identity answer against ours and its capacity
+// (enrollment.go verifyEnrollment).
+func verify(id *noderoot.NodeIdentity, got *enrollment) error {
 	if got.NodeID != id.Identity.NodeID || got.InstallationID != id.Identity.InstallationID || got.Provider != id.Identity.Provider ||
 		got.DeploymentGeneration != id.Identity.DeploymentGeneration || got.SpecificationDigest != id.Identity.SpecificationDigest {
-		return exitError, errors.New("Core confirmed a different node identity")
+		return errors.New("Core confirmed a different node identity")
+	}
+	if got.MaxActive < 1 || got.MaxRetained < got.MaxActive || got.MaxRetained > nodeproto.MaxCapacity {
+		return fmt.Errorf("Core approved an invalid node capacity (max_active %d, max_retained %d)", got.MaxActive, got.MaxRetained)
+	}
+	return nil
+}
+
+// retain verifies Core's answer and writes its capacity into
+// identity.json when it changed.
+func retain(stateDir string, id *noderoot.NodeIdentity, got *enrollment) error {
+	if err := verify(id, got); err != nil {
+		return err
 	}
 	if got.MaxActive != id.Identity.MaxActive || got.MaxRetained != id.Identity.MaxRetained {
 		id.Identity.MaxActive, id.Identity.MaxRetained = got.MaxActive, got.MaxRetained
-		if err := writeIdentity(stateDir, id); err != nil {
-			return exitError, err
-		}
+		return writeIdentity(stateDir, id)
 	}
-	line, err := json.Marshal(got)
+	return nil
+}
+
+// finish retains Core's answer and prints the enrollment line (the
+// identity's values, without connected and provider_ready).
+func finish(stateDir string, id *noderoot.NodeIdentity, got *enrollment, stdout io.Writer) (int, error) {
+	if err := retain(stateDir, id, got); err != nil {
+		return exitError, err
+	}
+	i := id.Identity
+	line, err := json.Marshal(enrollment{MaxActive: i.MaxActive, MaxRetained: i.MaxRetained, SpecificationDigest: i.SpecificationDigest,
+		DeploymentGeneration: i.DeploymentGeneration, NodeID: i.NodeID, InstallationID: i.InstallationID, Provider: i.Provider})
 	if err != nil {
 		return exitError, err
 	}
@@ -246,28 +246,36 @@ func finish(stateDir string, id *noderoot.NodeIdentity, got *enrollment, stdout 
 	return exitOK, nil
 }
 
-// readConfiguration reads Core's configuration with the token (which it
-// does not consume) and validates it with the installer's parser.
-func readConfiguration(ctx context.Context, client *coreClient, token string) (*core.Configuration, error) {
-	var raw json.RawMessage
-	if err := client.do(ctx, http.MethodGet, "/api/v1/sandbox-node/configuration", token, nil, nil, &raw); err != nil {
-		return nil, err
+// refreshIdentity asks the identity route with the node's credential
+// before run connects, as the platform's node program does (enrollment.go
+// RefreshIdentity): 401 is errRejected; Core's answer is verified and its
+// capacity retained.
+func refreshIdentity(ctx context.Context, n *node) error {
+	client := newCoreClient(n.id.CoreURL, n.tls.RootCAs)
+	var got enrollment
+	err := client.do(ctx, http.MethodGet, "/api/v1/sandbox-node/identity?node_id="+n.id.Identity.NodeID, n.id.Credential, nil, nil, &got)
+	var ce *coreError
+	switch {
+	case errors.As(err, &ce) && ce.Status == http.StatusUnauthorized:
+		return errRejected
+	case err != nil:
+		return fmt.Errorf("cannot confirm the approved node capacity: %w", err)
 	}
-	return core.ParseConfiguration(raw)
+	return retain(n.stateDir, n.id, &got)
 }
 
-// newIdentity makes the node's identity: a new node id and a credential of
-// 32 random bytes (64 hex).
-func newIdentity(cfg *provider.Config, conf *core.Configuration, f registerFlags, caSHA string) *noderoot.NodeIdentity {
+// newIdentity makes the node's identity from provider.json: a new node
+// id, a credential of 32 random bytes (64 hex) and capacity 0/0 until Core
+// approves one (the platform's InitIdentity).
+func newIdentity(cfg *provider.Config, f registerFlags, caSHA string) *noderoot.NodeIdentity {
 	var secret [32]byte
 	rand.Read(secret[:])
 	id := &noderoot.NodeIdentity{Credential: hex.EncodeToString(secret[:]), CoreURL: f.coreURL, AllowInsecureOrigin: f.insecure}
 	id.Identity.NodeID = uuid.NewString()
 	id.Identity.InstallationID = cfg.InstallationID
 	id.Identity.Provider = cfg.Provider
-	id.Identity.DeploymentGeneration = conf.Generation
-	id.Identity.SpecificationDigest = conf.SpecificationDigest
-	id.Identity.MaxActive, id.Identity.MaxRetained = conf.MaxActive, conf.MaxRetained
+	id.Identity.DeploymentGeneration = cfg.Generation
+	id.Identity.SpecificationDigest = cfg.Specification.Digest()
 	fp := sha256.Sum256([]byte(cfg.Provider + "\x00" + cfg.InstallationID.String() + "\x00" + backendName(cfg)))
 	id.Identity.BackendFingerprint = hex.EncodeToString(fp[:])
 	if f.coreCA != "" {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
@@ -31,6 +33,8 @@ type node struct {
 	tls  *tls.Config
 	gens *generations // nil without the retained helper
 	log  io.Writer
+	// stateDir holds identity.json; the node keeps Core's owner epoch in it.
+	stateDir string
 }
 
 func runNode(ctx context.Context, args []string, stderr io.Writer) int {
@@ -55,6 +59,13 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) int {
 	defer lock.Unlock()
 	if n.gens != nil {
 		defer n.gens.close()
+	}
+	if err := refreshIdentity(ctx, n); err != nil {
+		fmt.Fprintf(stderr, "oac-node-dev run: %v\n", err)
+		if errors.Is(err, errRejected) {
+			return exitRejected
+		}
+		return exitError
 	}
 	if err := n.loop(ctx); err != nil {
 		fmt.Fprintf(stderr, "oac-node-dev run: %v\n", err)
@@ -98,7 +109,7 @@ func openNode(ctx context.Context, config, stateDir, coreURL string, log io.Writ
 	if err := checkOrigin(id.CoreURL, id.AllowInsecureOrigin); err != nil {
 		return nil, nil, err
 	}
-	n := &node{cfg: cfg, id: id, log: log, tls: &tls.Config{MinVersion: tls.VersionTLS12}}
+	n := &node{cfg: cfg, id: id, log: log, stateDir: stateDir, tls: &tls.Config{MinVersion: tls.VersionTLS12}}
 	if id.CoreCA != "" {
 		pool, sum, err := readCA(id.CoreCA)
 		if err != nil {
@@ -130,7 +141,7 @@ func (n *node) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, errRejected) {
+		if errors.Is(err, errRejected) || errors.Is(err, errOwnership) {
 			return err
 		}
 		if time.Since(start) >= 30*time.Second {
@@ -147,15 +158,59 @@ func (n *node) loop(ctx context.Context) error {
 	}
 }
 
-func (n *node) health(ctx context.Context) nodeproto.Health {
+// health probes the provider (5 s) and fills the host metrics. A
+// generation-managing node reports its generations (at most eight).
+func (n *node) health(ctx context.Context, host *hostSampler) *nodeproto.Health {
 	diag := probe(ctx, n.cfg, 5*time.Second)
-	return nodeproto.Health{ProviderReady: diag == "", Diagnostic: diag, ObservedAt: time.Now().UTC().Format(time.RFC3339)}
+	h := &nodeproto.Health{ProviderReady: diag == "", Diagnostic: diag, ObservedAt: time.Now().UTC()}
+	if n.gens != nil {
+		h.Generations = n.gens.observations()
+	}
+	host.fill(h, n.stateDir)
+	return h
 }
 
-// session runs one connection until it fails or ctx ends. After the
-// welcome the node sets no read deadline: the stand-in Core writes only
-// when the deployment changes, and a connection Core dropped shows as a
-// failed read or heartbeat write.
+// helloIdentity is the identity the hello carries: identity.json's, with
+// the backend fingerprint and the capacity Core approved.
+func (n *node) helloIdentity() *nodeproto.Identity {
+	i := n.id.Identity
+	return &nodeproto.Identity{SpecificationDigest: i.SpecificationDigest, DeploymentGeneration: i.DeploymentGeneration, NodeID: i.NodeID,
+		InstallationID: i.InstallationID.String(), Provider: i.Provider, BackendFingerprint: i.BackendFingerprint, MaxActive: i.MaxActive, MaxRetained: i.MaxRetained}
+}
+
+// errOwnership: Core's owner epoch went back, or a frame names another
+// connection or epoch; like the platform's node (sandbox.ErrOwnership) the
+// node stops instead of reconnecting.
+var errOwnership = errors.New("Core's frame does not belong to this node's connection")
+
+// connection is one session's state: Core's connection id and owner
+// epoch, the last request's sequence, and the retention in flight.
+type connection struct {
+	id       string
+	epoch    uint64
+	sequence uint64 // of Core's last request
+	control  uint64 // of the node's last retention
+	pending  *nodeproto.Control
+}
+
+// readFrame reads one frame within d.
+func readFrame(ws *nodeproto.Conn, d time.Duration) (*nodeproto.Frame, error) {
+	ws.SetReadDeadline(time.Now().Add(d))
+	msg, err := ws.ReadMessage()
+	if err != nil {
+		return nil, err
+	}
+	return nodeproto.Decode(msg)
+}
+
+// session runs one connection until it fails or ctx ends, as the
+// platform's node program does (CONTRACT §11; agent.go connect): the
+// hello, Core's welcome within 15 s, then every read within 35 s — Core
+// answers each heartbeat with a heartbeat_ack, so a silent Core ends the
+// connection. A generation-managing node follows the deployment of the
+// welcome and of each heartbeat_ack, and after each heartbeat asks with a
+// retention which of its generations Core still needs: one answered keep
+// false is collected.
 func (n *node) session(ctx context.Context) error {
 	h := http.Header{"Authorization": {"Bearer " + n.id.Credential}}
 	ws, resp, err := nodeproto.DialURL(ctx, n.id.CoreURL+"/api/v1/sandbox-node/connect?node_id="+n.id.Identity.NodeID, h, n.tls)
@@ -166,44 +221,44 @@ func (n *node) session(ctx context.Context) error {
 		return err
 	}
 	defer ws.Close(nodeproto.CloseNormal, "")
-	hello := nodeproto.Hello{
-		Type: nodeproto.TypeHello, ProtocolVersion: nodeproto.ProtocolVersion,
-		Identity: nodeproto.Identity{
-			NodeID: n.id.Identity.NodeID, InstallationID: n.id.Identity.InstallationID.String(), Provider: n.id.Identity.Provider,
-			DeploymentGeneration: n.id.Identity.DeploymentGeneration, SpecificationDigest: n.id.Identity.SpecificationDigest,
-		},
-		Health:               n.health(ctx),
-		GenerationManagement: n.gens != nil,
-	}
-	if err := ws.Send(hello); err != nil {
+	host := &hostSampler{}
+	managed := n.gens != nil
+	if err := ws.Send(nodeproto.Frame{Type: nodeproto.TypeHello, Identity: n.helloIdentity(), Health: n.health(ctx, host), GenerationManagement: managed}); err != nil {
 		return err
 	}
-	ws.SetReadDeadline(time.Now().Add(nodeproto.HelloTimeout))
-	msg, err := ws.ReadMessage()
+	welcome, err := readFrame(ws, nodeproto.HelloTimeout)
 	if err != nil {
 		return fmt.Errorf("no welcome: %w", err)
 	}
-	var welcome nodeproto.Welcome
-	if err := nodeproto.Decode(msg, &welcome); err != nil || welcome.Type != nodeproto.TypeWelcome {
-		return fmt.Errorf("no welcome: %v", err)
+	if welcome.Type != nodeproto.TypeWelcome || managed != (welcome.Deployment != nil) {
+		return fmt.Errorf("no welcome: Core sent %s", welcome.Type)
 	}
-	ws.SetReadDeadline(time.Time{})
-	if n.gens != nil && welcome.Deployment != nil {
+	if welcome.OwnerEpoch < n.id.OwnerEpoch {
+		return fmt.Errorf("%w: owner epoch %d is below the retained %d", errOwnership, welcome.OwnerEpoch, n.id.OwnerEpoch)
+	}
+	if welcome.OwnerEpoch > n.id.OwnerEpoch {
+		n.id.OwnerEpoch = welcome.OwnerEpoch
+		if err := writeIdentity(n.stateDir, n.id); err != nil {
+			return err
+		}
+	}
+	if managed {
 		n.gens.target(*welcome.Deployment)
 	}
+	c := &connection{id: welcome.ConnectionID, epoch: welcome.OwnerEpoch}
 
 	type read struct {
-		msg []byte
+		f   *nodeproto.Frame
 		err error
 	}
-	msgs := make(chan read, 1)
+	frames := make(chan read, 1)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		for {
-			m, err := ws.ReadMessage()
+			f, err := readFrame(ws, nodeproto.ReadTimeout)
 			select {
-			case msgs <- read{m, err}:
+			case frames <- read{f, err}:
 			case <-done:
 				return
 			}
@@ -213,7 +268,7 @@ func (n *node) session(ctx context.Context) error {
 		}
 	}()
 	var changed chan struct{}
-	if n.gens != nil {
+	if managed {
 		changed = n.gens.changed
 	}
 	tick := time.NewTicker(heartbeatInterval)
@@ -222,7 +277,7 @@ func (n *node) session(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case r := <-msgs:
+		case r := <-frames:
 			if r.err != nil {
 				var ce *nodeproto.CloseError
 				if errors.As(r.err, &ce) && ce.Code == nodeproto.CloseRemoved {
@@ -230,47 +285,84 @@ func (n *node) session(ctx context.Context) error {
 				}
 				return r.err
 			}
-			if err := n.handle(r.msg); err != nil {
+			if err := n.handle(ws, c, r.f); err != nil {
 				return err
 			}
+			continue
 		case <-tick.C:
 		case <-changed:
 		}
-		hb := nodeproto.Heartbeat{Type: nodeproto.TypeHeartbeat, Health: n.health(ctx), Generations: []nodeproto.Observation{}}
-		if n.gens != nil {
-			hb.Generations = n.gens.observations()
-		}
-		if err := ws.Send(hb); err != nil {
+		if err := ws.Send(nodeproto.Frame{Type: nodeproto.TypeHeartbeat, ConnectionID: c.id, OwnerEpoch: c.epoch, Health: n.health(ctx, host)}); err != nil {
 			return err
+		}
+		if managed && c.pending == nil {
+			if err := n.requestRetention(ws, c); err != nil {
+				return err
+			}
 		}
 	}
 }
 
-// handle acts on one message from Core.
-func (n *node) handle(msg []byte) error {
-	typ, err := nodeproto.TypeOf(msg)
-	if err != nil {
-		return err
+// requestRetention names the generations the node retains (at most
+// eight) in a retention frame.
+func (n *node) requestRetention(ws *nodeproto.Conn, c *connection) error {
+	refs := []nodeproto.Reference{}
+	for _, o := range n.gens.observations() {
+		refs = append(refs, nodeproto.Reference{Generation: o.Generation, SpecificationDigest: o.SpecificationDigest})
 	}
-	switch typ {
-	case nodeproto.TypeDeployment:
-		var d nodeproto.DeploymentChange
-		if err := nodeproto.Decode(msg, &d); err != nil {
-			return err
+	if len(refs) == 0 {
+		return nil
+	}
+	c.control++
+	c.pending = &nodeproto.Control{ID: uuid.NewString(), Sequence: c.control, ConnectionID: c.id, OwnerEpoch: c.epoch, References: refs}
+	return ws.Send(nodeproto.Frame{Type: nodeproto.TypeRetention, Control: c.pending})
+}
+
+// handle acts on one frame from Core (agent.go's read loop).
+func (n *node) handle(ws *nodeproto.Conn, c *connection, f *nodeproto.Frame) error {
+	managed := n.gens != nil
+	switch f.Type {
+	case nodeproto.TypeHeartbeatAck:
+		if f.ConnectionID != c.id {
+			return fmt.Errorf("a heartbeat_ack of another connection")
 		}
-		if n.gens != nil {
-			n.gens.target(d.Deployment)
+		if f.OwnerEpoch != c.epoch || !managed && f.Deployment != nil {
+			return errOwnership
 		}
-	case nodeproto.TypeDrop:
-		var d nodeproto.Drop
-		if err := nodeproto.Decode(msg, &d); err != nil {
-			return err
+		if managed {
+			if f.Deployment == nil {
+				return errors.New("a heartbeat_ack without the deployment")
+			}
+			n.gens.target(*f.Deployment)
 		}
-		if n.gens != nil {
-			n.gens.drop(d)
+	case nodeproto.TypeRetentionAck:
+		p, r := c.pending, f.Control
+		if !managed || p == nil || r.ID != p.ID || r.Sequence != p.Sequence || r.ConnectionID != c.id || r.OwnerEpoch != c.epoch || len(r.Retentions) != len(p.References) {
+			return errOwnership
 		}
+		// The whole answer is checked before the first collection.
+		for i, g := range r.Retentions {
+			if g.Generation != p.References[i].Generation || g.SpecificationDigest != p.References[i].SpecificationDigest {
+				return errOwnership
+			}
+		}
+		c.pending = nil
+		n.gens.target(*f.Deployment)
+		for _, g := range r.Retentions {
+			if !g.Keep {
+				n.gens.drop(g)
+			}
+		}
+	case nodeproto.TypeRequest:
+		q := f.Request
+		if q.ConnectionID != c.id || q.OwnerEpoch != c.epoch || q.Sequence != c.sequence+1 || !managed && q.DeploymentGeneration != n.id.Identity.DeploymentGeneration {
+			return errOwnership
+		}
+		c.sequence = q.Sequence
+		// The stand-in runs no sandboxes: no operation is confirmed.
+		return ws.Send(nodeproto.Frame{Type: nodeproto.TypeResponse, Response: &nodeproto.Response{ID: q.ID, ConnectionID: c.id, ErrorCode: "unconfirmed"}})
 	default:
-		return fmt.Errorf("unexpected message %q from Core", typ)
+		return fmt.Errorf("unexpected %s from Core", f.Type)
 	}
 	return nil
 }
