@@ -34,13 +34,13 @@
 //	GET  /api/v1/sandbox-node/configuration   token, or credential + X-OAC-Node-ID; ?generation=N
 //	POST /api/v1/sandbox-node/enroll          token; 201 identity
 //	GET  /api/v1/sandbox-node/identity        credential; ?node_id=; connected, provider_ready
-//	GET  /api/v1/sandbox-node/connect         credential; ?node_id=; WebSocket (package nodeproto)
+//	GET  /api/v1/sandbox-node/connect         credential; ?node_id=; WebSocket in the platform's dialect (package nodeproto)
 //	POST /core/v1/sandbox/enrollment-tokens   admin key; {max_active?, max_retained?}
 //	GET  /core/v1/sandbox/nodes[/{id}]        admin key; online, diagnostic, rollout
 //	DELETE /core/v1/sandbox/nodes/{id}        admin key; the credential gets 401 from then on
 //	GET  /core/v1/sandbox/deployment          admin key; generations
 //	POST /core/v1/sandbox/deployment/generations              admin key; a new release as generation N+1
-//	POST /core/v1/sandbox/deployment/generations/{g}/drop     admin key; a drop grant
+//	POST /core/v1/sandbox/deployment/generations/{g}/drop     admin key; a drop grant (keep false in retention_ack)
 //	GET  /core/v1/devcore/artifacts           admin key; whether artifact downloads are held
 //	POST /core/v1/devcore/artifacts/pause|resume              admin key; hold or release them
 //
@@ -51,7 +51,9 @@
 // Enrollment tokens (single use, ten minutes) and connections live in
 // memory: a restart forgets them. The installation id, the provider, the
 // generations and the enrolled nodes (credentials only as sha256) are kept
-// in core-state.json, so an installed node keeps working across restarts;
+// in core-state.json with Core's owner epoch (raised at every start, as the
+// platform's node keeps the highest it saw), so an installed node keeps
+// working across restarts;
 // while no node is enrolled, a start resets the deployment to the current
 // fixture release as generation 1.
 package devcore
