@@ -193,9 +193,14 @@ func TestEndToEndInstall(t *testing.T) {
 	// install, the rerun and the uninstall.
 	noReloadPending := func(when string) {
 		t.Helper()
-		res := run("systemctl show -p Id -p NeedDaemonReload '*' oac-node-" + core.installationID + ".service | grep -B1 '^NeedDaemonReload=yes'; systemctl --version | head -1")
-		if strings.Contains(string(res.Stdout), "NeedDaemonReload=yes") {
-			t.Errorf("after %s units need a daemon-reload:\n%s", when, res.Stdout)
+		unit := "oac-node-" + core.installationID + ".service"
+		res := run("systemctl show -p Id -p NeedDaemonReload '*' " + unit)
+		out := string(res.Stdout)
+		if res.Status != 0 || !strings.Contains(out, "Id="+unit+"\nNeedDaemonReload=no\n") || strings.Count(out, "NeedDaemonReload=no") < 2 {
+			t.Errorf("after %s, systemctl show (exit %d) does not show the units' NeedDaemonReload:\n%s%s", when, res.Status, out, res.Stderr)
+		}
+		if strings.Contains(out, "NeedDaemonReload=yes") {
+			t.Errorf("after %s units need a daemon-reload:\n%s", when, out)
 		}
 	}
 	// The login records an account's creation may write (useradd without
