@@ -190,20 +190,36 @@ func (c *cli) runCheck(ctx context.Context, f *installerFlags, asJSON bool) erro
 // checkOf is a check named name whose outcome is err.
 func checkOf(name string, err error) install.Check { return install.Check{Name: name, Err: err} }
 
-// systemdCheck asks for systemd on the system bus, as install does before
-// its first change. A test build's host root has no bus of its own.
+// systemdCheck asks for systemd as install does before its first change,
+// on the system bus or else its private socket, and checks its version
+// (install's preflight refuses one older than the node's unit needs). The
+// check's name says how systemd answered and which version it is. A test
+// build's host root has no bus of its own.
 func (c *cli) systemdCheck(ctx context.Context) install.Check {
-	ch := install.Check{Name: "systemd on the system bus"}
 	if c.hostRoot != "" {
-		ch.Skipped = "a test host root: the machine's bus is not its systemd"
-		return ch
+		return install.Check{Name: "systemd on the system bus", Skipped: "a test host root: the machine's bus is not its systemd"}
 	}
 	sd, err := systemd.Dial(ctx)
 	if err != nil {
-		ch.Err, ch.Hint = fmt.Errorf("systemd does not answer on the system bus (%v)", err), "Nodes run as systemd services"
+		return install.Check{Name: "systemd over D-Bus", Err: fmt.Errorf("systemd answers neither on the system bus nor on /run/systemd/private (%v)", err), Hint: "Nodes run as systemd services"}
+	}
+	defer sd.Close()
+	return systemdCheckOf(ctx, sd, sd.Via)
+}
+
+// systemdCheckOf is the check of a manager reached via ("system bus" or
+// "/run/systemd/private"): its version, named with the way it was reached.
+func systemdCheckOf(ctx context.Context, m systemd.Versioned, via string) install.Check {
+	how := "on the system bus"
+	if via != "system bus" {
+		how = "on its private socket " + via + " (no system bus)"
+	}
+	ch := install.SystemdVersionCheck(ctx, m)
+	if ch.Failed() {
+		ch.Name = "systemd " + how
 		return ch
 	}
-	sd.Close()
+	ch.Name = strings.Replace(ch.Name, install.CheckSystemdVersionName, "systemd", 1) + " " + how
 	return ch
 }
 

@@ -58,9 +58,6 @@ type crashRig struct {
 	bin  string
 	core *devcore
 	tmp  string
-	// images are the Docker images present before the test, left alone
-	// by the cleanup.
-	images map[string]bool
 	// powerCut runs each host's /etc and /var/lib on the power-cut file
 	// system.
 	powerCut bool
@@ -96,16 +93,11 @@ func newCrashRig(t *testing.T) *crashRig {
 			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
-	r := &crashRig{t: t, bin: bin, tmp: t.TempDir(), images: dockerImages(), tally: crashharness.NewTally()}
+	r := &crashRig{t: t, bin: bin, tmp: t.TempDir(), tally: crashharness.NewTally()}
 	os.Chmod(r.tmp, 0o755)
 	r.core = startCrashDevcore(t, bin)
 	t.Cleanup(func() {
-		exec.Command("docker", "network", "rm", "oac-node-"+r.core.installationID).Run()
-		for img := range dockerImages() {
-			if !r.images[img] {
-				exec.Command("docker", "image", "rm", "-f", img).Run()
-			}
-		}
+		cleanupEngine(t, r.core.installationID)
 	})
 	return r
 }

@@ -188,6 +188,25 @@ func TestEndToEndInstall(t *testing.T) {
 		}
 		return res
 	}
+	// No unit may be left needing a daemon-reload (systemd >= 257 flags
+	// every unit after an enable until the next reload): after the
+	// install, the rerun and the uninstall.
+	noReloadPending := func(when string) {
+		t.Helper()
+		unit := "oac-node-" + core.installationID + ".service"
+		res := run("systemctl show -p Id -p NeedDaemonReload '*' " + unit)
+		out := string(res.Stdout)
+		if res.Status != 0 || !strings.Contains(out, "Id="+unit+"\nNeedDaemonReload=no\n") || strings.Count(out, "NeedDaemonReload=no") < 2 {
+			t.Errorf("after %s, systemctl show (exit %d) does not show the units' NeedDaemonReload:\n%s%s", when, res.Status, out, res.Stderr)
+		}
+		if strings.Contains(out, "NeedDaemonReload=yes") {
+			t.Errorf("after %s units need a daemon-reload:\n%s", when, out)
+		}
+	}
+	// The login records an account's creation may write (useradd without
+	// --no-log-init), compared after the uninstall.
+	logRecords := "stat -c '%n %s' /var/log/lastlog /var/log/faillog 2>&1"
+	logsBefore := run(logRecords)
 	// As an operator pastes it: the shell reads the command from its
 	// input, so the token is in no process's arguments.
 	stop := scanProcs(t, token)
@@ -210,6 +229,7 @@ func TestEndToEndInstall(t *testing.T) {
 	if strings.Contains(string(res.Stdout)+string(res.Stderr), token) {
 		t.Error("the token was printed")
 	}
+	noReloadPending("the install")
 
 	// A rerun of the registered node: no token, nothing changes.
 	rerun := fmt.Sprintf("%s --source-url %s --core-url %s --provider docker --installation-id %s --core-ca %s",
@@ -228,6 +248,7 @@ func TestEndToEndInstall(t *testing.T) {
 	if after := run(rootState); string(after.Stdout) != string(before.Stdout) || len(before.Stdout) == 0 {
 		t.Errorf("the rerun of a healthy node changed root's records or journals:\nbefore:\n%s\nafter:\n%s", before.Stdout, after.Stdout)
 	}
+	noReloadPending("the rerun")
 	res = run(filepath.Join(bin, "oac-node-install") + " status")
 	t.Logf("status (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
 	if res.Status != 0 {
@@ -249,6 +270,10 @@ func TestEndToEndInstall(t *testing.T) {
 	t.Logf("check (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
 	if d := treetest.Diff(etc, treetest.Snapshot(t, h.Etc(), hostSnapshot)); res.Status != 0 || d != "" {
 		t.Errorf("check on the installed node exited %d or changed /etc:\n%s", res.Status, d)
+	}
+	// check names how it reached systemd and the version it checked.
+	if !regexp.MustCompile(`(?m)^\s*ok\s+systemd \S+ on the system bus$`).Match(res.Stdout) {
+		t.Errorf("check does not name systemd's version and the system bus:\n%s", res.Stdout)
 	}
 
 	// Uninstall refuses while Core still lists the node, changing nothing.
@@ -278,6 +303,10 @@ func TestEndToEndInstall(t *testing.T) {
 	if res.Status == 0 {
 		t.Errorf("after uninstall the account, records or unit remain:\n%s", res.Stdout)
 	}
+	noReloadPending("the uninstall")
+	if after := run(logRecords); string(after.Stdout) != string(logsBefore.Stdout) {
+		t.Errorf("the account's creation or removal left login records:\nbefore:\n%s\nafter:\n%s", logsBefore.Stdout, after.Stdout)
+	}
 	res = run(filepath.Join(bin, "oac-node-install") + " status")
 	if res.Status != 0 || !strings.Contains(string(res.Stdout), core.installationID+": ok (uninstalled)") {
 		t.Errorf("status after the uninstallation (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
@@ -285,14 +314,34 @@ func TestEndToEndInstall(t *testing.T) {
 }
 
 // cleanupEngine removes what the installation left in the machine's
-// engine: its network and the fixture image.
+// engine: its network and its console's fixture images.
 func cleanupEngine(t testing.TB, id string) {
 	exec.Command("docker", "network", "rm", "oac-node-"+id).Run()
-	out, _ := exec.Command("docker", "images", "--filter", "label=io.oac.fixture", "-q").Output()
+	removeRunImages(t, id)
+}
+
+// removeRunImages removes the fixture images this run's console built: those
+// whose io.oac.fixture label names its installation id (oac-devcore's
+// first release "oac-devcore installation <id>", a later generation's
+// "… of installation <id>"). Another run's images have other labels and
+// stay. An image is removed without -f: one a container still uses stays
+// (and is logged), as the engine decides.
+func removeRunImages(t testing.TB, id string) {
+	out, _ := exec.Command("docker", "images", "--no-trunc", "--filter", "label=io.oac.fixture", "-q").Output()
+	seen := map[string]bool{}
 	for _, img := range strings.Fields(string(out)) {
-		exec.Command("docker", "image", "rm", "-f", img).Run()
+		if seen[img] {
+			continue
+		}
+		seen[img] = true
+		label, err := exec.Command("docker", "image", "inspect", "--format", `{{index .Config.Labels "io.oac.fixture"}}`, img).Output()
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(label)), "installation "+id) {
+			continue
+		}
+		if out, err := exec.Command("docker", "image", "rm", img).CombinedOutput(); err != nil {
+			t.Logf("cleanup: the engine keeps image %s (%s): %s", img, strings.TrimSpace(string(label)), bytes.TrimSpace(out))
+		}
 	}
-	io.Discard.Write(nil)
 }
 
 // scanProcs watches every process's argv and environment for secret until

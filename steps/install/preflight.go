@@ -15,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/docker"
+	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -161,6 +162,26 @@ func (p *Preflight) systemd() Check {
 	c := Check{Name: CheckSystemdName}
 	if fi, err := os.Stat(p.path("run/systemd/system")); err != nil || !fi.IsDir() {
 		c.Err, c.Hint = errors.New("systemd is not running on this host"), "Nodes run as systemd services; use a host booted with systemd"
+	}
+	return c
+}
+
+// CheckSystemdVersionName is the check that the host's systemd loads the
+// node's unit.
+const CheckSystemdVersionName = "systemd version"
+
+// SystemdVersionCheck asks the manager for its version and fails when it
+// is older than the node's unit needs (systemd.MinVersion), naming both.
+func SystemdVersionCheck(ctx context.Context, m systemd.Versioned) Check {
+	c := Check{Name: CheckSystemdVersionName}
+	v, err := systemd.CheckVersion(ctx, m)
+	switch {
+	case errors.Is(err, systemd.ErrTooOld):
+		c.Err, c.Hint = err, fmt.Sprintf("Use a host with systemd %d or later", systemd.MinVersion)
+	case err != nil:
+		c.Err = err
+	default:
+		c.Name = CheckSystemdVersionName + " " + v
 	}
 	return c
 }

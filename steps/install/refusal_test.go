@@ -107,6 +107,12 @@ func refusalCases() []refusalCase {
 		{name: "systemd not running", setup: func(t *testing.T, f *runFixture) {
 			os.Remove(filepath.Join(f.host.Root, "run/systemd/system"))
 		}, want: "systemd is not running"},
+		{name: "systemd older than the unit needs", setup: func(t *testing.T, f *runFixture) {
+			f.systemd.SetVersion("239 (239-82.el8)")
+		}, want: "this host runs systemd 239 (239 (239-82.el8)); the node's unit needs systemd 242 or later"},
+		{name: "systemd 241", setup: func(t *testing.T, f *runFixture) {
+			f.systemd.SetVersion("241.7-2")
+		}, want: "needs systemd 242 or later"},
 		{name: "SELinux enforcing", setup: func(t *testing.T, f *runFixture) {
 			writeHostFile(t, f, "sys/fs/selinux/enforce", "1\n", 0o644)
 		}, want: "SELinux is enforcing"},

@@ -96,6 +96,11 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	if err := FirstRefusal(bare.LockFreeChecks()); err != nil {
 		return nil, err
 	}
+	if c.Systemd != nil {
+		if err := FirstRefusal([]Check{SystemdVersionCheck(ctx, c.Systemd)}); err != nil {
+			return nil, err
+		}
+	}
 	safefile.Pausepoint("install-host-checked")
 	if c.ReadToken != nil {
 		tok, err := c.ReadToken()

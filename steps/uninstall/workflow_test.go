@@ -273,6 +273,16 @@ func TestUninstallLeavesTheHostAsBeforeTheInstallation(t *testing.T) {
 	if f.systemd.Enabled(layout.UnitName(id)) {
 		t.Error("the unit is still enabled")
 	}
+	// The fake manager reports every unit needing a daemon-reload after
+	// links change (systemd >= 257): the disable is followed by a reload,
+	// and nothing is left pending.
+	calls := f.systemd.Calls()
+	if i := slices.Index(calls, "disable "+layout.UnitName(id)); i < 0 || !slices.Contains(calls[i:], "reload") {
+		t.Errorf("no daemon-reload after the disable: %v", calls)
+	}
+	if st, err := f.systemd.State(context.Background(), layout.UnitName(id)); err != nil || st.NeedDaemonReload {
+		t.Errorf("after the uninstall the unit needs a daemon-reload (%+v, %v)", st, err)
+	}
 	out := f.out.String()
 	for _, want := range []string{"sudo docker image rm sha256:", "uninstalled from this host"} {
 		if !strings.Contains(out, want) {

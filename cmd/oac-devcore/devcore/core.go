@@ -105,10 +105,28 @@ type enrollToken struct {
 	used        bool
 }
 
-// newCore loads or creates the Core state in dataDir. The first
+// StoredInstallationID is the installation id the Core state in dataDir
+// holds, or a new one when there is none yet (newCore then keeps it).
+func StoredInstallationID(dataDir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dataDir, CoreStateFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return uuid.NewString(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var st coreState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return "", fmt.Errorf("read %s: %w", CoreStateFileName, err)
+	}
+	return st.InstallationID, nil
+}
+
+// newCore loads or creates the Core state in dataDir (a new state's
+// installation id is id, or a new one when id is ""). The first
 // generation runs spec1; when no node is enrolled, a stored first
 // generation is replaced by spec1 (the fixture changed with the binaries).
-func newCore(dataDir, url, provider string, spec1 *release.Specification, publish func(int64, string) (*release.Specification, error)) (*Core, error) {
+func newCore(dataDir, url, provider, id string, spec1 *release.Specification, publish func(int64, string) (*release.Specification, error)) (*Core, error) {
 	c := &Core{dataDir: dataDir, url: url, publish: publish, now: time.Now,
 		tokens: map[string]*enrollToken{}, conns: map[string]*nodeConn{}}
 	key, err := loadOrCreateSecret(filepath.Join(dataDir, AdminKeyFileName))
@@ -128,7 +146,10 @@ func newCore(dataDir, url, provider string, spec1 *release.Specification, publis
 			}
 		}
 	case errors.Is(err, os.ErrNotExist):
-		c.state.InstallationID = uuid.NewString()
+		c.state.InstallationID = id
+		if id == "" {
+			c.state.InstallationID = uuid.NewString()
+		}
 	default:
 		return nil, fmt.Errorf("start Core stand-in: %w", err)
 	}

@@ -50,7 +50,8 @@ type FixtureOptions struct {
 	// digest.
 	ImageAttestation bool
 	// Label makes a release's Runtime image distinct (a later generation's
-	// release); "" is the first release's label, "oac-devcore".
+	// release, another console's); "" is "oac-devcore". Start labels the
+	// first release with its installation (RunLabel).
 	Label string
 	// ReleaseHost is the host:port of a release host that holds the image
 	// archive instead of the console; "" makes an offline release whose

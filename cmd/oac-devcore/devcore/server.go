@@ -125,6 +125,17 @@ func Start(cfg Config) (*Server, error) {
 		cfg.Fixture.ReleaseHost = rhost
 	}
 
+	// The first release's Runtime image names this Core's installation
+	// (RunLabel), as a later generation's does: the image is this
+	// console's, and a test removes only its own console's images from a
+	// shared Docker Engine.
+	id, err := StoredInstallationID(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("start development console: %w", err)
+	}
+	if cfg.Fixture.Label == "" {
+		cfg.Fixture.Label = RunLabel(id)
+	}
 	fx, err := BuildFixture(filepath.Join(cfg.DataDir, "build"), cfg.Fixture)
 	if err != nil {
 		return nil, fmt.Errorf("start development console: %w", err)
@@ -144,7 +155,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start development console: %w", err)
 	}
-	s.Core, err = newCore(cfg.DataDir, s.URL, cfg.Provider, spec1, s.generationPublisher(cfg))
+	s.Core, err = newCore(cfg.DataDir, s.URL, cfg.Provider, id, spec1, s.generationPublisher(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("start development console: %w", err)
 	}
@@ -178,6 +189,11 @@ func Start(cfg Config) (*Server, error) {
 	ok = true
 	return s, nil
 }
+
+// RunLabel is the io.oac.fixture label of the first release's Runtime
+// image of the installation id: "oac-devcore installation <id>". Later
+// generations' labels end in "of installation <id>" (generationPublisher).
+func RunLabel(id string) string { return "oac-devcore installation " + id }
 
 // URLFileName holds the running console's origin in the data directory.
 const URLFileName = "url"

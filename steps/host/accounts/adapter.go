@@ -78,7 +78,7 @@ func (c Commands) CreateServiceAccount(ctx context.Context, shell string) error 
 		return fmt.Errorf("create account %s: shell %q is not an absolute path", layout.Account, shell)
 	}
 	return c.run(ctx, "useradd", map[int]error{9: ErrExists, 6: ErrNotFound},
-		"--system", "--user-group", "--no-create-home", "--home-dir", layout.Default.Home(),
+		"--system", "--no-log-init", "--user-group", "--no-create-home", "--home-dir", layout.Default.Home(),
 		"--shell", shell, layout.Account)
 }
 

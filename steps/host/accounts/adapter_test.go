@@ -45,7 +45,7 @@ func TestCommandsRunTheContractCommands(t *testing.T) {
 	b, _ := os.ReadFile(log)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	want := []string{
-		dir + "/useradd [--system] [--user-group] [--no-create-home] [--home-dir] [/var/lib/oac-node] [--shell] [/usr/sbin/nologin] [oac-node]",
+		dir + "/useradd [--system] [--no-log-init] [--user-group] [--no-create-home] [--home-dir] [/var/lib/oac-node] [--shell] [/usr/sbin/nologin] [oac-node]",
 		dir + "/usermod [--append] [--groups] [docker] [oac-node]",
 		dir + "/gpasswd [--delete] [oac-node] [docker]",
 		dir + "/userdel [oac-node]",

@@ -10,7 +10,7 @@
 // each one shadow-utils command whose locking keeps /etc/passwd and
 // /etc/group consistent (CONTRACT §4.5 step 5, §10 "Account"):
 //
-//	CreateServiceAccount  useradd --system --user-group --no-create-home --home-dir /var/lib/oac-node --shell <nologin> oac-node
+//	CreateServiceAccount  useradd --system --no-log-init --user-group --no-create-home --home-dir /var/lib/oac-node --shell <nologin> oac-node
 //	AddToGroup            usermod --append --groups <group> oac-node
 //	RemoveFromGroup       gpasswd --delete oac-node <group>
 //	DeleteServiceAccount  userdel oac-node

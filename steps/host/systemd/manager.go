@@ -33,6 +33,9 @@ type Manager interface {
 	State(ctx context.Context, unit string) (UnitState, error)
 	// Properties reads what status shows of the unit (properties.go).
 	Properties(ctx context.Context, unit string) (UnitProperties, error)
+	// Version reads the manager's Version property ("252.30-1~deb12u2";
+	// version.go).
+	Version(ctx context.Context) (string, error)
 	// Close releases the connection.
 	Close() error
 }

@@ -34,9 +34,11 @@
 // with t.Cleanup) kills PID 1 with SIGKILL, which ends every process in the
 // namespace, removes the sub-cgroups and the copies. A last cleanup
 // compares the machine's /etc/passwd, /etc/group, /etc/shadow,
-// /etc/gshadow, /etc/systemd/system, /etc/oac-node, /usr/local/sbin and
-// kernel.core_pattern with their state before Start and fails the test
-// when anything changed.
+// /etc/gshadow, /etc/systemd/system, /etc/oac-node, /usr/local/sbin,
+// kernel.core_pattern and /var/log (which the host shares: the sizes of
+// lastlog, faillog, btmp, wtmp and tallylog, and no entry new or gone
+// outside journal/ and private/) with their state before Start and fails
+// the test when anything changed.
 //
 // Start skips the test, with one line saying why, when it does not run as
 // root or the machine lacks systemd, unshare or nsenter.

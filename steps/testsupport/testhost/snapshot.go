@@ -2,9 +2,11 @@ package testhost
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
 )
@@ -12,11 +14,34 @@ import (
 // watched are the machine's paths a test host must leave as they were:
 // the account databases, systemd's unit directory, the installer's records,
 // /usr/local/sbin (the command on the host) and the kernel's core pattern (which systemd as PID 1 writes when it
-// may).
+// may). /var/log is compared too (snapshotLogs).
 var watched = []string{
 	"/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow",
 	"/etc/systemd/system", "/etc/oac-node", "/usr/local/sbin", "/proc/sys/kernel/core_pattern",
 }
+
+// logDir is the machine's log directory: a test host shares it (only /etc,
+// /var/lib, /run and /usr/local/sbin are its own), so what shadow-utils
+// and the installer write there lands on the machine.
+var logDir = "/var/log"
+
+// loginRecords are the files below logDir that account tools write per
+// uid or per login: useradd without --no-log-init writes a lastlog and a
+// faillog entry at the account's uid (the sparse file grows to
+// (uid+1)·record size: 30 KB -> 292 KB on Debian 11), login and su write
+// wtmp, btmp and tallylog. userdel never shrinks them. Their sizes are
+// compared exactly: a grown file is an entry written.
+var loginRecords = []string{"lastlog", "faillog", "btmp", "wtmp", "tallylog"}
+
+// logSkipped are the subdirectories of logDir whose entries are not
+// compared: journal/ holds systemd-journald's files, which the machine's
+// own journald (or a booted host's, when it is not masked) creates and
+// rotates whatever a test does; private/ is systemd's directory for the
+// logs of services with DynamicUser=. Every other entry's presence is
+// compared (not its size: the machine's dockerd, dpkg and apt logs grow
+// with other work on the machine), so that a file a test writes there
+// shows as new.
+var logSkipped = []string{"journal", "private"}
 
 // Snapshot is what the machine's watched paths hold (see Start: the
 // account databases, /etc/systemd/system, /etc/oac-node, the core
@@ -42,7 +67,55 @@ func TakeSnapshot() (Snapshot, error) {
 			s[filepath.Join(root, rel)] = desc
 		}
 	}
+	if err := snapshotLogs(s); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// snapshotLogs adds logDir: each login record's size (or "absent"), and
+// every other entry's presence, journal/ and private/ aside.
+func snapshotLogs(s Snapshot) error {
+	for _, name := range loginRecords {
+		p := filepath.Join(logDir, name)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			s[p] = "absent"
+		case err != nil:
+			return err
+		default:
+			s[p] = fmt.Sprintf("%s size %d", fi.Mode().Type(), fi.Size())
+		}
+	}
+	err := filepath.WalkDir(logDir, func(p string, e fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(logDir, p)
+		if rel == "." {
+			return nil
+		}
+		for _, skip := range logSkipped {
+			if rel == skip || strings.HasPrefix(rel, skip+"/") {
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		if _, ok := s[p]; !ok {
+			s[p] = "present"
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // Diff lists what differs from before to after, sorted (treetest.Diff's

@@ -14,9 +14,13 @@ func TestSnapshotSeesChanges(t *testing.T) {
 	os.WriteFile(file, []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
 	os.MkdirAll(filepath.Join(tree, "multi-user.target.wants"), 0o755)
 	os.Symlink("/lib/systemd/system/a.service", filepath.Join(tree, "multi-user.target.wants/a.service"))
-	saved := watched
-	watched = []string{file, tree, filepath.Join(dir, "oac-node")}
-	defer func() { watched = saved }()
+	logs := filepath.Join(dir, "log")
+	os.MkdirAll(filepath.Join(logs, "journal"), 0o755)
+	os.WriteFile(filepath.Join(logs, "lastlog"), nil, 0o664)
+	os.WriteFile(filepath.Join(logs, "dpkg.log"), []byte("x\n"), 0o644)
+	saved, savedLog := watched, logDir
+	watched, logDir = []string{file, tree, filepath.Join(dir, "oac-node")}, logs
+	defer func() { watched, logDir = saved, savedLog }()
 	for _, tc := range []struct {
 		name   string
 		change func()
@@ -34,6 +38,11 @@ func TestSnapshotSeesChanges(t *testing.T) {
 		}, "-> /etc/systemd/system/a.service"},
 		{"records directory made", func() { os.Mkdir(filepath.Join(dir, "oac-node"), 0o755) }, "oac-node: was absent"},
 		{"mode", func() { os.Chmod(file, 0o600) }, "-rw-------"},
+		{"lastlog grown", func() { os.Truncate(filepath.Join(logs, "lastlog"), 292*999) }, "lastlog: was"},
+		{"faillog made", func() { os.WriteFile(filepath.Join(logs, "faillog"), make([]byte, 64), 0o644) }, "faillog: was absent"},
+		{"new log file", func() { os.WriteFile(filepath.Join(logs, "oac-node.log"), nil, 0o644) }, "oac-node.log: new"},
+		{"a log grows", func() { os.WriteFile(filepath.Join(logs, "dpkg.log"), []byte("x\ny\n"), 0o644) }, ""},
+		{"the journal writes", func() { os.WriteFile(filepath.Join(logs, "journal/system.journal"), nil, 0o640) }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, err := TakeSnapshot()

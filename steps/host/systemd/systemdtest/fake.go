@@ -36,6 +36,12 @@ type Fake struct {
 	// of active/running (a unit that fails, or keeps restarting).
 	OnStart func(unit string) systemd.UnitState
 	props   map[string]systemd.UnitProperties // SetProperties (properties.go)
+	// version is the manager's Version property (SetVersion).
+	version string
+	// outdated is systemd's unit_file_state_outdated: an enable or
+	// disable changed links since the last Reload. From systemd 257 on,
+	// every unit then reports NeedDaemonReload.
+	outdated bool
 }
 
 type unit struct {
@@ -48,7 +54,42 @@ type unit struct {
 // New returns a fake that reads unit files from dir on Reload ("" for
 // none: Add units then).
 func New(dir string) *Fake {
-	return &Fake{UnitDir: dir, units: map[string]*unit{}, fail: map[string]error{}}
+	return &Fake{UnitDir: dir, units: map[string]*unit{}, fail: map[string]error{}, version: DefaultVersion}
+}
+
+// DefaultVersion is the manager version a new Fake reports: one that
+// reports every unit as needing a daemon-reload after links changed.
+const DefaultVersion = "257.9-1"
+
+// SetVersion sets the manager's Version property. A version below 257
+// (or one that does not parse) no longer reports NeedDaemonReload after
+// an enable or disable.
+func (f *Fake) SetVersion(v string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.version = v
+}
+
+// Version is the manager's Version property. Reading it changes nothing
+// and is not among Calls; Fail("version", "", err) makes it fail.
+func (f *Fake) Version(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return "", ErrClosed
+	}
+	if err, ok := f.fail["version"]; ok {
+		delete(f.fail, "version")
+		return "", err
+	}
+	return f.version, nil
+}
+
+// outdatedReload reports whether links changed since the last Reload on
+// a manager that reports that as NeedDaemonReload (systemd 257 and later).
+func (f *Fake) outdatedReload() bool {
+	n, err := systemd.ParseVersion(f.version)
+	return f.outdated && err == nil && n >= 257
 }
 
 var _ systemd.Manager = (*Fake)(nil)
@@ -139,6 +180,7 @@ func (f *Fake) Reload(context.Context) error {
 	if err := f.begin("reload", ""); err != nil {
 		return err
 	}
+	f.outdated = false
 	if f.UnitDir == "" {
 		return nil
 	}
@@ -177,6 +219,9 @@ func (f *Fake) Enable(_ context.Context, name string) error {
 	if u, ok := f.units[name]; !ok || !u.file {
 		return fmt.Errorf("enable %s: unit file does not exist: %w", name, systemd.ErrNoSuchUnit)
 	}
+	if !f.units[name].enabled {
+		f.outdated = true
+	}
 	f.units[name].enabled = true
 	return nil
 }
@@ -188,6 +233,9 @@ func (f *Fake) Disable(_ context.Context, name string) error {
 		return err
 	}
 	if u, ok := f.units[name]; ok {
+		if u.enabled {
+			f.outdated = true
+		}
 		u.enabled = false
 	}
 	return nil
@@ -259,6 +307,9 @@ func (f *Fake) State(_ context.Context, name string) (systemd.UnitState, error) 
 	if u.file && u.loaded != nil {
 		text, err := os.ReadFile(filepath.Join(f.UnitDir, name))
 		st.NeedDaemonReload = err != nil || !bytes.Equal(text, u.loaded)
+	}
+	if f.outdatedReload() {
+		st.NeedDaemonReload = true
 	}
 	if u.file {
 		st.UnitFileState = "disabled"
