@@ -78,6 +78,9 @@ type NodeOptions struct {
 	Log io.Writer
 	// Progress, when set, is told each download's progress (Options).
 	Progress func(name string, done, total int64)
+	// Lock holds install.lock across the requests of one child (nil: each
+	// request takes and releases its own).
+	Lock *InstallLock
 }
 
 // NodeEnv is the Data of an installation's service-account steps: a
