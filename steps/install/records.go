@@ -222,7 +222,7 @@ func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
 	case rec.CoreCASHA256 == "":
 		return fmt.Errorf("this host's node was installed without --core-ca (Core's certificate is checked against the system's roots); rerun the command without --core-ca")
 	}
-	return fmt.Errorf("this host's node was installed with another Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; %s",
+	return fmt.Errorf("this host's node was installed with a different Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; %s",
 		rec.CoreCASHA256, ca, nodeCACopy(rec))
 }
 
