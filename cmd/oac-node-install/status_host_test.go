@@ -291,6 +291,10 @@ func TestStatusNeedsAttention(t *testing.T) {
 		{"registration not confirmed", func(t *testing.T, h *statusHost) {
 			os.Remove(h.node.Registered())
 		}, exitAttention, "registration was not confirmed", "registration:  pending, node " + testNodeID},
+		// The rerun refuses such a host naming the record (checkRecordMissing);
+		// status says the same, not ok.
+		{"host record deleted", func(t *testing.T, h *statusHost) { must(t, os.Remove(h.host.Record(testID))) },
+			exitAttention, "/etc/oac-node/" + testID + ".json is missing; restore the record from a backup of /etc", "installation " + testID + ": needs attention"},
 		{"Core unreachable", func(t *testing.T, h *statusHost) { h.core.Close() }, exitOK, "", ": unreachable ("},
 		{"systemd unreachable", func(t *testing.T, h *statusHost) { useSystemd(t, nil) }, exitOK, "", ": systemd not reachable ("},
 		{"no bookkeeping", func(t *testing.T, h *statusHost) { os.Remove(h.host.Bookkeeping()) }, exitOK, "", "bookkeeping:   none ("},

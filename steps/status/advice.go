@@ -94,6 +94,13 @@ func (s *Installation) attention(a advisor) string {
 	if s.recordErr != nil {
 		return "inspect " + a.host.Record(id) + ": " + s.recordErr.Error()
 	}
+	// The bookkeeping records the installation, its host record is gone
+	// (and no install of root's runs to write it, no unfinished journal
+	// explains it: those were judged above): every rerun refuses with the
+	// same words until an operator mends it.
+	if b := s.Bookkeeping; b != nil && b.Installation != nil && s.record == nil && !rootRunning && !s.uninstalled() {
+		return hostrecord.Missing(a.host, id)
+	}
 	if b := s.Bookkeeping; b != nil && b.State == BookkeepingDamaged {
 		return bookkeeping.DamagedAdvice(b.Database, id)
 	}
