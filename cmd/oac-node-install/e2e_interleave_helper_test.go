@@ -105,7 +105,7 @@ func TestEndToEndInterleaveInstallAndHelper(t *testing.T) {
 
 	t.Run("the install first", func(t *testing.T) {
 		// A record to write again makes the rerun run its steps.
-		shell(t, "rm /var/lib/oac-node/.oac/nodes/" + id + "/runtime-artifacts.json")
+		shell(t, "rm /var/lib/oac-node/.oac/nodes/"+id+"/runtime-artifacts.json")
 		dir, err := os.MkdirTemp(r.tmp, "pause-")
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +140,7 @@ func TestEndToEndInterleaveInstallAndHelper(t *testing.T) {
 		if res := first.wait(t, 4*time.Minute); res.status != 0 {
 			t.Fatalf("the paused rerun: %s", res)
 		}
-		shell(t, "test -f /var/lib/oac-node/.oac/nodes/" + id + "/runtime-artifacts.json")
+		shell(t, "test -f /var/lib/oac-node/.oac/nodes/"+id+"/runtime-artifacts.json")
 		until(t, fmt.Sprintf("Core serves generation %d", g), 4*time.Minute, func() bool { return serving(t) == g },
 			func() string { return r.core.admin(t, "nodes") })
 		if res := h.run(t, nil, "", r.installArgs()...); res.status != 0 {
