@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
@@ -127,57 +126,4 @@ func TestRecordsInThePlatformsLayoutAreTheSameValue(t *testing.T) {
 			}
 		})
 	}
-}
-
-// holdInstallLock takes <node root>/install.lock as the generation helper
-// does (flock LOCK_EX|LOCK_NB on the node account's 0600 file) until the
-// returned function releases it.
-func holdInstallLock(t *testing.T, f *runFixture) func() {
-	t.Helper()
-	p := filepath.Join(f.host.NodeRoot(generationtest.InstallationID), layout.InstallLockFile)
-	if _, err := os.Lstat(p); err != nil {
-		nodeFile(t, f, layout.InstallLockFile, "", 0o600)
-	}
-	fd, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
-	return func() { fd.Close() }
-}
-
-// A rerun while the generation helper holds install.lock refuses with the
-// platform's phrase, says what to do and changes nothing; once the helper
-// ended, the same rerun completes. A rerun that does run steps holds the
-// lock from its check through registration (a helper started meanwhile
-// would be refused), and not after: the unit's node program runs the
-// helper.
-func TestARerunRefusesWhileTheHelperHoldsInstallLock(t *testing.T) {
-	t.Parallel()
-	f := newRunFixture(t)
-	f.installed(t)
-	f.token = ""
-	release := holdInstallLock(t, f)
-	before := f.tree(t, false)
-	_, err := f.install(t, nil)
-	if err == nil {
-		t.Fatalf("no refusal while the helper holds install.lock\n%s", f.out.String())
-	}
-	msg := workflow.Message(err)
-	for _, want := range []string{"Another node installation is running", "wait until it ends, then run this command again", "Nothing was changed."} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("the refusal does not say %q: %s", want, msg)
-		}
-	}
-	if d := generationtest.DiffHost(before, f.tree(t, false)); d != "" {
-		t.Errorf("the refusal changed the host:\n%s", d)
-	}
-	release()
-	if rep, err := f.install(t, nil); err != nil || rep.Condition != workflow.Complete {
-		t.Fatalf("the rerun once the helper ended: %v\n%s", err, f.out.String())
-	}
-	// Free again after the run: a helper can take it.
-	holdInstallLock(t, f)()
 }
