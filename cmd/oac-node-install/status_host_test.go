@@ -291,6 +291,18 @@ func TestStatusNeedsAttention(t *testing.T) {
 		{"registration not confirmed", func(t *testing.T, h *statusHost) {
 			os.Remove(h.node.Registered())
 		}, exitAttention, "registration was not confirmed", "registration:  pending, node " + testNodeID},
+		// A step refused because the helper held install.lock: rerunning at
+		// once would be refused again.
+		{"install step refused for install.lock", func(t *testing.T, h *statusHost) {
+			journal := filepath.Join(h.host.JournalDir(testID), "install.journal")
+			must(t, os.Remove(journal))
+			runWorkflowFailing(t, workflow.InstallDefinition(), journal, workflow.Binding{Version: workflow.Version, InstallationID: testID},
+				"runtime", "Another node installation is running ("+h.node.InstallLock()+")")
+		}, exitAttention, "wait until the node's generation helper ends (a prepare, repair or collect shown as running here), then continue the installation", "installation " + testID + ": needs attention"},
+		// The rerun refuses such a host naming the record (checkRecordMissing);
+		// status says the same, not ok.
+		{"host record deleted", func(t *testing.T, h *statusHost) { must(t, os.Remove(h.host.Record(testID))) },
+			exitAttention, "/etc/oac-node/" + testID + ".json is missing; restore the record from a backup of /etc", "installation " + testID + ": needs attention"},
 		{"Core unreachable", func(t *testing.T, h *statusHost) { h.core.Close() }, exitOK, "", ": unreachable ("},
 		{"systemd unreachable", func(t *testing.T, h *statusHost) { useSystemd(t, nil) }, exitOK, "", ": systemd not reachable ("},
 		{"no bookkeeping", func(t *testing.T, h *statusHost) { os.Remove(h.host.Bookkeeping()) }, exitOK, "", "bookkeeping:   none ("},

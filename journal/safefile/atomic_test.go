@@ -165,3 +165,32 @@ func TestSyncDir(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// PublishOnceSame leaves an existing file that same accepts as it is (a
+// record in another layout) and refuses one it does not, reading at most
+// max bytes.
+func TestPublishOnceSame(t *testing.T) {
+	dir := t.TempDir()
+	r, err := OpenRoot(dir)
+	must(t, err)
+	defer r.Close()
+	theirs := []byte(`{"generation": 1}`)
+	must(t, os.WriteFile(filepath.Join(dir, "registered.json"), theirs, 0o600))
+	ours := []byte("{\n  \"generation\": 1\n}\n")
+	sameValue := func(got []byte) bool { return string(got) == string(theirs) || string(got) == string(ours) }
+	must(t, r.PublishOnceSame("registered.json", ours, 0o600, 64, sameValue))
+	if got, _ := os.ReadFile(filepath.Join(dir, "registered.json")); string(got) != string(theirs) {
+		t.Fatalf("the file was rewritten: %q", got)
+	}
+	if err := r.PublishOnceSame("registered.json", ours, 0o600, 8, sameValue); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a file larger than max: %v", err)
+	}
+	if err := r.PublishOnceSame("registered.json", ours, 0o600, 64, func([]byte) bool { return false }); !errors.Is(err, ErrConflict) {
+		t.Fatalf("another value: %v", err)
+	}
+	must(t, r.PublishOnceSame("new.json", ours, 0o600, 64, sameValue))
+	if got, _ := os.ReadFile(filepath.Join(dir, "new.json")); string(got) != string(ours) {
+		t.Fatalf("new file: %q", got)
+	}
+	assertNoTemp(t, dir)
+}

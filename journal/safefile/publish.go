@@ -21,9 +21,22 @@ import (
 // temporary file is "."+base+".tmp"; callers serialize publishers of one
 // path.
 func (r *Root) PublishOnce(rel string, data []byte, perm os.FileMode) error {
+	return r.publishOnce(rel, data, perm, int64(len(data)), func(got []byte) bool { return bytes.Equal(got, data) })
+}
+
+// PublishOnceSame is PublishOnce for a record that may exist in another
+// layout: an existing file of at most max bytes for which same reports true
+// holds what data holds, is left as it is (made durable) and is success;
+// anything else is a *ConflictError. Callers pass a comparison of decoded
+// values (strictjson.Format.Same for a JSON record).
+func (r *Root) PublishOnceSame(rel string, data []byte, perm os.FileMode, max int64, same func(got []byte) bool) error {
+	return r.publishOnce(rel, data, perm, max, same)
+}
+
+func (r *Root) publishOnce(rel string, data []byte, perm os.FileMode, max int64, same func([]byte) bool) error {
 	full := r.Join(rel)
 	exp := Expect{UID: os.Geteuid(), Mode: perm}
-	err := r.sameDurable(rel, data, exp)
+	err := r.sameDurable(rel, max, same, exp)
 	if !errors.Is(err, os.ErrNotExist) {
 		if err != nil && !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("publish %s: %w", full, err)
@@ -34,7 +47,7 @@ func (r *Root) PublishOnce(rel string, data []byte, perm os.FileMode) error {
 	if errors.Is(err, os.ErrExist) {
 		// Someone published first: equal bytes are success, others a
 		// conflict.
-		if err = r.sameDurable(rel, data, exp); err != nil && !errors.Is(err, ErrConflict) {
+		if err = r.sameDurable(rel, max, same, exp); err != nil && !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("publish %s: %w", full, err)
 		}
 	}
@@ -76,20 +89,20 @@ func renameNoReplace(dirfd int, from, to string) error {
 	return err
 }
 
-// sameDurable checks that rel passes exp and holds exactly data, and then
-// makes it and its name durable. A missing file reports os.ErrNotExist,
-// other bytes a *ConflictError.
-func (r *Root) sameDurable(rel string, data []byte, exp Expect) error {
+// sameDurable checks that rel passes exp and holds at most max bytes for
+// which same reports true, and then makes it and its name durable. A
+// missing file reports os.ErrNotExist, other contents a *ConflictError.
+func (r *Root) sameDurable(rel string, max int64, same func([]byte) bool, exp Expect) error {
 	f, err := r.OpenFile(rel, exp)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	got, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	if !bytes.Equal(got, data) {
+	if int64(len(got)) > max || !same(got) {
 		return &ConflictError{Path: f.Name()}
 	}
 	return r.syncOpened(rel, f)

@@ -43,7 +43,7 @@ func (s publishStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := d.Root().PublishOnce(noderoot.FinalRel(g), data, 0o600); err != nil {
+	if err := noderoot.PublishRecord(d.Root(), noderoot.FinalRel(g), data, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, workflow.Unchanged(noderoot.Refusal("Inspect it with `oac-node-install leases`", fmt.Errorf("%w: %w", ErrPlanDrift, err)))
 		}

@@ -176,6 +176,13 @@ func CheckNodeSteps(ctx context.Context, in NodeOptions, runFacts map[string]str
 		return nil, err
 	}
 	defer e.Close()
+	// A helper at work would change what is checked: its install.lock,
+	// when it exists, is taken now and kept for the steps (InstallLock).
+	if in.Lock != nil {
+		if err := in.Lock.take(e, false); err != nil {
+			return nil, err
+		}
+	}
 	steps := nodeSteps(e)
 	facts := workflow.Facts(maps.Clone(runFacts))
 	if facts == nil {

@@ -1,7 +1,6 @@
 package install
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -79,6 +78,9 @@ type NodeOptions struct {
 	Log io.Writer
 	// Progress, when set, is told each download's progress (Options).
 	Progress func(name string, done, total int64)
+	// Lock holds install.lock across the requests of one child (nil: each
+	// request takes and releases its own).
+	Lock *InstallLock
 }
 
 // NodeEnv is the Data of an installation's service-account steps: a
@@ -323,9 +325,10 @@ func (e *NodeEnv) CurrentRelease(ctx context.Context) (*noderoot.Metadata, error
 }
 
 // writeRecord publishes a node record (indented JSON with sorted keys and a
-// newline, mode 0600). replace allows different bytes to replace the
-// record (an unregistered node's disposable state); otherwise different
-// bytes are ErrConflict.
+// newline, mode 0600). A record holding the same value in another layout
+// (the platform's programs write one line) is left as it is. replace
+// allows a different value to replace the record (an unregistered node's
+// disposable state); otherwise a different value is ErrConflict.
 func (e *NodeEnv) writeRecord(rel string, v map[string]any, replace bool) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -333,9 +336,11 @@ func (e *NodeEnv) writeRecord(rel string, v map[string]any, replace bool) error 
 	}
 	data = append(data, '\n')
 	if replace {
-		return e.Root().AtomicWrite(rel, data, 0o600)
+		if old, err := e.ReadPrivate(rel, noderoot.MaxRecordSize); err != nil || !noderoot.SameRecord(old, data) {
+			return e.Root().AtomicWrite(rel, data, 0o600)
+		}
 	}
-	if err := e.Root().PublishOnce(rel, data, 0o600); err != nil {
+	if err := noderoot.PublishRecord(e.Root(), rel, data, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
 			return fmt.Errorf("%w: %w", noderoot.ErrConflict, err)
 		}
@@ -358,19 +363,20 @@ const (
 	factNetwork      = "network"
 )
 
-// recordState compares a node record with what writeRecord would write.
+// recordState compares a node record's value with what writeRecord would
+// write.
 func (e *NodeEnv) recordState(rel string, v map[string]any) (noderoot.FileState, error) {
 	want, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return 0, err
 	}
-	got, err := e.ReadPrivate(rel, 1<<16)
+	got, err := e.ReadPrivate(rel, noderoot.MaxRecordSize)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return noderoot.FileMissing, nil
 	case err != nil:
 		return 0, err
-	case !bytes.Equal(got, append(want, '\n')):
+	case !noderoot.SameRecord(got, want):
 		return 0, fmt.Errorf("%w: %s differs from what this command computes", noderoot.ErrConflict, rel)
 	}
 	return noderoot.FileOK, nil

@@ -75,7 +75,9 @@
 // the child's check of every step), records.go (root's records: the
 // bookkeeping, the host record), journal.go, space.go and bundle.go
 // (preflight's and the check command's disk space and bundle checks),
-// probe.go (the check command). The host lock, the account and bookkeeping
+// probe.go (the check command), install_lock.go (the node's install.lock,
+// which the child holds from its check and from node_root through
+// register, released before wait_ready: InstallLock). The host lock, the account and bookkeeping
 // checks and the registration record (HostLock, CheckBookkeeping,
 // AccountMismatch, Registered) are shared with steps/uninstall, which also
 // uses CoreIdentity, InstallationLabel and ServerErrors; RecordedAccount

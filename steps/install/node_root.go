@@ -38,7 +38,7 @@ func (s nodeRootStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 	if registered {
 		if err := e.Root().PublishOnce(layout.CoreCAFile, ca, 0o600); err != nil {
 			if errors.Is(err, safefile.ErrConflict) {
-				return workflow.Result{}, noderoot.Refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", err))
+				return workflow.Result{}, noderoot.Refusal("This node was registered with a different Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", err))
 			}
 			return workflow.Result{}, err
 		}
@@ -113,7 +113,7 @@ func (s nodeRootStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 	case err != nil:
 		return 0, workflow.Result{}, err
 	case !bytes.Equal(old, ca) && registered:
-		return 0, workflow.Result{}, noderoot.Refusal("This node was registered with another Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", safefile.ErrConflict))
+		return 0, workflow.Result{}, noderoot.Refusal("This node was registered with a different Core CA; use the CA it was installed with, or remove the node and add it again", fmt.Errorf("different Core CA: %w", safefile.ErrConflict))
 	case !bytes.Equal(old, ca):
 		return notDone, workflow.Result{}, nil
 	case registered:

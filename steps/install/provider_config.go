@@ -1,7 +1,6 @@
 package install
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,11 +41,11 @@ func (s providerConfigStep) Run(ctx context.Context, facts workflow.Facts) (work
 	}
 	if !registered {
 		old, err := e.ReadPrivate(layout.ProviderConfigFile, provider.MaxSize)
-		if err != nil || string(old) != string(data) {
+		if err != nil || !noderoot.SameRecord(old, data) {
 			return workflow.Result{}, e.Root().AtomicWrite(layout.ProviderConfigFile, data, 0o600)
 		}
 	}
-	if err := e.Root().PublishOnce(layout.ProviderConfigFile, data, 0o600); err != nil {
+	if err := noderoot.PublishRecord(e.Root(), layout.ProviderConfigFile, data, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, noderoot.Refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", err))
 		}
@@ -82,7 +81,7 @@ func (s providerConfigStep) Check(ctx context.Context, facts workflow.Facts) (wo
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return notDone, workflow.Result{}, nil
-	case err == nil && bytes.Equal(old, data):
+	case err == nil && noderoot.SameRecord(old, data):
 		return done, workflow.Result{}, nil
 	case registered:
 		return 0, workflow.Result{}, noderoot.Refusal("This node is registered with another configuration: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("provider.json: %w", safefile.ErrConflict))

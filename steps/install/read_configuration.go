@@ -80,6 +80,10 @@ func NodeConfiguration(ctx context.Context, home string, installationID ident.In
 		return nil, err
 	}
 	conf, err := client.Configuration(ctx, nid.Identity.DeploymentGeneration)
+	var se *core.StatusError
+	if errors.As(err, &se) && se.Code == http.StatusConflict {
+		return nil, noderoot.Refusal(retiredGeneration(installationID, nid.Identity.DeploymentGeneration), err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +91,18 @@ func NodeConfiguration(ctx context.Context, home string, installationID ident.In
 		return nil, fmt.Errorf("%w: Core's configuration of generation %d is not the one this node enrolled with", core.ErrAnswer, nid.Identity.DeploymentGeneration)
 	}
 	return conf, nil
+}
+
+// retiredGeneration is what to do when Core answers a registered node's
+// configuration read 409: Core no longer serves the generation the node was
+// installed with. That does not pass: a rerun installs exactly that
+// generation, so it can never succeed again. A node whose program runs has
+// moved on to Core's newer generations and needs no rerun; a node that
+// must be installed again is removed and added with a new command.
+func retiredGeneration(id ident.InstallationID, g int64) string {
+	return fmt.Sprintf("Core no longer serves generation %d, the one this node was installed with, and a rerun installs only that generation: waiting or rerunning does not change it. "+
+		"If the node service runs, the node serves Core's newer generations and needs no rerun (see: sudo oac-node-install status). "+
+		"To install the node again, remove it on the Nodes page in Web, run sudo oac-node-install --uninstall --installation-id %s, then add the host with a new command", g, id)
 }
 
 // readConfigurationStep records the generation and specification digest of

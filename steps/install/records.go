@@ -150,8 +150,7 @@ func checkRecordMissing(h layout.Host, id ident.InstallationID) error {
 	if rep, err := workflow.InspectJournal(JournalPath(h, id), workflow.Lookup); err == nil && rep.Condition != workflow.Complete {
 		return nil // the run the engine resumes writes the record
 	}
-	return fmt.Errorf("the installer's bookkeeping %s records installation %s, but its host record %s is missing; restore the record from a backup of /etc, or remove the node in Web and run `sudo oac-node-install --uninstall --installation-id %s --force`",
-		h.Bookkeeping(), id, h.Record(id), id)
+	return errors.New(hostrecord.Missing(h, id))
 }
 
 // knownNode reports whether the host records this installation.
@@ -222,7 +221,7 @@ func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
 	case rec.CoreCASHA256 == "":
 		return fmt.Errorf("this host's node was installed without --core-ca (Core's certificate is checked against the system's roots); rerun the command without --core-ca")
 	}
-	return fmt.Errorf("this host's node was installed with another Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; %s",
+	return fmt.Errorf("this host's node was installed with a different Core CA (sha256 %s; this command's --core-ca file has sha256 %s): rerun it with the same file; %s",
 		rec.CoreCASHA256, ca, nodeCACopy(rec))
 }
 

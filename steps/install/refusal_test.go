@@ -242,7 +242,7 @@ func refusalCases() []refusalCase {
 		}, want: "--allow-insecure-origin"},
 		{name: "registered: different Core CA", registered: true, edit: func(f *runFixture, c *Command) {
 			c.Options.CoreCA = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
-		}, want: "installed with another Core CA (sha256 "},
+		}, want: "installed with a different Core CA (sha256 "},
 		{name: "registered: no Core CA", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
 			want: "installed with --core-ca (a CA bundle with sha256 "},
 		{name: "registered: no Core CA, the node's copy named", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
@@ -278,6 +278,12 @@ func refusalCases() []refusalCase {
 		{name: "registered: no token, Core 401 to the credential", registered: true, setup: func(t *testing.T, f *runFixture) {
 			f.setCoreReply(coreAnswers(401, nil))
 		}, want: "HTTP 401"},
+		{name: "registered: Core no longer serves the node's generation (409)", registered: true, setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(409, nil))
+		}, want: "Core no longer serves generation 1, the one this node was installed with, and a rerun installs only that generation: waiting or rerunning does not change it"},
+		{name: "registered: 409, what to do", registered: true, setup: func(t *testing.T, f *runFixture) {
+			f.setCoreReply(coreAnswers(409, nil))
+		}, want: "run sudo oac-node-install --uninstall --installation-id " + generationtest.InstallationID + ", then add the host with a new command"},
 		{name: "registered: Core's configuration for another deployment", registered: true, setup: func(t *testing.T, f *runFixture) {
 			rel := generationtest.BuildRelease(t, generationtest.CommitA)
 			other := rel.Spec(t, release.ProviderDocker, 1)

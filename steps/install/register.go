@@ -150,7 +150,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 		return workflow.Result{}, err
 	}
 	if reg, err := e.ReadPrivate(layout.RegisteredFile, 4096); err == nil {
-		if !bytes.Equal(reg, inst) {
+		if !noderoot.SameRecord(reg, inst) {
 			return workflow.Result{}, noderoot.Refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
 		}
 		return workflow.Result{}, nil
@@ -201,7 +201,7 @@ func (s registerStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resul
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if err := e.Root().PublishOnce(layout.RegisteredFile, inst, 0o600); err != nil {
+	if err := noderoot.PublishRecord(e.Root(), layout.RegisteredFile, inst, 0o600); err != nil {
 		if errors.Is(err, safefile.ErrConflict) {
 			return workflow.Result{}, fmt.Errorf("registered.json: %w", err)
 		}
@@ -295,7 +295,7 @@ func (s registerStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Out
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, workflow.Result{}, noderoot.Refusal(hostile, err)
 	}
-	if !bytes.Equal(reg, inst) {
+	if !noderoot.SameRecord(reg, inst) {
 		return 0, workflow.Result{}, noderoot.Refusal("This node is registered for another deployment: remove it in Web, run --uninstall, then add it again with a new command", fmt.Errorf("registered.json differs from installation.json"))
 	}
 	// A registered node without its identity has lost its credential: it

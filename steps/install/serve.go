@@ -72,12 +72,14 @@ type Adapters struct {
 // node's configuration (StepConfiguration), or checks every step
 // (StepCheck). Progress lines go to the parent.
 func Server(a Adapters) asaccount.Server {
+	lock := &InstallLock{} // held across the child's requests
 	return asaccount.Server{Serve: func(ctx context.Context, c *privsep.Child, req asaccount.Request) (asaccount.Answer, error) {
 		var in Input
 		if err := req.DecodeInput(&in); err != nil {
 			return asaccount.Answer{}, err
 		}
 		if req.Step == StepConfiguration {
+			lock.Release()
 			conf, err := NodeConfiguration(ctx, os.Getenv("HOME"), in.InstallationID, os.Getuid(),
 				RecordedCore{Origin: in.CoreOrigin, AllowInsecureOrigin: in.AllowInsecureOrigin, CA: in.CoreCA})
 			if err != nil {
@@ -91,7 +93,7 @@ func Server(a Adapters) asaccount.Server {
 				return answer(asaccount.Answer{}, Output{Configuration: raw})
 			}
 			req.Step, in.Check, in.Configuration = StepCheck, false, raw
-			res, out, err := serveStep(ctx, c, a, req, in)
+			res, out, err := serveStep(ctx, c, a, lock, req, in)
 			if err != nil {
 				// A failed check is left to a check of its own, which
 				// reports it where it belongs: after the preflight checks.
@@ -100,7 +102,7 @@ func Server(a Adapters) asaccount.Server {
 			out.Configuration, out.Checked = raw, true
 			return answer(res, out)
 		}
-		res, out, err := serveStep(ctx, c, a, req, in)
+		res, out, err := serveStep(ctx, c, a, lock, req, in)
 		if err != nil {
 			return asaccount.Answer{}, err
 		}
@@ -110,7 +112,7 @@ func Server(a Adapters) asaccount.Server {
 
 // serveStep runs, verifies or checks the one step of req, with its input
 // in.
-func serveStep(ctx context.Context, c *privsep.Child, a Adapters, req asaccount.Request, in Input) (asaccount.Answer, Output, error) {
+func serveStep(ctx context.Context, c *privsep.Child, a Adapters, lock *InstallLock, req asaccount.Request, in Input) (asaccount.Answer, Output, error) {
 	conf, err := core.ParseConfiguration(in.Configuration)
 	if err != nil {
 		return asaccount.Answer{}, Output{}, err
@@ -141,6 +143,7 @@ func serveStep(ctx context.Context, c *privsep.Child, a Adapters, req asaccount.
 		},
 		Log:      asaccount.Log(c),
 		Progress: transferReporter(c),
+		Lock:     lock,
 	}
 	return runStep(ctx, opts, req, in)
 }
@@ -177,9 +180,20 @@ func RunStep(ctx context.Context, opts NodeOptions, req asaccount.Request) (asac
 
 // runStep runs, verifies or checks the one step of req, whose input is in.
 func runStep(ctx context.Context, opts NodeOptions, req asaccount.Request, in Input) (asaccount.Answer, Output, error) {
+	if opts.Lock == nil {
+		opts.Lock = &InstallLock{}
+		defer opts.Lock.Release()
+	}
 	if req.Step == StepCheck {
 		checks, err := CheckNodeSteps(ctx, opts, req.Facts)
 		return asaccount.Answer{}, Output{Checks: checks}, err
+	}
+	if !underInstallLock(req.Step) {
+		opts.Lock.Release()
+	} else if req.Step == string(workflow.InstallRegister) {
+		// The platform's installer releases it after the registration:
+		// the unit starts next, and its node program runs the helper.
+		defer opts.Lock.Release()
 	}
 	if req.Step == string(workflow.InstallNodeRoot) {
 		if err := EnsureNodeRoot(opts.Home, opts.InstallationID, opts.UID); err != nil {
@@ -191,6 +205,11 @@ func runStep(ctx context.Context, opts NodeOptions, req asaccount.Request, in In
 		return asaccount.Answer{}, Output{}, err
 	}
 	defer e.Close()
+	if underInstallLock(req.Step) {
+		if err := opts.Lock.take(e, true); err != nil {
+			return asaccount.Answer{}, Output{}, err
+		}
+	}
 	if req.Step == string(workflow.InstallRegister) {
 		e.SetToken(in.Token)
 	}

@@ -96,7 +96,10 @@ func styledSummary(d Data, sudoUID string, st SummaryStyle, title string) string
 	line("  Installer: " + sudo + "oac-node-install status")
 	line("")
 	line(st.heading("Next"))
-	line("  Open Nodes in Web: the node is listed there and takes sandboxes now.")
+	// The platform's words (CONTRACT §6.3): the installation asked no
+	// model anything.
+	line("  Open Nodes in Web to manage this host: the node is listed there and takes sandboxes")
+	line("  now. No model request was made.")
 	return strings.TrimRight(b.String(), "\n")
 }
 

@@ -64,7 +64,9 @@ type Env struct {
 	root *safefile.Root
 
 	installLock *safefile.FileLock
-	lease       *lease.Lease
+	// sharedLock is an install.lock the caller holds (ShareInstallLock).
+	sharedLock *safefile.FileLock
+	lease      *lease.Lease
 
 	base     *provider.Config
 	identity *NodeIdentity

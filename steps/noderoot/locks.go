@@ -116,8 +116,48 @@ func (e *Env) InitializeLease() error {
 // heldLocks are the lock files this run holds that the processes its steps
 // start must inherit.
 func (e *Env) heldLocks() []*os.File {
-	if e.installLock == nil {
-		return nil
+	switch {
+	case e.installLock != nil:
+		return []*os.File{e.installLock.File()}
+	case e.sharedLock != nil:
+		return []*os.File{e.sharedLock.File()}
 	}
-	return []*os.File{e.installLock.File()}
+	return nil
 }
+
+// InstallLockHint is what an installation refused for a busy install.lock
+// tells the operator.
+const InstallLockHint = "The node program's generation helper (or another installation of this node) is working on the node; wait until it ends, then run this command again"
+
+// TryInstallLock takes, without waiting, the node's install.lock for an
+// installation's service-account steps (CONTRACT §3, §11), which keep it
+// across several Envs (ShareInstallLock) and release it themselves. It is
+// the only lock an installation takes in the node root, so the order is
+// the helper's (install.lock first, then a generation's lease): an
+// installation and a helper exclude each other without waiting and
+// without deadlock. With create false a missing install.lock is not
+// created: (nil, nil), no helper has ever locked it. A busy lock is a
+// refusal matching ErrInstallLocked ("Another node installation is
+// running").
+func (e *Env) TryInstallLock(create bool) (*safefile.FileLock, error) {
+	c := safefile.CreateIfMissing
+	if !create {
+		c = safefile.MustExist
+	}
+	l, err := e.root.TryLock(layout.InstallLockFile, safefile.LockOptions{
+		Create: c, Perm: 0o600, Expect: safefile.Expect{UID: e.opts.UID, Mode: 0o600}})
+	switch {
+	case err == nil:
+		return l, nil
+	case !create && errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, safefile.ErrLocked):
+		return nil, Refusal(InstallLockHint, fmt.Errorf("%w (%s)", ErrInstallLocked, e.node.InstallLock()))
+	}
+	return nil, Refusal("", fmt.Errorf("lock %s: %w", e.node.InstallLock(), err))
+}
+
+// ShareInstallLock lets the processes e's steps start inherit l, an
+// install.lock its caller holds and releases (TryInstallLock); e does not
+// release it.
+func (e *Env) ShareInstallLock(l *safefile.FileLock) { e.sharedLock = l }

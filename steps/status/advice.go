@@ -3,8 +3,10 @@ package status
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -93,6 +95,13 @@ func (s *Installation) attention(a advisor) string {
 	}
 	if s.recordErr != nil {
 		return "inspect " + a.host.Record(id) + ": " + s.recordErr.Error()
+	}
+	// The bookkeeping records the installation, its host record is gone
+	// (and no install of root's runs to write it, no unfinished journal
+	// explains it: those were judged above): every rerun refuses with the
+	// same words until an operator mends it.
+	if b := s.Bookkeeping; b != nil && b.Installation != nil && s.record == nil && !rootRunning && !s.uninstalled() {
+		return hostrecord.Missing(a.host, id)
 	}
 	if b := s.Bookkeeping; b != nil && b.State == BookkeepingDamaged {
 		return bookkeeping.DamagedAdvice(b.Database, id)
@@ -208,6 +217,12 @@ func (s *Installation) workflowNext(a advisor, r *workflow.Report) string {
 	unit := layout.UnitName(id)
 	switch r.Workflow {
 	case workflow.InstallDefinition().Name:
+		if r.LastError != nil && strings.Contains(r.LastError.Error, noderoot.ErrInstallLocked.Error()) {
+			// The step found the node's generation helper (or another
+			// installation) holding install.lock: rerunning at once is
+			// refused again.
+			return "wait until the node's generation helper ends (a prepare, repair or collect shown as running here), then " + s.continueInstall(a, r)
+		}
 		return s.continueInstall(a, r)
 	case workflow.UninstallDefinition().Name:
 		return "sudo oac-node-install --uninstall --installation-id " + id.String()

@@ -42,7 +42,10 @@ func (e *StatusError) Error() string {
 	case http.StatusNotFound:
 		hint = ": the route /api/v1 must reach Core, not Web; check the reverse proxy"
 	case http.StatusConflict:
-		hint = ": the deployment is resetting or its specification conflicts; the node retries later"
+		// With the node's credential (a generation named): Core no
+		// longer serves that generation to the node, which waiting does
+		// not change (CONTRACT §6.1: 409 sandbox_specification_mismatch).
+		hint = ": Core no longer serves this generation to the node (the deployment is resetting or moved on, or conflicts with the node's retained specification)"
 		if e.Token {
 			hint = ": the deployment is resetting or its specification conflicts; try again later"
 		}

@@ -20,7 +20,7 @@ func TestStatusError(t *testing.T) {
 		{"token 401", StatusError{Code: 401, Token: true}, "(HTTP 401): the command expired or was already used; generate a new command in Web", true},
 		{"node 404", StatusError{Code: 404}, "(HTTP 404): the route /api/v1 must reach Core, not Web", false},
 		{"token 404", StatusError{Code: 404, Token: true}, "(HTTP 404): the route /api/v1 must reach Core, not Web", false},
-		{"node 409", StatusError{Code: 409}, "(HTTP 409): the deployment is resetting or its specification conflicts; the node retries later", false},
+		{"node 409", StatusError{Code: 409}, "(HTTP 409): Core no longer serves this generation to the node (the deployment is resetting or moved on, or conflicts with the node's retained specification)", false},
 		{"token 409", StatusError{Code: 409, Token: true}, "(HTTP 409): the deployment is resetting or its specification conflicts; try again later", false},
 		{"token 503", StatusError{Code: 503, Token: true}, "Core rejected the node configuration read (HTTP 503)", false},
 	} {

@@ -115,3 +115,13 @@ func Decode(path string, data []byte) (Record, error) {
 	}
 	return r, nil
 }
+
+// Missing says that the installer's bookkeeping records installation id
+// while its host record is gone, and what to do: the two records disagree
+// and neither is taken for the truth. The install (a rerun refuses with it)
+// and status (which shows the installation as needing attention) say the
+// same.
+func Missing(h layout.Host, id ident.InstallationID) string {
+	return fmt.Sprintf("the installer's bookkeeping %s records installation %s, but its host record %s is missing; restore the record from a backup of /etc, or remove the node in Web and run `sudo oac-node-install --uninstall --installation-id %s --force`",
+		h.Bookkeeping(), id, h.Record(id), id)
+}
