@@ -51,12 +51,15 @@ func TestHelperRefusesRoot(t *testing.T) {
 	}
 }
 
+// envRetainedHelper marks the environment of a helper test's helper run.
+const envRetainedHelper = "OAC_TEST_RETAINED_HELPER"
+
 // runAsRetainedHelper makes the test binary the command when it was copied
 // into a node root as the retained helper (layout.HelperFile) and started
-// there, through the launcher, by a helper test: it runs its arguments as
-// the installer binary would and exits.
+// there, through the launcher, by a helper test (envRetainedHelper set): it
+// runs its arguments as the installer binary would and exits.
 func runAsRetainedHelper() {
-	if filepath.Base(os.Args[0]) != layout.HelperFile {
+	if filepath.Base(os.Args[0]) != layout.HelperFile || os.Getenv(envRetainedHelper) != "1" {
 		return
 	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -75,7 +78,7 @@ type helperProcess struct {
 func (h *helperProcess) run(t *testing.T, args []string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(h.python, append([]string{filepath.Join(h.root, layout.HelperLauncherFile)}, args...)...)
-	cmd.Env = []string{"HOME=" + h.home, "PATH=/usr/bin:/bin"}
+	cmd.Env = []string{"HOME=" + h.home, "PATH=/usr/bin:/bin", envRetainedHelper + "=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
