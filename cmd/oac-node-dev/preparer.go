@@ -54,6 +54,7 @@ type generations struct {
 	root, helper   string // the node root and the helper launcher in it
 	config         string // provider.json, the base generation's configuration
 	installationID ident.InstallationID
+	insecure       bool // identity.json allows an insecure origin
 	base           int64
 	log            io.Writer
 	changed        chan struct{}
@@ -88,9 +89,9 @@ func findPreparer(configPath string) (string, error) {
 
 // newGenerations starts with the base generation ready and takes its
 // serving reference.
-func newGenerations(ctx context.Context, helper, config string, installationID ident.InstallationID, base int64, digest string, log io.Writer) *generations {
+func newGenerations(ctx context.Context, helper, config string, installationID ident.InstallationID, insecure bool, base int64, digest string, log io.Writer) *generations {
 	g := &generations{
-		ctx: ctx, root: filepath.Dir(helper), helper: helper, config: config, installationID: installationID, base: base, log: log,
+		ctx: ctx, root: filepath.Dir(helper), helper: helper, config: config, installationID: installationID, insecure: insecure, base: base, log: log,
 		changed: make(chan struct{}, 1),
 		obs:     map[int64]nodeproto.Observation{base: {Generation: base, SpecificationDigest: digest, State: nodeproto.StateReady}},
 		dropped: map[int64]bool{}, busy: map[int64]bool{}, refs: map[int64]*lease.HelperRef{},
@@ -209,15 +210,21 @@ func (g *generations) drop(d nodeproto.Drop) {
 
 // runHelper runs the retained helper for one generation action as the
 // platform's node program does: python3 <node root>/generation-preparer.pyz
-// with the action's arguments, in its own process group (SIGKILL to the
-// group when ctx ends), its output on the node's stderr. The launcher
+// with the action's arguments (and --allow-insecure-origin when the node's
+// identity allows an insecure origin, as the platform's newer node program
+// adds it), in its own process group (SIGKILL to the group when ctx ends),
+// its output on the node's stderr. The launcher
 // executes generation-preparer in the same process, so the exit status is
 // the helper's.
 func (g *generations) runHelper(ctx context.Context, action string, gen int64, digest string) error {
 	g.helperMu.Lock()
 	defer g.helperMu.Unlock()
-	cmd := exec.CommandContext(ctx, "python3", g.helper, "--installation-id", g.installationID.String(), "--generation-action", action,
-		"--generation", strconv.FormatInt(gen, 10), "--specification-digest", digest)
+	args := []string{g.helper, "--installation-id", g.installationID.String(), "--generation-action", action,
+		"--generation", strconv.FormatInt(gen, 10), "--specification-digest", digest}
+	if g.insecure {
+		args = append(args, "--allow-insecure-origin")
+	}
+	cmd := exec.CommandContext(ctx, "python3", args...)
 	cmd.Stdout, cmd.Stderr = g.log, g.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

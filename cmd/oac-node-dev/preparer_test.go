@@ -8,12 +8,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/devcore"
 	"github.com/openagentcore/oac-node-install/cmd/oac-devcore/nodeproto"
+	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/launcher"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
@@ -141,9 +145,11 @@ func TestRunPreparesAndCollectsGenerations(t *testing.T) {
 	}
 }
 
-// needPython skips a test that runs the helper launcher without python3.
+// needPython gives the test the PATH systemd gives the node's unit, and
+// skips a test that runs the helper launcher when python3 is not on it.
 func needPython(t *testing.T) {
 	t.Helper()
+	t.Setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3: the node runs the generation helper's launcher with it")
 	}
@@ -233,4 +239,92 @@ func TestRunRefusesALauncherThatIsNotPrivate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// groupPreparer prints its arguments, starts a child in its process group
+// that writes its pid to $d/child and lives a minute, and then waits a
+// minute itself unless the action is prepare.
+const groupPreparer = `#!/bin/sh
+d=$(dirname "$0")
+printf '%s\n' "$*" > "$d/args"
+case "$*" in *"--generation-action prepare"*) exit 0;; esac
+sh -c 'echo $$ > "$1/child.tmp" && mv "$1/child.tmp" "$1/child"; exec sleep 60' sh "$d" &
+sleep 60
+`
+
+// runHelper passes --allow-insecure-origin only for a node whose identity
+// allows an insecure origin, and ending its context kills the helper's
+// whole process group (the launcher's process is the helper's), a child
+// it started included.
+func TestRunHelperArgumentsAndGroupKill(t *testing.T) {
+	needPython(t)
+	root := t.TempDir()
+	writePreparer(t, root, groupPreparer)
+	id := ident.InstallationID("0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c")
+	digest := strings.Repeat("c", 64)
+	for _, insecure := range []bool{false, true} {
+		var log strings.Builder
+		g := &generations{helper: filepath.Join(root, layout.HelperLauncherFile), installationID: id, insecure: insecure, log: &syncWriter{w: &log}}
+		if err := g.runHelper(context.Background(), "prepare", 3, digest); err != nil {
+			t.Fatalf("prepare: %v\n%s", err, log.String())
+		}
+		want := "--installation-id " + id.String() + " --generation-action prepare --generation 3 --specification-digest " + digest
+		if insecure {
+			want += " --allow-insecure-origin"
+		}
+		if got, _ := os.ReadFile(filepath.Join(root, "args")); string(got) != want+"\n" {
+			t.Errorf("insecure %v: helper arguments %q, want %q", insecure, got, want)
+		}
+	}
+
+	g := &generations{helper: filepath.Join(root, layout.HelperLauncherFile), installationID: id, log: io.Discard}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.runHelper(ctx, "collect", 1, digest) }()
+	var child int
+	for deadline := time.Now().Add(time.Minute); child == 0; time.Sleep(10 * time.Millisecond) {
+		if data, err := os.ReadFile(filepath.Join(root, "child")); err == nil {
+			child, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		} else if time.Now().After(deadline) {
+			t.Fatal("the helper's child never started")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a cancelled collect reported success")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("runHelper did not return after its context ended")
+	}
+	for deadline := time.Now().Add(10 * time.Second); alive(child); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(child, syscall.SIGKILL)
+			t.Fatalf("the helper's child %d outlived the cancelled collect: the group was not killed", child)
+		}
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie (an orphan
+// waits for whoever adopted it to reap it).
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	return i < 0 || !strings.HasPrefix(string(data[i:]), ") Z")
+}
+
+// syncWriter serializes writes from the helper's two output pipes.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -118,7 +118,7 @@ func openNode(ctx context.Context, config, stateDir, coreURL string, log io.Writ
 			return nil, nil, fmt.Errorf("with %s the state directory must be %s", layout.HelperLauncherFile, want)
 		}
 		fmt.Fprintf(log, "oac-node-dev: multi-generation mode: generations are prepared and collected by python3 %s\n", helper)
-		n.gens = newGenerations(ctx, helper, config, cfg.InstallationID, id.Identity.DeploymentGeneration, id.Identity.SpecificationDigest, log)
+		n.gens = newGenerations(ctx, helper, config, cfg.InstallationID, id.AllowInsecureOrigin, id.Identity.DeploymentGeneration, id.Identity.SpecificationDigest, log)
 	}
 	ok = true
 	return n, lock, nil
