@@ -22,8 +22,9 @@
 // is a 0600 regular file (multi-generation mode, as the platform's node
 // program; anything else of that name stops run), runs
 // `python3 <config dir>/generation-preparer.pyz --installation-id ID
-// --generation-action prepare|collect --generation N --specification-digest HEX`
-// in its own process group: prepare when Core's deployment names a new
+// --generation-action prepare|collect --generation N --specification-digest HEX
+// [--allow-insecure-origin]` (the flag when the identity allows an insecure
+// origin) in its own process group: prepare when Core's deployment names a new
 // generation, collect (2-minute timeout) on a drop grant; exit 65 reports
 // runtime_download_failed. Like the platform's node program it never runs
 // repair. It holds
