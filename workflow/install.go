@@ -81,7 +81,7 @@ func InstallDefinition() *Definition {
 				On: []Transition{{EventMetadataVerified, InstallDownloads}}},
 			{Name: InstallDownloads, Policy: Rerun, Account: ServiceAccount, Doc: "service account: verified downloads of the node program and Runtime files",
 				On: []Transition{{EventDownloaded, InstallHelper}}},
-			{Name: InstallHelper, Policy: Rerun, Account: ServiceAccount, Doc: "service account: write the retained generation helper",
+			{Name: InstallHelper, Policy: Rerun, Account: ServiceAccount, Doc: "service account: write the retained generation helper and its launcher generation-preparer.pyz",
 				On: []Transition{{EventHelperWritten, InstallLease}}},
 			{Name: InstallLease, Policy: Inspect, Account: ServiceAccount, Doc: "service account: create the enrolled generation's lease and its durable identity",
 				On: []Transition{{EventLeaseReady, InstallRuntime}}},

@@ -29,12 +29,18 @@
 // (package nodeproto: hello, welcome, a heartbeat every 10 s with the
 // provider's readiness, the first failing check's diagnostic code of
 // CONTRACT §6.1 and the host metrics, answered by Core's heartbeat_ack
-// within the 35 s read deadline) and, when <config dir>/generation-preparer
-// exists (0700), calls it with --generation-action prepare when Core's
-// deployment names a new generation and collect when Core answers a
-// retention with keep false. It holds a shared lock on the lease of each
-// generation it reports ready, as oac-node does around the native helpers
-// serving it, and lets go of it before the generation's collection
+// within the 35 s read deadline) and, when <config dir>/generation-preparer.pyz
+// is a 0600 regular file (multi-generation mode, as the platform's node
+// program; anything else of that name stops run), runs
+// `python3 <config dir>/generation-preparer.pyz --installation-id ID
+// --generation-action prepare|collect --generation N --specification-digest HEX
+// [--allow-insecure-origin]` (the flag when the identity allows an insecure
+// origin) in its own process group: prepare when Core's deployment names a new
+// generation, collect (2-minute timeout) when Core answers a retention with
+// keep false; exit 65 reports runtime_download_failed. Like the platform's
+// node program it never runs repair. It holds a shared lock on the lease of
+// each generation it reports ready, as oac-node does around the native
+// helpers serving it, and lets go of it before the generation's collection
 // (serving.go).
 //
 // It runs as the service account oac-node: register in install's

@@ -42,17 +42,19 @@ func prepareBackoff(attempt int) time.Duration {
 }
 
 // generations keeps the node's view of its Runtime generations and runs
-// the retained helper for them, one helper at a time, each in its own
-// process group (killed as a group with SIGKILL when the node stops).
+// the retained helper for them through its launcher (runHelper), one
+// helper at a time, each in its own process group (killed as a group with
+// SIGKILL when the node stops).
 //
 // The helper takes the generation's lease exclusively itself; the node
 // holds a shared reference only on the generations it serves, never on the
 // one a helper prepares or collects (serving.go).
 type generations struct {
 	ctx            context.Context
-	root, helper   string
+	root, helper   string // the node root and the helper launcher in it
 	config         string // provider.json, the base generation's configuration
 	installationID ident.InstallationID
+	insecure       bool // identity.json allows an insecure origin
 	base           int64
 	log            io.Writer
 	changed        chan struct{}
@@ -66,22 +68,30 @@ type generations struct {
 	refs    map[int64]*lease.HelperRef // serving references (serving.go)
 }
 
-// findPreparer returns the retained helper next to the configuration when
-// it is a 0700 regular file (not a link), or "".
-func findPreparer(configPath string) string {
-	p := filepath.Join(filepath.Dir(configPath), layout.HelperFile)
+// findPreparer returns the helper launcher next to the configuration
+// (layout.HelperLauncherFile), as the platform's node program looks for it:
+// "" when there is none (single-generation mode), its path when it is a
+// 0600 regular file (not a link), and an error for anything else there,
+// which the node does not start with.
+func findPreparer(configPath string) (string, error) {
+	p := filepath.Join(filepath.Dir(configPath), layout.HelperLauncherFile)
 	st, err := os.Lstat(p)
-	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o700 {
-		return ""
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", nil
+	case err != nil:
+		return "", err
+	case !st.Mode().IsRegular() || st.Mode().Perm() != 0o600:
+		return "", fmt.Errorf("the generation preparer %s must be a private regular file (0600)", p)
 	}
-	return p
+	return p, nil
 }
 
 // newGenerations starts with the base generation ready and takes its
 // serving reference.
-func newGenerations(ctx context.Context, helper, config string, installationID ident.InstallationID, base int64, digest string, log io.Writer) *generations {
+func newGenerations(ctx context.Context, helper, config string, installationID ident.InstallationID, insecure bool, base int64, digest string, log io.Writer) *generations {
 	g := &generations{
-		ctx: ctx, root: filepath.Dir(helper), helper: helper, config: config, installationID: installationID, base: base, log: log,
+		ctx: ctx, root: filepath.Dir(helper), helper: helper, config: config, installationID: installationID, insecure: insecure, base: base, log: log,
 		changed: make(chan struct{}, 1),
 		obs:     map[int64]nodeproto.Observation{base: {Generation: base, SpecificationDigest: digest, State: nodeproto.StateReady}},
 		dropped: map[int64]bool{}, busy: map[int64]bool{}, refs: map[int64]*lease.HelperRef{},
@@ -198,20 +208,30 @@ func (g *generations) drop(d nodeproto.Drop) {
 	}()
 }
 
-// runHelper runs the retained helper for one generation action in its own
-// process group, its output on the node's stderr.
+// runHelper runs the retained helper for one generation action as the
+// platform's node program does: python3 <node root>/generation-preparer.pyz
+// with the action's arguments (and --allow-insecure-origin when the node's
+// identity allows an insecure origin, as the platform's newer node program
+// adds it), in its own process group (SIGKILL to the group when ctx ends),
+// its output on the node's stderr. The launcher
+// executes generation-preparer in the same process, so the exit status is
+// the helper's.
 func (g *generations) runHelper(ctx context.Context, action string, gen int64, digest string) error {
 	g.helperMu.Lock()
 	defer g.helperMu.Unlock()
-	cmd := exec.CommandContext(ctx, g.helper, "--installation-id", g.installationID.String(), "--generation-action", action,
-		"--generation", strconv.FormatInt(gen, 10), "--specification-digest", digest)
-	cmd.Dir = g.root
+	args := []string{g.helper, "--installation-id", g.installationID.String(), "--generation-action", action,
+		"--generation", strconv.FormatInt(gen, 10), "--specification-digest", digest}
+	if g.insecure {
+		args = append(args, "--allow-insecure-origin")
+	}
+	cmd := exec.CommandContext(ctx, "python3", args...)
 	cmd.Stdout, cmd.Stderr = g.log, g.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
+	fmt.Fprintf(g.log, "oac-node-dev: running %s\n", cmd)
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s generation %d: %w", layout.HelperFile, action, gen, err)
+		return fmt.Errorf("%s %s generation %d: %w", layout.HelperLauncherFile, action, gen, err)
 	}
 	return nil
 }

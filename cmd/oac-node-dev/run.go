@@ -120,11 +120,16 @@ func openNode(ctx context.Context, config, stateDir, coreURL string, log io.Writ
 		}
 		n.tls.RootCAs = pool
 	}
-	if helper := findPreparer(config); helper != "" {
+	helper, err := findPreparer(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	if helper != "" {
 		if want := filepath.Join(filepath.Dir(config), layout.NodeStateDir); filepath.Clean(stateDir) != want {
-			return nil, nil, fmt.Errorf("with %s the state directory must be %s", layout.HelperFile, want)
+			return nil, nil, fmt.Errorf("with %s the state directory must be %s", layout.HelperLauncherFile, want)
 		}
-		n.gens = newGenerations(ctx, helper, config, cfg.InstallationID, id.Identity.DeploymentGeneration, id.Identity.SpecificationDigest, log)
+		fmt.Fprintf(log, "oac-node-dev: multi-generation mode: generations are prepared and collected by python3 %s\n", helper)
+		n.gens = newGenerations(ctx, helper, config, cfg.InstallationID, id.AllowInsecureOrigin, id.Identity.DeploymentGeneration, id.Identity.SpecificationDigest, log)
 	}
 	ok = true
 	return n, lock, nil

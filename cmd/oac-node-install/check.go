@@ -40,8 +40,13 @@ else both: then a provider's failures do not fail the check when the other
 provider passes (they are shown as skipped, with what fails).
 
 --json prints one document instead (format 1): {"format":1,
-"installation_id":…, "checks":[{"name":…, "result":"ok"|"fail"|"skipped",
-"detail":…}], "ok":n, "failed":n, "skipped":n}.
+"installation_id":…, "checks":[{"name":…, "result":"ok"|"fail"|"skipped"|"warning",
+"detail":…}], "ok":n, "failed":n, "skipped":n, "warnings":n}.
+
+A check that passes may carry a warning (shown as "warning", and in --json
+as "result":"warning" counted in "warnings"): python3 missing from the PATH
+systemd gives services, which the platform's node program needs to prepare
+and collect later Runtime generations. A warning fails nothing.
 
 Exit codes: 0 no check failed; 1 a check failed, or check itself failed.`
 
@@ -165,12 +170,13 @@ func (c *cli) runCheck(ctx context.Context, f *installerFlags, asJSON bool) erro
 		checks = slices.Delete(checks, bus, bus+1)
 	}
 	checks = append(checks, pchecks...)
+	checks = append(checks, pythonCheck(c.hostRoot))
 	if asJSON {
 		return c.printCheckJSON(f.installationID.String(), checks)
 	}
 
 	out.heading(fmt.Sprintf("Check installation %s (nothing is changed)", f.installationID))
-	failed, skipped := 0, 0
+	failed, skipped, warned := 0, 0, 0
 	for _, ch := range checks {
 		out.check(ch)
 		switch {
@@ -178,13 +184,54 @@ func (c *cli) runCheck(ctx context.Context, f *installerFlags, asJSON bool) erro
 			failed++
 		case ch.Skipped != "":
 			skipped++
+		case ch.Warning != "":
+			warned++
 		}
 	}
-	fmt.Fprintf(c.stdout, "\n%d checks: %d ok, %d failed, %d skipped.\n", len(checks), len(checks)-failed-skipped, failed, skipped)
+	warnings := ""
+	if warned > 0 {
+		warnings = fmt.Sprintf(", %d with a warning", warned)
+	}
+	fmt.Fprintf(c.stdout, "\n%d checks: %d ok, %d failed, %d skipped%s.\n", len(checks), len(checks)-failed-skipped-warned, failed, skipped, warnings)
 	if failed > 0 {
 		return fmt.Errorf("%d of %d checks failed", failed, len(checks))
 	}
 	return nil
+}
+
+// servicePath is the PATH systemd gives a service that sets none, as the
+// node's unit does (systemd's default): where the node program finds
+// python3.
+var servicePath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// checkPythonName names the python3 check.
+const checkPythonName = "python3 for the node program"
+
+// nodePython returns the python3 the node's unit would run (below the host
+// root in test builds): the first executable regular file python3 in
+// servicePath, or "".
+func nodePython(hostRoot string) string {
+	for _, dir := range servicePath {
+		p := filepath.Join(hostRoot, dir, "python3")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && unix.Access(p, unix.X_OK) == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// pythonCheck passes with a warning when the node program would find no
+// python3: the platform's node program runs the generation helper's
+// launcher with it (CONTRACT §11), so without it the node serves its
+// enrolled generation but prepares and collects no later one. The
+// installation itself does not need python3.
+func pythonCheck(hostRoot string) install.Check {
+	ch := install.Check{Name: checkPythonName}
+	if nodePython(hostRoot) == "" {
+		ch.Warning = "no python3 on the PATH systemd gives services (" + strings.Join(servicePath, ":") +
+			"): the node program needs it to prepare and collect later Runtime generations; install the python3 package"
+	}
+	return ch
 }
 
 // checkOf is a check named name whose outcome is err.
@@ -240,7 +287,8 @@ func machine() string {
 }
 
 // checkText is one check's line: its result, its name and, for a failure,
-// the error and the hint on the same line; for a skipped check, why. A
+// the error and the hint on the same line; for a skipped check, why; for a
+// warning, the warning. A
 // check's error never says that nothing was changed (the commands that
 // change the host add it where they print a refusal): check changes
 // nothing at all.
@@ -254,6 +302,8 @@ func checkText(ch install.Check) (result, text string) {
 		return "FAIL", field(ch.Name) + ": " + field(msg) + "."
 	case ch.Skipped != "":
 		return "skipped", field(ch.Name) + ": " + field(ch.Skipped)
+	case ch.Warning != "":
+		return "warning", field(ch.Name) + ": " + field(ch.Warning)
 	}
 	return "ok", field(ch.Name)
 }
@@ -266,11 +316,12 @@ type checkDocument struct {
 	OK             int         `json:"ok"`
 	Failed         int         `json:"failed"`
 	Skipped        int         `json:"skipped"`
+	Warnings       int         `json:"warnings"`
 }
 
-// checkJSON is one check: its name, "ok", "fail" or "skipped", and for a
-// failure the error and hint, for a skipped check why (sanitized as the
-// lines are).
+// checkJSON is one check: its name, "ok", "fail", "skipped" or "warning",
+// and for a failure the error and hint, for a skipped check why, for a
+// warning the warning (sanitized as the lines are).
 type checkJSON struct {
 	Name   string `json:"name"`
 	Result string `json:"result"`
@@ -293,6 +344,8 @@ func (c *cli) printCheckJSON(id string, checks []install.Check) error {
 			j.Detail = field(msg)
 		case ch.Skipped != "":
 			j.Result, j.Detail, doc.Skipped = "skipped", field(ch.Skipped), doc.Skipped+1
+		case ch.Warning != "":
+			j.Result, j.Detail, doc.Warnings = "warning", field(ch.Warning), doc.Warnings+1
 		default:
 			doc.OK++
 		}

@@ -223,7 +223,7 @@ func TestCheckReadsTheTokenFromStdin(t *testing.T) {
 		}
 	}
 	if code != exitFailure || doc.Format != 1 || doc.InstallationID != checkID || !found || doc.Failed == 0 ||
-		doc.OK+doc.Failed+doc.Skipped != len(doc.Checks) || strings.Contains(out, token) {
+		doc.OK+doc.Failed+doc.Skipped+doc.Warnings != len(doc.Checks) || strings.Contains(out, token) {
 		t.Errorf("--json: exit %d, %+v", code, doc)
 	}
 }
@@ -309,5 +309,49 @@ func TestCheckPrintsNoSecret(t *testing.T) {
 	)
 	if all := out + errOut; strings.Contains(all, token) || strings.Contains(all, pass) {
 		t.Fatalf("a secret was printed:\n%s\n%s", out, errOut)
+	}
+}
+
+// Without python3 on the PATH systemd gives services, check passes with a
+// warning on the python3 line (the platform's node program needs it for
+// later generations): exit 0, in the lines and in --json. With an
+// executable python3 there, the line is ok.
+func TestCheckWarnsWithoutPython(t *testing.T) {
+	root := t.TempDir()
+	checkHost(t, root, true)
+	code, out, errOut := runCheck(t, root)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	wantLines(t, out, "warning python3 for the node program: no python3 on the PATH systemd gives services "+
+		"(/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin): the node program needs it to prepare and collect later "+
+		"Runtime generations; install the python3 package")
+	if !strings.Contains(out, " 0 failed, ") || !strings.HasSuffix(out, " skipped, 1 with a warning.\n") {
+		t.Errorf("summary:\n%s", out)
+	}
+	code, out, _ = runCheck(t, root, "--json")
+	var doc checkDocument
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitOK {
+		t.Fatalf("--json: exit %d, %v\n%s", code, err, out)
+	}
+	last := doc.Checks[len(doc.Checks)-1]
+	if last.Name != checkPythonName || last.Result != "warning" || !strings.Contains(last.Detail, "no python3") ||
+		doc.Warnings != 1 || doc.Failed != 0 || doc.OK+doc.Failed+doc.Skipped+doc.Warnings != len(doc.Checks) {
+		t.Errorf("--json: %+v", doc)
+	}
+
+	// A file named python3 that is not executable does not count; one
+	// that is does.
+	bin := filepath.Join(root, "usr/bin")
+	os.MkdirAll(bin, 0o755)
+	os.WriteFile(filepath.Join(bin, "python3"), []byte("#!/bin/sh\n"), 0o644)
+	if _, out, _ := runCheck(t, root); !strings.Contains(out, "\nwarning python3 for the node program: ") {
+		t.Errorf("a python3 that is not executable passed:\n%s", out)
+	}
+	os.Chmod(filepath.Join(bin, "python3"), 0o755)
+	code, out, _ = runCheck(t, root)
+	wantLines(t, out, "ok      python3 for the node program")
+	if code != exitOK || strings.Contains(out, "warning") {
+		t.Errorf("exit %d\n%s", code, out)
 	}
 }

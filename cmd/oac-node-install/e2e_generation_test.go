@@ -171,9 +171,41 @@ func (g *genHost) until(what string, cond func() bool, detail func() string) {
 	}
 }
 
+// nodeLog is where the node program's standard error goes in the
+// generation test: the test host runs no journald, so a drop-in of the
+// test's own (in the test host's private /run, not the installer's unit)
+// sends it to a file.
+const nodeLog = "/run/oac-node-e2e.log"
+
+// logNodeStderr has the node's unit write its standard error to nodeLog.
+func (g *genHost) logNodeStderr(id string) {
+	g.t.Helper()
+	dir := "/run/systemd/system/oac-node-" + id + ".service.d"
+	if res := g.run("mkdir -p " + dir + " && printf '[Service]\\nStandardError=append:" + nodeLog + "\\n' > " + dir + "/e2e-log.conf"); res.Status != 0 {
+		g.t.Fatalf("node log drop-in: exit %d %s", res.Status, res.Stderr)
+	}
+}
+
+// nodeLogLines returns the lines of the node's log that contain want.
+func (g *genHost) nodeLogLines(want string) []string {
+	g.t.Helper()
+	res := g.run("cat " + nodeLog)
+	var out []string
+	for _, l := range strings.Split(string(res.Stdout), "\n") {
+		if strings.Contains(l, want) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // TestEndToEndGeneration: a node installed in the test host follows a
-// deployment change. Core publishes generation 2 while the console holds
-// artifact downloads halfway; the node calls its retained helper, and
+// deployment change, driven as the platform's node program drives it: the
+// node finds generation-preparer.pyz (0600) in its node root and runs
+// python3 generation-preparer.pyz, which executes the retained helper in
+// the same process and process group. Core publishes generation 2 while
+// the console holds artifact downloads halfway; the node calls its
+// retained helper, and
 // status and leases show the prepare in progress and the helper holding
 // the generation's lease. The helper is killed with SIGKILL mid-download;
 // the node's next call resumes the journal (a second attempt of the
@@ -189,11 +221,24 @@ func TestEndToEndGeneration(t *testing.T) {
 	g := &genHost{t: t, ctx: ctx, h: h, home: t.TempDir(), bin: bin}
 
 	// Install the node with the command Web generates.
+	g.logNodeStderr(core.installationID)
 	res := g.paste(core.bootstrap(t, core.admin(t, "token")))
 	t.Logf("install (exit %d):\n%s%s", res.Status, res.Stdout, res.Stderr)
 	if res.Status != 0 {
 		t.Fatalf("the generated command exited %d", res.Status)
 	}
+	root := "/var/lib/oac-node/.oac/nodes/" + core.installationID
+	pyz := root + "/generation-preparer.pyz"
+	res = g.run("stat -c '%n %a %U %F %s bytes' " + root + "/generation-preparer " + pyz)
+	t.Logf("the retained helper and its launcher:\n%s%s", res.Stdout, res.Stderr)
+	if want := pyz + " 600 oac-node regular file "; res.Status != 0 || !strings.Contains(string(res.Stdout), want) {
+		t.Errorf("the launcher is not %q", want)
+	}
+	// The node found the launcher and runs in multi-generation mode.
+	mode := "multi-generation mode: generations are prepared and collected by python3 " + pyz
+	g.until("the node reports multi-generation mode", func() bool { return len(g.nodeLogLines(mode)) > 0 },
+		func() string { return strings.Join(g.nodeLogLines("oac-node-dev"), "\n") })
+	t.Logf("node log: %s", g.nodeLogLines(mode)[0])
 	if st := g.logStatus("after the installation"); st != 0 {
 		t.Errorf("status exited %d after a healthy installation", st)
 	}
@@ -227,6 +272,14 @@ func TestEndToEndGeneration(t *testing.T) {
 	t.Logf("generation 2's lease holder: pid %d (%s), uid %d, %s, from %s", helper.PID, helper.Command, helper.UID, helper.Mode, helper.Source)
 	if filepath.Base(helper.Command) != "generation-preparer" {
 		t.Errorf("generation 2's lease is held by %q, not the retained helper", helper.Command)
+	}
+	// The process the node started as python3 generation-preparer.pyz is
+	// now the helper: its own process group, the node program's child.
+	pid := strconv.Itoa(helper.PID)
+	res = g.run("read -r _ _ _ ppid pgid _ < /proc/" + pid + "/stat && echo \"pgid=$pgid parent=$(readlink /proc/$ppid/exe)\" && readlink /proc/" + pid + "/exe")
+	t.Logf("the helper process %s: %s", pid, strings.ReplaceAll(strings.TrimSpace(string(res.Stdout)), "\n", ", exe="))
+	if !strings.HasPrefix(string(res.Stdout), "pgid="+pid+" parent="+root+"/native/bin/oac-node\n") {
+		t.Errorf("the helper process is not in its own group under the node program: %s%s", res.Stdout, res.Stderr)
 	}
 	res = g.installer("leases", "--installation-id", core.installationID)
 	t.Logf("leases during the prepare (exit %d):\n%s%s", res.Status, res.Stdout, res.Stderr)
@@ -271,6 +324,15 @@ func TestEndToEndGeneration(t *testing.T) {
 		}
 		return node.Rollout.ServingGeneration == 2
 	}, func() string { return fmt.Sprintf("%+v", node) })
+	prepare := "python3 " + pyz + " --installation-id " + core.installationID + " --generation-action prepare --generation 2 --specification-digest " + g2.SpecificationDigest
+	runs := g.nodeLogLines(prepare)
+	for _, l := range runs {
+		t.Logf("node log: %s", l)
+	}
+	if len(runs) < 2 {
+		// The first run was killed mid-download; the node ran it again.
+		t.Errorf("the node's log shows %d runs of %q, want 2 or more", len(runs), prepare)
+	}
 	wf, _, raw = g.workflow("prepare", 2)
 	if wf == nil || wf.Condition != "complete" || wf.Attempts["download"] < 2 {
 		t.Fatalf("after the resumed prepare: prepare of generation 2 %+v, want complete with a second download attempt\n%s", wf, raw)
@@ -294,6 +356,14 @@ func TestEndToEndGeneration(t *testing.T) {
 		wf, _, raw = g.workflow("collect", 1)
 		return wf != nil && wf.Condition == "complete"
 	}, func() string { return raw })
+	collect := "python3 " + pyz + " --installation-id " + core.installationID + " --generation-action collect --generation 1 --specification-digest "
+	runs = g.nodeLogLines(collect)
+	for _, l := range append(runs, g.nodeLogLines("collect of generation 1 complete")...) {
+		t.Logf("node log: %s", l)
+	}
+	if len(runs) == 0 {
+		t.Errorf("the node's log shows no run of %q", collect)
+	}
 	g1, raw = g.generation(1)
 	if g1 == nil || !g1.Records.Dropped || len(g1.Holders) != 0 {
 		t.Errorf("leases after the collection of generation 1:\n%s", raw)

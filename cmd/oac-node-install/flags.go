@@ -134,7 +134,13 @@ var allowedIn = map[installerMode][]string{
 	// --no-color only; --json (the result for a fleet tool, result.go) is
 	// this installer's documented extension.
 	modeUninstall: {flagUninstall, flagInstallationID, flagForce, flagNoColor, flagJSON},
-	modeHelper:    {flagGenerationAction, flagGeneration, flagSpecificationDigest, flagInstallationID, flagNoColor},
+	// The platform's node program adds --allow-insecure-origin to the
+	// helper's command line when the node's identity.json allows an
+	// insecure origin. The helper holds its origins to that same recorded
+	// policy (steps/noderoot), so the flag changes nothing; it is accepted
+	// so that such a node's helper runs.
+	modeHelper: {flagGenerationAction, flagGeneration, flagSpecificationDigest, flagInstallationID, flagNoColor,
+		flagAllowInsecureOrigin},
 }
 
 // validate checks the parsed command line against CONTRACT §4.4 and §10 and

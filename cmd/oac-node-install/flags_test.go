@@ -148,6 +148,7 @@ func TestInstallerFlags(t *testing.T) {
 		// Generation helper.
 		{"prepare", helper("prepare", "1", testDigest), &want{mode: modeHelper, gen: 1}, ""},
 		{"repair", helper("repair", "42", testDigest), &want{mode: modeHelper, gen: 42}, ""},
+		{"collect with the node's insecure-origin policy", append(helper("collect", "7", testDigest), "--allow-insecure-origin"), &want{mode: modeHelper, gen: 7}, ""},
 		{"collect largest generation", helper("collect", "9223372036854775807", testDigest), &want{mode: modeHelper, gen: 1<<63 - 1}, ""},
 		{"unknown action", helper("install", "1", testDigest), nil, "--generation-action must be prepare, repair or collect"},
 		{"generation zero", helper("prepare", "0", testDigest), nil, "--generation must be an integer from 1 to 2^63-1"},

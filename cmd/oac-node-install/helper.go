@@ -29,9 +29,11 @@ func (e *helperExit) Error() string { return e.msg }
 func (e *helperExit) ExitCode() int { return e.code }
 
 // runGenerationHelper runs the retained helper's action (prepare, repair or
-// collect) for one generation, as the node account: oac-node runs it as
-// `oac-node-install --generation-action A --generation N
-// --specification-digest HEX --installation-id ID`. The node root is
+// collect) for one generation, as the node account: oac-node runs
+// `python3 <node root>/generation-preparer.pyz ARGS`, which executes the
+// retained <node root>/generation-preparer (this binary) with ARGS:
+// `--installation-id ID --generation-action A --generation N
+// --specification-digest HEX [--allow-insecure-origin]`. The node root is
 // ~/.oac/nodes/<id> of the account running it (HOME, else the account
 // database), or below --host-root in test builds. It exits 65 only for
 // artifact transfer, checksum or provenance failures, decided by the error's

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/docker/dockertest"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
 
@@ -50,17 +51,35 @@ func TestHelperRefusesRoot(t *testing.T) {
 	}
 }
 
-// helperProcess runs the test binary as the command, as uid/gid nobody.
+// envRetainedHelper marks the environment of a helper test's helper run.
+const envRetainedHelper = "OAC_TEST_RETAINED_HELPER"
+
+// runAsRetainedHelper makes the test binary the command when it was copied
+// into a node root as the retained helper (layout.HelperFile) and started
+// there, through the launcher, by a helper test (envRetainedHelper set): it
+// runs its arguments as the installer binary would and exits.
+func runAsRetainedHelper() {
+	if filepath.Base(os.Args[0]) != layout.HelperFile || os.Getenv(envRetainedHelper) != "1" {
+		return
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// helperProcess runs the retained helper as the platform's node program
+// does, python3 <root>/generation-preparer.pyz ARGS in its own process
+// group, as uid/gid nobody; the helper beside the launcher is the test
+// binary (runAsRetainedHelper).
 type helperProcess struct {
-	bin  string
-	home string
+	python string
+	root   string
+	home   string
 }
 
 func (h *helperProcess) run(t *testing.T, args []string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(h.bin, "-test.run=^TestHelperChild$", "-test.count=1")
-	cmd.Env = []string{"HOME=" + h.home, "PATH=/usr/bin:/bin", "OAC_HELPER_ARGS=" + strings.Join(args, " ")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := exec.Command(h.python, append([]string{filepath.Join(h.root, layout.HelperLauncherFile)}, args...)...)
+	cmd.Env = []string{"HOME=" + h.home, "PATH=/usr/bin:/bin", envRetainedHelper + "=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -76,12 +95,19 @@ func (h *helperProcess) run(t *testing.T, args []string) (int, string) {
 
 // TestHelperAsTheNodeAccount runs the real command as an unprivileged
 // account against a node root it owns, a fake Docker Engine on a unix
-// socket and a TLS console and Core: prepare and collect succeed, an
-// artifact whose bytes do not verify exits 65 with the fixed line, and a
-// specification Core does not hold exits 1.
+// socket and a TLS console and Core, through the retained launcher as the
+// platform's node program runs it (python3 generation-preparer.pyz):
+// prepare, repair and collect succeed, an artifact whose bytes do not
+// verify exits 65 with the fixed line, and a specification Core does not
+// hold exits 1.
 func TestHelperAsTheNodeAccount(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: runs the helper as another account (uid 65534)")
+	}
+	// The python3 the node's unit finds.
+	python := nodePython("")
+	if python == "" {
+		t.Skip("needs python3: the node program runs the helper's launcher with it")
 	}
 	base, err := os.MkdirTemp("/tmp", "oac-helper-")
 	if err != nil {
@@ -89,8 +115,6 @@ func TestHelperAsTheNodeAccount(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
 	os.Chmod(base, 0o755)
-	bin := filepath.Join(base, "helper.test")
-	copyFile(t, os.Args[0], bin, 0o755)
 
 	engine := dockertest.Start(t)
 	sock := strings.TrimPrefix(engine.Host, "unix://")
@@ -102,9 +126,11 @@ func TestHelperAsTheNodeAccount(t *testing.T) {
 	home := filepath.Join(base, "home")
 	generationtest.SetupNode(t, home, srv, release.ProviderDocker, a, engine.Host)
 	engine.AddImage(dockertest.Image{ID: a.Image.ConfigDigest, OS: "linux", Architecture: "amd64"})
-	chownTree(t, home, 65534)
-	h := &helperProcess{bin: bin, home: home}
 	root := filepath.Join(home, ".oac", "nodes", generationtest.InstallationID)
+	// The installer binary retained beside the launcher: this test binary.
+	copyFile(t, os.Args[0], filepath.Join(root, layout.HelperFile), 0o700)
+	chownTree(t, home, 65534)
+	h := &helperProcess{python: python, root: root, home: home}
 
 	spec := b.Spec(t, release.ProviderDocker, 2)
 	srv.SetSpec(2, spec)
@@ -117,7 +143,12 @@ func TestHelperAsTheNodeAccount(t *testing.T) {
 	if engine.Loads() != 1 {
 		t.Errorf("%d image loads, want 1", engine.Loads())
 	}
-	if code, out := h.run(t, helperArgs("collect", 2, spec.Digest())); code != 0 {
+	if code, out := h.run(t, helperArgs("repair", 2, spec.Digest())); code != 0 {
+		t.Fatalf("repair: exit %d\n%s", code, out)
+	}
+	// The platform's node program adds --allow-insecure-origin for a node
+	// whose identity allows it; the helper accepts it.
+	if code, out := h.run(t, append(helperArgs("collect", 2, spec.Digest()), "--allow-insecure-origin")); code != 0 {
 		t.Fatalf("collect: exit %d\n%s", code, out)
 	}
 

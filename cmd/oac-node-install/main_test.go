@@ -11,8 +11,10 @@ import (
 )
 
 // TestMain lets the test binary serve as its own service-account child, as
-// the installer binary does, and removes the fixture releases tests built.
+// the installer binary does, and as the retained generation helper
+// (runAsRetainedHelper), and removes the fixture releases tests built.
 func TestMain(m *testing.M) {
+	runAsRetainedHelper()
 	privsep.ServeChild(os.Args[1:], childRoles)
 	code := m.Run()
 	generationtest.Cleanup()

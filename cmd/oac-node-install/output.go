@@ -264,7 +264,7 @@ func (o *output) check(ch install.Check) {
 	switch result {
 	case "FAIL":
 		style = styleRed + styleBold
-	case "skipped":
+	case "skipped", "warning":
 		style = styleGold
 	}
 	o.mu.Lock()

@@ -125,7 +125,7 @@ func TestCollectBaseGeneration(t *testing.T) {
 		if _, err := os.Stat(n.path(release.PathSeccomp)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the root's seccomp profile stays: %v", err)
 		}
-		for _, keep := range []string{"provider.json", release.PathNode, "runtime-artifacts.json", "state/node/identity.json", "preparation.json"} {
+		for _, keep := range []string{"provider.json", release.PathNode, "runtime-artifacts.json", "state/node/identity.json", "preparation.json", "generation-preparer.pyz"} {
 			if _, err := os.Stat(n.path(keep)); err != nil {
 				t.Errorf("%s was removed: %v", keep, err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/launcher"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -21,9 +22,19 @@ const MaxHelperSize = 64 << 20
 
 // helperStep writes the retained generation helper from the bytes root
 // captured when it started (never from a file the service account can
-// change). Before registration a different helper is replaced; a
-// registered node keeps the helper it was installed with.
+// change), then its launcher generation-preparer.pyz (package launcher),
+// through which the platform's node program runs it with python3. Before
+// registration a different helper or launcher is replaced; a registered
+// node keeps the ones it was installed with. The helper is written first:
+// the launcher's presence is what puts the node program in
+// multi-generation mode, and it runs the helper beside it.
 type helperStep struct{ e *NodeEnv }
+
+// refuseRetained is the refusal of a registered node's retained file
+// (helper or launcher) that differs from this installer's.
+func refuseRetained(name string, err error) error {
+	return noderoot.Refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", name, err))
+}
 
 func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	e := s.e
@@ -43,26 +54,36 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if !registered {
-		old, err := e.Root().ReadFile(layout.HelperFile, safefile.Expect{UID: e.UID(), Mode: 0o700, MaxSize: MaxHelperSize})
-		if err == nil && bytes.Equal(old, data) {
-			return workflow.Result{}, e.Root().PublishOnce(layout.HelperFile, data, 0o700)
-		}
-		return workflow.Result{}, e.Root().AtomicWrite(layout.HelperFile, data, 0o700)
-	}
-	if err := e.Root().PublishOnce(layout.HelperFile, data, 0o700); err != nil {
-		if errors.Is(err, safefile.ErrConflict) {
-			return workflow.Result{}, noderoot.Refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", layout.HelperFile, err))
-		}
+	if err := retain(e, registered, layout.HelperFile, data, 0o700, MaxHelperSize); err != nil {
 		return workflow.Result{}, err
 	}
-	return workflow.Result{}, nil
+	return workflow.Result{}, retain(e, registered, layout.HelperLauncherFile, launcher.Bytes(), 0o600, launcher.MaxSize)
 }
 
-// Check: the retained helper holds this installer's bytes; a registered
-// node's different helper refuses. The two are compared as they are read,
-// a block at a time: the helper is as large as the installer (tens of
-// megabytes), and reading both whole cost a check most of its time.
+// retain writes one retained file: before registration a different one is
+// replaced, a registered node's different one refuses.
+func retain(e *NodeEnv, registered bool, name string, data []byte, mode os.FileMode, max int64) error {
+	if !registered {
+		old, err := e.Root().ReadFile(name, safefile.Expect{UID: e.UID(), Mode: mode, MaxSize: max})
+		if err == nil && bytes.Equal(old, data) {
+			return e.Root().PublishOnce(name, data, mode)
+		}
+		return e.Root().AtomicWrite(name, data, mode)
+	}
+	if err := e.Root().PublishOnce(name, data, mode); err != nil {
+		if errors.Is(err, safefile.ErrConflict) {
+			return refuseRetained(name, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Check: the retained helper holds this installer's bytes and the launcher
+// the launcher's; a registered node's different one refuses. The helper
+// and the installer are compared as they are read, a block at a time: the
+// helper is as large as the installer (tens of megabytes), and reading
+// both whole cost a check most of its time.
 func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
 	e := s.e
 	if e.in.Helper == nil {
@@ -85,17 +106,37 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 		same, err = sameBytes(data, io.LimitReader(f, MaxHelperSize+1))
 		f.Close()
 	}
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return notDone, workflow.Result{}, nil
-	case err == nil && same:
-		return done, workflow.Result{}, nil
-	case registered && (err == nil || errors.Is(err, safefile.ErrUnsafe)):
-		return 0, workflow.Result{}, noderoot.Refusal("A registered node keeps the installer it was installed with: run the same installer version, or remove the node in Web, run --uninstall, then add it again", fmt.Errorf("the retained %s differs from this installer: %w", layout.HelperFile, safefile.ErrConflict))
-	case registered:
+	helper, err := retainedOutcome(registered, layout.HelperFile, same, err)
+	if err != nil {
 		return 0, workflow.Result{}, err
 	}
+	old, err := e.Root().ReadFile(layout.HelperLauncherFile, safefile.Expect{UID: e.UID(), Mode: 0o600, MaxSize: launcher.MaxSize})
+	pyz, err := retainedOutcome(registered, layout.HelperLauncherFile, err == nil && bytes.Equal(old, launcher.Bytes()), err)
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	if helper == done && pyz == done {
+		return done, workflow.Result{}, nil
+	}
 	return notDone, workflow.Result{}, nil
+}
+
+// retainedOutcome is one retained file's check from what reading it gave:
+// done when it holds the bytes (same), not done when it is missing or, not
+// yet registered, differs; a registered node's different or unsafe file
+// refuses.
+func retainedOutcome(registered bool, name string, same bool, err error) (workflow.Outcome, error) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return notDone, nil
+	case err == nil && same:
+		return done, nil
+	case registered && (err == nil || errors.Is(err, safefile.ErrUnsafe)):
+		return 0, refuseRetained(name, safefile.ErrConflict)
+	case registered:
+		return 0, err
+	}
+	return notDone, nil
 }
 
 // compareBlock is how much of the file sameBytes reads at a time.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/openagentcore/oac-node-install/steps/record/launcher"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -89,6 +90,81 @@ func TestHelperCheckComparesEveryByte(t *testing.T) {
 		var ref *workflow.Refusal
 		if !errors.As(err, &ref) || !strings.Contains(err.Error(), "keeps the installer") {
 			t.Errorf("check of a different helper (%d bytes): %v, want a refusal", len(data), err)
+		}
+	}
+}
+
+// The helper step retains generation-preparer.pyz (0600, the launcher's
+// bytes) beside the helper, and its check verifies it: missing or
+// different before registration is not done and the step replaces it;
+// after registration a missing one is written again, a different one (other
+// bytes, another mode) refuses in the check and in the step.
+func TestHelperStepRetainsTheLauncher(t *testing.T) {
+	f := newInstallFixture(t)
+	pyz := f.root(layout.HelperLauncherFile)
+	// Not registered: a stale launcher and one of another mode are for the
+	// step to replace.
+	if err := EnsureNodeRoot(f.home, nodeTestID, os.Getuid()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(f.root(layout.HelperFile), f.helper, 0o700)
+	for _, c := range []struct {
+		data []byte
+		mode os.FileMode
+	}{{[]byte("PK stale launcher"), 0o600}, {launcher.Bytes(), 0o644}} {
+		os.Remove(pyz)
+		if err := os.WriteFile(pyz, c.data, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		if ch, err := f.helperCheck(); err != nil || ch.Outcome != workflow.NotDone {
+			t.Fatalf("check of an unregistered node's launcher (%d bytes, %o): %+v, %v", len(c.data), c.mode, ch, err)
+		}
+	}
+	if err := f.run("tok-123"); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(pyz)
+	if got, _ := os.ReadFile(pyz); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 || !bytes.Equal(got, launcher.Bytes()) {
+		t.Fatalf("retained launcher: %v %v, %d bytes", fi, err, len(got))
+	}
+	if c, err := f.helperCheck(); err != nil || c.Outcome != workflow.Done {
+		t.Fatalf("check of the retained launcher: %+v, %v", c, err)
+	}
+
+	// Registered: a node installed before the launcher existed gets it.
+	os.Remove(pyz)
+	if c, err := f.helperCheck(); err != nil || c.Outcome != workflow.NotDone {
+		t.Fatalf("check of a registered node without the launcher: %+v, %v", c, err)
+	}
+	if err := f.run(""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(pyz); !bytes.Equal(got, launcher.Bytes()) {
+		t.Fatalf("the launcher was not written for a registered node: %d bytes", len(got))
+	}
+	// Registered: another launcher, or the same bytes with another mode,
+	// refuses; the file is left as it is.
+	for _, c := range []struct {
+		data []byte
+		mode os.FileMode
+	}{{append(bytes.Clone(launcher.Bytes()), 0), 0o600}, {launcher.Bytes(), 0o644}} {
+		os.Remove(pyz)
+		if err := os.WriteFile(pyz, c.data, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.helperCheck()
+		var ref *workflow.Refusal
+		if !errors.As(err, &ref) || !strings.Contains(err.Error(), "keeps the installer") || !strings.Contains(err.Error(), layout.HelperLauncherFile) {
+			t.Errorf("check of a registered node's different launcher (%d bytes, %o): %v, want a refusal naming it", len(c.data), c.mode, err)
+		}
+		if c.mode == 0o600 {
+			err = f.run("")
+			if !errors.As(err, &ref) || !strings.Contains(err.Error(), "keeps the installer") {
+				t.Errorf("rerun with a different launcher: %v, want a refusal", err)
+			}
+		}
+		if got, _ := os.ReadFile(pyz); !bytes.Equal(got, c.data) {
+			t.Errorf("the refused launcher was changed")
 		}
 	}
 }

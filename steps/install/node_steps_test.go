@@ -129,7 +129,7 @@ func TestInstallStepsBuildTheNodeRoot(t *testing.T) {
 	}
 	for _, rel := range []string{"installation.json", "registered.json", "preparation.json", "runtime-artifacts.json", "provider.json",
 		"core-ca.pem", "runtime/seccomp.json", "images/runtime.tar.gz", "state/node/identity.json", "state/node/generations/1.lease",
-		"state/node/generations/1.lease-identity"} {
+		"state/node/generations/1.lease-identity", layout.HelperLauncherFile} {
 		fi, err := os.Lstat(f.root(rel))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v", rel, fi, err)

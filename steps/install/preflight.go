@@ -32,6 +32,9 @@ type Check struct {
 	Err     error
 	Hint    string
 	Skipped string
+	// Warning is what a passed check found that the operator should
+	// know (`check` shows it; it fails nothing).
+	Warning string
 }
 
 // Failed reports whether the check failed.

@@ -301,6 +301,9 @@ func refusalCases() []refusalCase {
 		{name: "registered: different helper", registered: true, setup: func(t *testing.T, f *runFixture) {
 			nodeFile(t, f, layout.HelperFile, "another installer", 0o700)
 		}, want: "keeps the installer it was installed with"},
+		{name: "registered: different helper launcher", registered: true, setup: func(t *testing.T, f *runFixture) {
+			nodeFile(t, f, layout.HelperLauncherFile, "PK another launcher", 0o600)
+		}, want: "keeps the installer it was installed with"},
 		{name: "registered: registered.json differs", registered: true, setup: func(t *testing.T, f *runFixture) {
 			nodeFile(t, f, "registered.json", "{}\n", 0o600)
 		}, want: "registered.json differs"},

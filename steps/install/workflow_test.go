@@ -182,7 +182,7 @@ func TestInstallWorkflowWithAServiceAccountChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := f.host.NodeRoot(generationtest.InstallationID)
-	for _, rel := range []string{"provider.json", "registered.json", "generation-preparer", "state/node/identity.json"} {
+	for _, rel := range []string{"provider.json", "registered.json", "generation-preparer", "generation-preparer.pyz", "state/node/identity.json"} {
 		var st = new(statT)
 		if err := lstat(filepath.Join(root, rel), st); err != nil || st.uid != u.UID {
 			t.Errorf("%s: owner %d, want the account %d (%v)", rel, st.uid, u.UID, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/console"
 	"github.com/openagentcore/oac-node-install/steps/record/image"
 	"github.com/openagentcore/oac-node-install/steps/record/image/imagetest"
+	"github.com/openagentcore/oac-node-install/steps/record/launcher"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/lease"
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
@@ -433,6 +434,7 @@ func SetupNode(t testing.TB, home string, srv *Server, providerName string, base
 	ra, _ := json.MarshalIndent(map[string]any{"installation_id": InstallationID, "source_commit": base.Commit, "sha256": sums}, "", "  ")
 	write(layout.RuntimeArtifactsFile, append(ra, '\n'), 0o600)
 	write(layout.PreparationFile, []byte(`{"source_url": "`+srv.URL+`"}`+"\n"), 0o600)
+	write(layout.HelperLauncherFile, launcher.Bytes(), 0o600)
 	write(layout.CoreCAFile, srv.CA, 0o600)
 	nid := map[string]any{
 		"identity": map[string]any{"specification_digest": spec.Digest(), "deployment_generation": 1, "node_id": NodeID,

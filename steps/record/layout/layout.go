@@ -105,6 +105,10 @@ const (
 	PreparationFile      = "preparation.json"
 	// HelperFile is the retained generation helper, beside provider.json.
 	HelperFile = "generation-preparer"
+	// HelperLauncherFile is the Python zip application through which the
+	// platform's node program runs HelperFile (CONTRACT §11); its
+	// presence (0600) puts the node program in multi-generation mode.
+	HelperLauncherFile = "generation-preparer.pyz"
 	// CoreCAFile is the node's private copy of the operator's Core CA.
 	CoreCAFile = "core-ca.pem"
 	// StateParentDir holds NodeStateDir, the node program's state
@@ -139,6 +143,7 @@ func (n Node) ProviderConfig() string    { return n.p(ProviderConfigFile) }
 func (n Node) RuntimeArtifacts() string  { return n.p(RuntimeArtifactsFile) }
 func (n Node) Preparation() string       { return n.p(PreparationFile) }
 func (n Node) Helper() string            { return n.p(HelperFile) }
+func (n Node) HelperLauncher() string    { return n.p(HelperLauncherFile) }
 func (n Node) StateDir() string          { return n.p(NodeStateDir) }
 func (n Node) Identity() string          { return n.p(NodeIdentityFile) }
 func (n Node) Generations() string       { return n.p(GenerationsDir) }
