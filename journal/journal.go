@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -29,7 +30,10 @@ const (
 	BrokenSuffix = ".broken"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is CRC-32C's table, made at its first use rather than at
+// start: a process that never reads or writes a journal (the service-account
+// child of status or leases) skips it.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // ErrCorrupt is returned (wrapped in *CorruptError) when a journal holds a
 // bad frame before its tail. Such a journal is never repaired automatically.
@@ -293,8 +297,8 @@ func (j *Journal) Close() error {
 func EncodeFrame(payload []byte) []byte {
 	frame := make([]byte, frameHeaderSize+len(payload))
 	binary.LittleEndian.PutUint32(frame[0:4], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(frame[4:8], crc32.Checksum(frame[0:4], castagnoli))
-	binary.LittleEndian.PutUint32(frame[8:12], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(frame[4:8], crc32.Checksum(frame[0:4], castagnoli()))
+	binary.LittleEndian.PutUint32(frame[8:12], crc32.Checksum(payload, castagnoli()))
 	copy(frame[frameHeaderSize:], payload)
 	return frame
 }
@@ -316,7 +320,7 @@ func Decode(data []byte) ([][]byte, *Tail, error) {
 		}
 		length := binary.LittleEndian.Uint32(rest[0:4])
 		hcrc := binary.LittleEndian.Uint32(rest[4:8])
-		if crc32.Checksum(rest[0:4], castagnoli) != hcrc {
+		if crc32.Checksum(rest[0:4], castagnoli()) != hcrc {
 			if allZero(rest) {
 				return torn() // size grew, data never reached the disk
 			}
@@ -330,7 +334,7 @@ func Decode(data []byte) ([][]byte, *Tail, error) {
 			return torn() // a crash inside the payload write
 		}
 		payload := rest[frameHeaderSize:end]
-		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(rest[8:12]) {
+		if crc32.Checksum(payload, castagnoli()) != binary.LittleEndian.Uint32(rest[8:12]) {
 			if end == int64(len(rest)) {
 				return torn() // the final frame only: never acknowledged whole
 			}

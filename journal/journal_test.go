@@ -343,7 +343,7 @@ func TestDecodeRefusesBadLength(t *testing.T) {
 	for _, n := range []uint32{0, MaxRecordSize + 1} {
 		frame := EncodeFrame([]byte("x"))
 		binary.LittleEndian.PutUint32(frame[0:4], n)
-		binary.LittleEndian.PutUint32(frame[4:8], crc32.Checksum(frame[0:4], castagnoli))
+		binary.LittleEndian.PutUint32(frame[4:8], crc32.Checksum(frame[0:4], castagnoli()))
 		if _, _, err := Decode(append(frame, EncodeFrame([]byte("y"))...)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("length %d: got %v", n, err)
 		}

@@ -153,9 +153,9 @@ func timeSanitizeRelay(input string) (time.Duration, error) {
 		return 0, err
 	}
 	w := privsep.NewWriter(out)
-	// Copy through a plain reader so that the 32 KiB pieces of a pipe
-	// relay are what the sanitizer sees.
-	if _, err := io.Copy(w, struct{ io.Reader }{in}); err != nil {
+	// Copy through a plain reader in the pieces of a pipe relay (a
+	// pipe's 64 KiB capacity at most), as the sanitizer sees them.
+	if _, err := io.CopyBuffer(w, struct{ io.Reader }{in}, make([]byte, 64<<10)); err != nil {
 		return 0, err
 	}
 	if err := w.Flush(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
@@ -155,8 +156,9 @@ type statusAnswer struct {
 }
 
 // diagnosticCode is the shape of a diagnostic code; anything else Core
-// sends is not shown.
-var diagnosticCode = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+// sends is not shown. Compiled at its first use, not at start: most runs of
+// the installer, and every service-account child but status's, never ask.
+var diagnosticCode = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`) })
 
 // identityAnswerFormat reads Core's identity answer: strict, other keys
 // skipped.
@@ -213,7 +215,7 @@ func askCoreStatus(ctx context.Context, root *safefile.Root, uid int, p proxy.En
 		return fail(CoreAnswered, errors.New("Core answered for a different node identity"))
 	}
 	view.Connected, view.ProviderReady = a.Connected, a.ProviderReady
-	if diagnosticCode.MatchString(a.Diagnostic) {
+	if diagnosticCode().MatchString(a.Diagnostic) {
 		view.Diagnostic = a.Diagnostic
 	}
 	switch {
