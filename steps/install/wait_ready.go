@@ -127,7 +127,8 @@ func (s waitReadyStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Resu
 // pollUntil calls poll at once and then after each of readyIntervals'
 // sleeps (never past deadline), each call with a timeout of min(10 s, the
 // time left), until poll reports done or fails. Once the deadline passed
-// it returns the last poll's reason for not being done.
+// it returns the last complete poll's reason for not being done (a poll
+// the deadline cut short observed nothing).
 func pollUntil(ctx context.Context, deadline time.Time, poll func(context.Context) (done bool, reason string, err error)) (bool, string, error) {
 	last := "Core has not confirmed the connection"
 	var intervals readyIntervals
@@ -144,6 +145,12 @@ func pollUntil(ctx context.Context, deadline time.Time, poll func(context.Contex
 		}
 		if done {
 			return true, "", nil
+		}
+		if rctx.Err() != nil && !time.Now().Before(deadline) {
+			// The deadline cut this poll short: it observed nothing, and
+			// the message keeps what the last complete poll saw (the
+			// provider's state, not a timeout).
+			return false, last, nil
 		}
 		last = reason
 		if err := sleepCtx(ctx, min(intervals.Next(), time.Until(deadline))); err != nil {

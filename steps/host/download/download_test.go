@@ -265,6 +265,22 @@ func TestDownloadMisbehavingServers(t *testing.T) {
 			},
 		},
 		{
+			// The platform's installer: an artifact answered 403 fails at
+			// once, with no retry (item 7f of issue 26).
+			name: "403 fails at once without retry",
+			handler: func(d []byte, n int, w http.ResponseWriter, r *http.Request) {
+				http.Error(w, secretBody, http.StatusForbidden)
+			},
+			wantErr:  []error{ErrTransfer, ErrHTTPStatus},
+			requests: 1,
+			check: func(t *testing.T, st Stats, err error, reqs []seen, target string) {
+				var se *StatusError
+				if !errors.As(err, &se) || se.Code != http.StatusForbidden || !strings.Contains(err.Error(), "HTTP 403") {
+					t.Errorf("want StatusError 403 naming the status, got %v", err)
+				}
+			},
+		},
+		{
 			name: "connection cut mid-stream resumes",
 			size: 3 << 20,
 			handler: func(d []byte, n int, w http.ResponseWriter, r *http.Request) {
