@@ -80,6 +80,10 @@ type Preflight struct {
 	Provider       string // docker or microsandbox
 	// NewNode is set when the host has no record of this installation.
 	NewNode bool
+	// Takeover is set when the platform's installer's account.json is
+	// this installation's and agrees with the host (FindTakeover): the
+	// install takes the node over instead of refusing the host.
+	Takeover bool
 	// CPUs and MemoryMiB are what one sandbox needs (the specification's
 	// resources).
 	CPUs      int64
@@ -211,7 +215,7 @@ func (p *Preflight) records() Check {
 	}
 	for _, e := range entries {
 		switch {
-		case e.Name() == "account.json" && !db:
+		case e.Name() == "account.json" && !db && !p.Takeover:
 			c.Err, c.Hint = fmt.Errorf("%s holds the original installer's account.json and no installer.db", dir), "Uninstall that node with the installer that made it first"
 			return c
 		case recordName(e.Name()) && e.Name() != layout.RecordName(p.InstallationID) && p.NewNode:
