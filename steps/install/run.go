@@ -14,6 +14,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -309,6 +310,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		// The first change of the node's own: root's bookkeeping takes over
 		// what the platform's installer made, then account.json goes.
 		phase("Take over the node from the platform's installer")
+		fmt.Fprintf(c.outOrDiscard(), "take over the node the platform's installer made: record %s in the bookkeeping, then remove it\n", hostrecord.PlatformAccountPath(c.Host))
 		took, err := takeover.Commit()
 		changed = append(changed, took...)
 		if err != nil {
