@@ -1,0 +1,199 @@
+//go:build e2e
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/workflow/crashharness"
+)
+
+// Moving from the platform's installer (CONTRACT §11), in the test host.
+//
+// The host is laid out as the platform's installer leaves it by installing
+// with this installer and then transforming the host (platformLayout): on
+// identical inputs the node root, account, groups and host record are the
+// same (CONTRACT §11), so what differs is removed or rewritten: the
+// bookkeeping, the journals and the command's copy go; account.json is
+// written as the platform's installer writes it (indent 2, sorted keys:
+// created, the uid, groups_added ["docker"]); the unit loses its
+// EnvironmentFile= line; the Docker network is made again without labels
+// (networks cannot be relabelled). The node root's JSON records stay
+// indented and no generation-preparer.pyz is written: those are compared
+// by value and retained by other changes.
+
+// platformLayout turns the installed host into the platform installer's
+// layout of the same node.
+func (h *crashHost) platformLayout(t *testing.T) {
+	t.Helper()
+	id := h.r.core.installationID
+	etc, varLib := h.Copies()
+	uid := -1
+	passwd, err := os.ReadFile(filepath.Join(etc, "passwd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(passwd), "\n") {
+		if f := strings.Split(l, ":"); len(f) > 2 && f[0] == "oac-node" {
+			uid = atoi(t, f[2])
+		}
+	}
+	if uid < 0 {
+		t.Fatal("no oac-node account after the install")
+	}
+	for _, p := range []string{filepath.Join(etc, "oac-node", "installer.db"), filepath.Join(varLib, "oac-node-install")} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Exec(t.Context(), "rm", "-f", "/usr/local/sbin/oac-node-install")
+	acct, _ := json.MarshalIndent(map[string]any{"created": true, "format": 1, "groups_added": []string{"docker"}, "uid": uid}, "", "  ")
+	if err := os.WriteFile(filepath.Join(etc, "oac-node", "account.json"), append(acct, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unit := filepath.Join(etc, "systemd", "system", "oac-node-"+id+".service")
+	ours, err := os.ReadFile(unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(unit, install.PlatformUnit(ours), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	net := "oac-node-" + id
+	if out, err := exec.Command("docker", "network", "rm", net).CombinedOutput(); err != nil {
+		t.Fatalf("docker network rm: %v %s", err, out)
+	}
+	if out, err := exec.Command("docker", "network", "create", net).CombinedOutput(); err != nil {
+		t.Fatalf("docker network create: %v %s", err, out)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			t.Fatalf("not a number: %q", s)
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// networkLabels is the node network's labels, or "absent".
+func (r *crashRig) networkLabels() string {
+	out, err := exec.Command("docker", "network", "inspect", "--format", "{{json .Labels}}", "oac-node-"+r.core.installationID).Output()
+	if err != nil {
+		return "absent"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// A host laid out as the platform's installer leaves it is taken over by a
+// rerun of this installer (no token: the node is registered), which then
+// uninstalls it to the host as before: account databases, /etc/oac-node,
+// units, and the network.
+func TestEndToEndTakeoverThenUninstall(t *testing.T) {
+	r := newCrashRig(t)
+	h := r.boot(t)
+	if res := h.install(t); res.status != 0 {
+		t.Fatalf("install: %s", res)
+	}
+	h.platformLayout(t)
+	res := h.install(t)
+	if res.status != 0 || !strings.Contains(res.out, "take over the node the platform's installer made") {
+		t.Fatalf("the takeover rerun: %s", res)
+	}
+	if _, err := os.Lstat(filepath.Join(h.Etc(), "oac-node", "account.json")); !os.IsNotExist(err) {
+		t.Errorf("account.json remains after the takeover: %v", err)
+	}
+	recs := h.records(t)
+	for _, want := range []string{"Created:true", "group docker", "network oac-node-" + r.core.installationID, "Registered:true"} {
+		if !strings.Contains(recs, want) {
+			t.Errorf("the bookkeeping lacks %q:\n%s", want, recs)
+		}
+	}
+	if again := h.install(t); again.status != 0 || !strings.Contains(again.out, "No change") {
+		t.Errorf("the rerun after the takeover: %s", again)
+	}
+	if u := h.uninstall(t, false); u.status != 0 || !strings.Contains(u.out, "uninstalled from this host") {
+		t.Fatalf("uninstall after the takeover: %s", u)
+	}
+	h.uninstalled(t, "taken over, then uninstalled")
+	if l := r.networkLabels(); l != "absent" {
+		t.Errorf("the platform's network remains: %s", l)
+	}
+}
+
+// A platform-layout host uninstalled directly (no rerun before) is
+// uninstalled to the host as before, the network and the account with it.
+func TestEndToEndUninstallPlatformNode(t *testing.T) {
+	r := newCrashRig(t)
+	h := r.boot(t)
+	if res := h.install(t); res.status != 0 {
+		t.Fatalf("install: %s", res)
+	}
+	h.platformLayout(t)
+	if u := h.uninstall(t, false); u.status != 0 || !strings.Contains(u.out, "uninstalled from this host") {
+		t.Fatalf("uninstall of the platform's node: %s", u)
+	}
+	h.uninstalled(t, "a platform node uninstalled")
+	if l := r.networkLabels(); l != "absent" {
+		t.Errorf("the platform's network remains: %s", l)
+	}
+}
+
+// The takeover rerun killed at its journal points (the takeover's own
+// three before the journal: before the bookkeeping's transaction, after
+// it, after account.json's removal; then the rerun's): the same command
+// again converges on the uninterrupted takeover's host.
+func TestEndToEndCrashTakeover(t *testing.T) {
+	r := newCrashRig(t)
+	var ref reference
+	t.Run("uninterrupted", func(t *testing.T) {
+		h := r.boot(t)
+		if res := h.install(t); res.status != 0 {
+			t.Fatalf("install: %s", res)
+		}
+		h.platformLayout(t)
+		count := filepath.Join(r.tmp, "takeover-points")
+		if res := h.install(t, crashharness.CountTo(count)); res.status != 0 {
+			t.Fatalf("uninterrupted takeover: %s", res)
+		}
+		ref.tree = h.tree(t, h.nodeID(t))
+		ref.outcome = h.outcome(t, "install")
+		ref.records = h.records(t)
+		ref.points = crashharness.Points(t, count, filepath.Join(h.journalDir(), "install.journal"))
+	})
+	if ref.points == nil {
+		t.FailNow()
+	}
+	r.noteImage(t)
+	t.Logf("uninterrupted takeover rerun: %d failpoints (%s)", len(ref.points), crashharness.PointMap(ref.points))
+	pts := crashharness.Sample(t, ref.points, crashharness.Sampling{Every: 5, Max: 40, Always: []string{""}})
+	c := r.counts()
+	for _, p := range pts {
+		c.Point(t, p, func(t *testing.T) {
+			h := r.boot(t)
+			if res := h.install(t); res.status != 0 {
+				r.skipIfImageLost(t)
+				t.Fatalf("install: %s", res)
+			}
+			h.platformLayout(t)
+			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
+			res := h.rerun(t, h.install)
+			if res.status != 0 {
+				r.skipIfImageLost(t)
+				t.Fatalf("%s: the rerun failed: %s", p, res)
+			}
+			h.converged(t, ref, p.String())
+			c.Resumed++
+		})
+	}
+	c.Log(t, "takeover, "+r.mode())
+}
