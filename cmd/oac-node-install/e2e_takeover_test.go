@@ -33,7 +33,10 @@ import (
 func (h *crashHost) platformLayout(t *testing.T) {
 	t.Helper()
 	id := h.r.core.installationID
-	etc, varLib := h.Copies()
+	// Through the host's own mounts (on the power-cut file system in
+	// that mode), each change made durable: the layout is the host's
+	// state before the command, which a power cut must not undo.
+	etc, varLib := h.Etc(), h.VarLib()
 	uid := -1
 	passwd, err := os.ReadFile(filepath.Join(etc, "passwd"))
 	if err != nil {
@@ -51,26 +54,55 @@ func (h *crashHost) platformLayout(t *testing.T) {
 		if err := os.RemoveAll(p); err != nil {
 			t.Fatal(err)
 		}
+		syncPath(t, filepath.Dir(p))
 	}
 	h.Exec(t.Context(), "rm", "-f", "/usr/local/sbin/oac-node-install")
 	acct, _ := json.MarshalIndent(map[string]any{"created": true, "format": 1, "groups_added": []string{"docker"}, "uid": uid}, "", "  ")
-	if err := os.WriteFile(filepath.Join(etc, "oac-node", "account.json"), append(acct, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSynced(t, filepath.Join(etc, "oac-node", "account.json"), append(acct, '\n'))
 	unit := filepath.Join(etc, "systemd", "system", "oac-node-"+id+".service")
 	ours, err := os.ReadFile(unit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(unit, install.PlatformUnit(ours), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSynced(t, unit, install.PlatformUnit(ours))
 	net := "oac-node-" + id
 	if out, err := exec.Command("docker", "network", "rm", net).CombinedOutput(); err != nil {
 		t.Fatalf("docker network rm: %v %s", err, out)
 	}
 	if out, err := exec.Command("docker", "network", "create", net).CombinedOutput(); err != nil {
 		t.Fatalf("docker network create: %v %s", err, out)
+	}
+}
+
+// writeSynced writes root's 0644 file p and makes it and its name durable.
+func writeSynced(t *testing.T, p string, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err == nil {
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncPath(t, filepath.Dir(p))
+}
+
+// syncPath fsyncs p (a directory after a change of its names).
+func syncPath(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -153,11 +185,24 @@ func TestEndToEndUninstallPlatformNode(t *testing.T) {
 // it, after account.json's removal; then the rerun's): the same command
 // again converges on the uninterrupted takeover's host.
 func TestEndToEndCrashTakeover(t *testing.T) {
+	testCrashTakeover(t, newCrashRig(t))
+}
+
+// TestEndToEndPowerCutTakeover: the same points with a power cut after
+// each kill (make e2e-powercut; it skips without -tags crashtest).
+func TestEndToEndPowerCutTakeover(t *testing.T) {
+	requirePowerCut(t)
 	r := newCrashRig(t)
+	r.powerCut = true
+	testCrashTakeover(t, r)
+}
+
+func testCrashTakeover(t *testing.T, r *crashRig) {
 	var ref reference
 	t.Run("uninterrupted", func(t *testing.T) {
 		h := r.boot(t)
 		if res := h.install(t); res.status != 0 {
+			r.skipIfImageLost(t)
 			t.Fatalf("install: %s", res)
 		}
 		h.platformLayout(t)
@@ -192,6 +237,10 @@ func TestEndToEndCrashTakeover(t *testing.T) {
 				t.Fatalf("%s: the rerun failed: %s", p, res)
 			}
 			h.converged(t, ref, p.String())
+			if r.powerCut {
+				h.powerCut(t)
+				h.converged(t, ref, p.String()+", rerun, then a power cut")
+			}
 			c.Resumed++
 		})
 	}
