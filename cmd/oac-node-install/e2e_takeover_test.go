@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/workflow"
 	"github.com/openagentcore/oac-node-install/workflow/crashharness"
 )
 
@@ -252,6 +253,20 @@ func testCrashTakeover(t *testing.T, r *crashRig) {
 			}
 			h.platformLayout(t)
 			h.crash(t, p, c, func(env ...string) runResult { return h.install(t, env...) })
+			if s := h.interrupted(t, "install"); s == string(workflow.InstallLease) {
+				// The lease step's Inspect policy: an interrupted lease is
+				// the operator's to judge, as after any install's crash.
+				before := h.tree(t, "")
+				res := h.rerun(t, h.install)
+				if res.status == 0 || !strings.Contains(res.out, `step "lease" (state lease)`) || !strings.Contains(res.out, "Nothing was changed.") {
+					t.Fatalf("%s: the rerun of an interrupted lease step did not refuse naming it: %s", p, res)
+				}
+				if d := before.diff(h.tree(t, ""), nil); len(d) > 0 {
+					t.Fatalf("%s: the refusing rerun changed the host:\n%s", p, strings.Join(d, "\n"))
+				}
+				c.Refused++
+				return
+			}
 			res := h.rerun(t, h.install)
 			if res.status != 0 {
 				r.skipIfImageLost(t)
