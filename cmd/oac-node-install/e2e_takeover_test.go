@@ -186,11 +186,11 @@ func TestEndToEndUninstallPlatformNode(t *testing.T) {
 // before the bookkeeping's transaction, after it, after account.json's
 // removal; and the journal header's), and every 15th of the rerun's after
 // it, which are those of any rerun of a registered node (TestEndToEndCrash*
-// cover the install's). OAC_E2E_TAKEOVER_ALL=1 runs every point; the
-// harness's own selection (OAC_E2E_CRASH_POINTS, _PART, _MAX) applies to
-// these.
+// cover the install's). OAC_E2E_TAKEOVER_ALL=1 runs every point, and
+// OAC_E2E_CRASH_POINTS names any point by its number; the harness's other
+// selection (_PART, _MAX) applies to these.
 func takeoverPoints(all []crashharness.Point) []crashharness.Point {
-	if os.Getenv("OAC_E2E_TAKEOVER_ALL") == "1" {
+	if os.Getenv("OAC_E2E_TAKEOVER_ALL") == "1" || os.Getenv(crashharness.EnvPoints) != "" {
 		return all
 	}
 	var out []crashharness.Point
