@@ -216,7 +216,7 @@ func (p *Preflight) records() Check {
 	for _, e := range entries {
 		switch {
 		case e.Name() == "account.json" && !db && !p.Takeover:
-			c.Err, c.Hint = fmt.Errorf("%s holds the original installer's account.json and no installer.db", dir), "Uninstall that node with the installer that made it first"
+			c.Err, c.Hint = fmt.Errorf("%s holds the original installer's account.json and no installer.db", dir), "This installer takes over that node when its records agree with the host (a rerun of its command, or --uninstall)"
 			return c
 		case recordName(e.Name()) && e.Name() != layout.RecordName(p.InstallationID) && p.NewNode:
 			c.Err, c.Hint = fmt.Errorf("this host is a node of another Core (installation %s)", strings.TrimSuffix(e.Name(), ".json")), "A host serves one Core; uninstall that node first"
