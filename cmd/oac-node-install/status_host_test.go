@@ -473,6 +473,16 @@ func TestStatusAfterUninstall(t *testing.T) {
 	if len(sd.Calls()) != 0 {
 		t.Errorf("status asked systemd about an uninstalled node: %v", sd.Calls())
 	}
+	// The platform's installer's account.json left beside it (a platform
+	// node an earlier uninstall half-removed): not ok, and the next step
+	// names the file.
+	os.MkdirAll(h.EtcDir(), 0o755)
+	os.WriteFile(filepath.Join(h.EtcDir(), "account.json"), []byte(`{"created": true, "format": 1, "groups_added": ["docker"], "uid": 990}`+"\n"), 0o644)
+	code, out, _ = runOn(t, root, "status")
+	if code != exitAttention || strings.Contains(out, ": ok") || !strings.Contains(out, "account.json") {
+		t.Errorf("with the platform's account.json left: exit %d:\n%s", code, out)
+	}
+	os.Remove(filepath.Join(h.EtcDir(), "account.json"))
 	// Installed again: the install journal beside the complete uninstall
 	// journal is the newer.
 	runWorkflow(t, workflow.InstallDefinition(), filepath.Join(h.JournalDir(testID), "install.journal"), b, "register")

@@ -31,7 +31,13 @@
 //	    ├── files
 //	    │   └── <absolute path> → File     owner installation and kind
 //	    └── networks                       since version 2
-//	        └── <network name> → Network   owner installation
+//	        └── <network name> → Network   owner installation; unlabelled
+//	                                       for the platform installer's
+//	                                       network (optional key, no
+//	                                       migration)
+//
+// A takeover of a node the platform's installer made (TakeOver) writes
+// the installation, account, groups, files and network in one Update.
 //
 // # Migrations
 //

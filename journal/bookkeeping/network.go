@@ -14,6 +14,10 @@ type Network struct {
 	Name           string               `json:"-"`
 	InstallationID ident.InstallationID `json:"installation_id"`
 	Created        time.Time            `json:"created"`
+	// Unlabelled is set for a network the platform's installer created
+	// (without this installer's labels) and a takeover recorded; a record
+	// without the key is a labelled network of this installer's.
+	Unlabelled bool `json:"unlabelled,omitempty"`
 }
 
 // AddNetwork records that the installer created the Docker network name

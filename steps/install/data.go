@@ -76,6 +76,9 @@ type Env struct {
 	Out       io.Writer
 	Locked    bool
 	Style     SummaryStyle
+	// UnlabelledNetwork: the installation's Docker network is the
+	// platform's installer's, made without labels (Input).
+	UnlabelledNetwork bool
 
 	// checks is the service-account child's answer to the check of every
 	// service-account step (NodeChecks).
@@ -109,6 +112,7 @@ func (e *Env) nodeInput() Input {
 	return Input{
 		InstallationID: e.Opts.InstallationID, SourceURL: e.Opts.SourceURL, Bundle: e.Opts.Bundle, CoreOrigin: e.Opts.CoreURL,
 		AllowInsecureOrigin: e.Opts.AllowInsecureOrigin, CoreCA: e.Opts.CoreCA, Configuration: e.ConfRaw,
+		UnlabelledNetwork: e.UnlabelledNetwork,
 	}
 }
 

@@ -55,6 +55,9 @@ type NodeOptions struct {
 	// CoreCA is the operator's CA bundle (PEM) given with --core-ca; empty
 	// when Core and the console use the system roots.
 	CoreCA []byte
+	// UnlabelledNetwork accepts the platform's installer's network
+	// without labels as the installation's (Input.UnlabelledNetwork).
+	UnlabelledNetwork bool
 	// Configuration is Core's configuration answer root validated.
 	Configuration *core.Configuration
 	// Docker connects to the Docker Engine at host.

@@ -49,7 +49,7 @@ func (s networkStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	found, err := networkExists(ctx, n, name, s.e.in.InstallationID)
+	found, err := networkExists(ctx, n, name, s.e.in.InstallationID, s.e.in.UnlabelledNetwork)
 	if err != nil {
 		return workflow.Result{}, err
 	}
@@ -71,7 +71,7 @@ func (s networkStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Out
 	if err != nil {
 		return workflow.Unknown, workflow.Result{}, err
 	}
-	found, err := networkExists(ctx, n, name, s.e.in.InstallationID)
+	found, err := networkExists(ctx, n, name, s.e.in.InstallationID, s.e.in.UnlabelledNetwork)
 	switch {
 	case err != nil:
 		return workflow.Unknown, workflow.Result{}, err
@@ -82,14 +82,19 @@ func (s networkStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Out
 }
 
 // networkExists reports whether the installation's network exists; one of
-// that name that is not labelled for the installation is refused.
-func networkExists(ctx context.Context, n DockerNetworks, name string, id ident.InstallationID) (bool, error) {
+// that name that is not labelled for the installation is refused, except
+// an unlabelled one when unlabelled is set (root's bookkeeping records it
+// as the platform's installer's).
+func networkExists(ctx context.Context, n DockerNetworks, name string, id ident.InstallationID, unlabelled bool) (bool, error) {
 	got, err := n.NetworkInspect(ctx, name)
 	if errors.Is(err, docker.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if unlabelled && got.Labels[InstallationLabel] == "" {
+		return true, nil
 	}
 	if got.Labels[InstallationLabel] != id.String() {
 		return false, noderoot.Refusal("Another node of this installation may use this Docker Engine; remove it first", fmt.Errorf("the Docker network %s exists and is not labelled %s=%s", name, InstallationLabel, id))

@@ -84,6 +84,10 @@ type Preflight struct {
 	Provider       string // docker or microsandbox
 	// NewNode is set when the host has no record of this installation.
 	NewNode bool
+	// Takeover is set when the platform's installer's account.json is
+	// this installation's and agrees with the host (FindTakeover): the
+	// install takes the node over instead of refusing the host.
+	Takeover bool
 	// CPUs and MemoryMiB are what one sandbox needs (the specification's
 	// resources).
 	CPUs      int64
@@ -235,8 +239,8 @@ func (p *Preflight) records() Check {
 	}
 	for _, e := range entries {
 		switch {
-		case e.Name() == "account.json" && !db:
-			c.Err, c.Hint = fmt.Errorf("%s holds the original installer's account.json and no installer.db", dir), "Uninstall that node with the installer that made it first"
+		case e.Name() == "account.json" && !db && !p.Takeover:
+			c.Err, c.Hint = fmt.Errorf("%s holds the original installer's account.json and no installer.db", dir), "This installer takes over that node when its records agree with the host (a rerun of its command, or --uninstall)"
 			return c
 		case recordName(e.Name()) && e.Name() != layout.RecordName(p.InstallationID) && p.NewNode:
 			c.Err, c.Hint = fmt.Errorf("this host is a node of another Core (installation %s)", strings.TrimSuffix(e.Name(), ".json")), "A host serves one Core; uninstall that node first"

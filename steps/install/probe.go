@@ -8,9 +8,11 @@ import (
 	"slices"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/trust"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
@@ -96,6 +98,16 @@ func (p Probe) Run(ctx context.Context) []Check {
 		NoSize: "the sandbox size is in Core's deployment specification"}
 	if conf != nil {
 		pf.CPUs, pf.MemoryMiB, pf.NoSize = conf.Specification.Resources.CPUs, conf.Specification.Resources.MemoryMiB, ""
+	}
+	if ok, _ := safefile.Exists(hostrecord.PlatformAccountPath(p.Host)); ok {
+		// A node of the platform's installer: install takes it over when
+		// its records agree with the host (the network is checked by
+		// install itself).
+		tc := Check{Name: "the platform installer's node can be taken over"}
+		tk, err := FindTakeover(ctx, p.Host, o.InstallationID, nil)
+		tc.Err = err
+		pf.Takeover = err == nil && tk != nil
+		checks = append(checks, tc)
 	}
 	checks = append(checks, pf.HostChecks()...)
 	providers := []string{provider}

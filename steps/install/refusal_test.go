@@ -161,7 +161,7 @@ func refusalCases() []refusalCase {
 		}, want: "node of another Core"},
 		{name: "original installer's account.json", setup: func(t *testing.T, f *runFixture) {
 			writeHostFile(t, f, "etc/oac-node/account.json", "{}\n", 0o644)
-		}, want: "original installer's account.json"},
+		}, want: "account.json"},
 		{name: "network of this installation exists", setup: func(t *testing.T, f *runFixture) {
 			st := f.engineState(t)
 			st.Nets["oac-node-"+generationtest.InstallationID] = map[string]string{}

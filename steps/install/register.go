@@ -264,7 +264,7 @@ func discardUnregistered(ctx context.Context, e *NodeEnv) error {
 		n, name, err := networkStep{e}.networks(ctx)
 		if err == nil {
 			var found bool
-			if found, err = networkExists(ctx, n, name, e.in.InstallationID); err == nil && found {
+			if found, err = networkExists(ctx, n, name, e.in.InstallationID, e.in.UnlabelledNetwork); err == nil && found {
 				e.Logf("remove the Docker network %s", name)
 				err = n.NetworkRemove(ctx, name)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/host/core"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/record/proxy"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -133,6 +134,18 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	if err := CheckBookkeeping(c.Host, o.InstallationID); err != nil {
 		return nil, err
 	}
+	// A node the platform's installer made is taken over once every one
+	// of its records agrees with the host (CONTRACT §11); nothing is
+	// recorded before every check of this command has passed.
+	var engine NetworkInspector
+	if c.Engine != nil {
+		engine = c.Engine
+	}
+	takeover, err := FindTakeover(ctx, c.Host, o.InstallationID, engine)
+	if err != nil {
+		return nil, err
+	}
+	pending := takeover != nil && !takeover.Recorded
 	if err := CheckAccount(c.Host, o.InstallationID); err != nil {
 		return nil, err
 	}
@@ -140,7 +153,16 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if known {
+	unlabelled, err := UnlabelledNetwork(c.Host, o.InstallationID)
+	if err != nil {
+		return nil, workflow.Refuse(err)
+	}
+	unlabelled = unlabelled || (takeover != nil && takeover.Network != "")
+	if pending {
+		if err := checkHostRecordCommand(takeover.Record, o); err != nil {
+			return nil, workflow.Refuse(err)
+		}
+	} else if known {
 		if err := CheckHostRecord(c.Host, o); err != nil {
 			return nil, workflow.Refuse(err)
 		}
@@ -178,7 +200,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		// account; a node that never registered needs a token. The same
 		// child checks the service-account steps with what it read
 		// (NodeChecks), read-only.
-		in := (&Env{Opts: o}).nodeInput()
+		in := (&Env{Opts: o, UnlabelledNetwork: unlabelled}).nodeInput()
 		in.Check = true
 		var req asaccount.Request
 		req, err = childRequest(StepConfiguration, nil, in)
@@ -232,7 +254,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	safefile.Pausepoint("install-configuration-read")
 	phase("Check host requirements")
 	res := conf.Specification.Resources
-	pf := &Preflight{Host: c.Host, InstallationID: o.InstallationID, Provider: conf.Provider, NewNode: !known,
+	pf := &Preflight{Host: c.Host, InstallationID: o.InstallationID, Provider: conf.Provider, NewNode: !known, Takeover: takeover != nil,
 		CPUs: res.CPUs, MemoryMiB: res.MemoryMiB, Engine: c.Engine, Environ: c.Environ, Machine: c.Machine}
 	if conf.Provider == "microsandbox" {
 		pf.HostCPUs, pf.HostMemoryMiB = hostCapacity()
@@ -249,7 +271,8 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		return nil, err
 	}
 	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
-		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Style: c.Style}
+		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Style: c.Style,
+		UnlabelledNetwork: unlabelled}
 	if prechecked != nil {
 		env.setNodeChecks(prechecked.Checks)
 	}
@@ -264,7 +287,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	switch {
 	case err != nil && workflow.IsUnchanged(err):
 		return nil, refusalOf(err)
-	case err == nil && checked.Satisfied && (noJournal || (perr == nil && prev.Condition == workflow.Complete)):
+	case err == nil && checked.Satisfied && takeover == nil && (noJournal || (perr == nil && prev.Condition == workflow.Complete)):
 		// An unfinished or unreadable journal is the engine's to judge.
 		summaryStep{d: env, unchanged: true}.Run(ctx, nil)
 		if noJournal {
@@ -287,6 +310,17 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	}
 	if !dirExisted {
 		changed = append(changed, fmt.Sprintf("the directory %s (created)", dir))
+	}
+	if takeover != nil {
+		// The first change of the node's own: root's bookkeeping takes over
+		// what the platform's installer made, then account.json goes.
+		phase("Take over the node from the platform's installer")
+		fmt.Fprintf(c.outOrDiscard(), "take over the node the platform's installer made: record %s in the bookkeeping, then remove it\n", hostrecord.PlatformAccountPath(c.Host))
+		took, err := takeover.Commit()
+		changed = append(changed, took...)
+		if err != nil {
+			return nil, after(err)
+		}
 	}
 	kept, err := keepFinished(path)
 	if err != nil {

@@ -33,6 +33,11 @@ type Input struct {
 	Check bool `json:"check,omitempty"`
 	// Token is sent only for the register step.
 	Token string `json:"token,omitempty"`
+	// UnlabelledNetwork is set when root's bookkeeping records (or a
+	// takeover is about to record) the installation's Docker network as
+	// the platform's installer's, which it made without labels: the
+	// network step accepts it as this installation's.
+	UnlabelledNetwork bool `json:"unlabelled_network,omitempty"`
 }
 
 // Output is the installation's own part of the child's answer
@@ -129,7 +134,7 @@ func serveStep(ctx context.Context, c *privsep.Child, a Adapters, lock *InstallL
 	uid := os.Getuid()
 	opts := NodeOptions{
 		InstallationID: in.InstallationID, Home: home, UID: uid, SourceURL: in.SourceURL, Bundle: in.Bundle, CoreOrigin: in.CoreOrigin,
-		AllowInsecureOrigin: in.AllowInsecureOrigin, CoreCA: in.CoreCA, Configuration: conf,
+		AllowInsecureOrigin: in.AllowInsecureOrigin, CoreCA: in.CoreCA, Configuration: conf, UnlabelledNetwork: in.UnlabelledNetwork,
 		Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
 		Helper: func() ([]byte, error) {
 			if exe == nil {

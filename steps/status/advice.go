@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
@@ -85,6 +86,17 @@ func (s *Installation) attention(a advisor) string {
 	}
 	if b := s.Bookkeeping; b != nil && b.AccountMismatch != "" && !rootRunning {
 		return b.AccountMismatch // every install or uninstall refuses until it is mended
+	}
+	if !rootRunning {
+		if ok, _ := safefile.Exists(hostrecord.PlatformAccountPath(a.host)); ok {
+			// The platform's installer made the account (and maybe its
+			// groups, home and network): nothing is done until this
+			// installer has taken that over (CONTRACT §11).
+			if s.record == nil {
+				return fmt.Sprintf("%s, the platform installer's record of the %s account it made, remains without a host record of this node: remove what it lists by hand (the account or its groups, its home) and the file", hostrecord.PlatformAccountPath(a.host), layout.Account)
+			}
+			return fmt.Sprintf("this node was made by the platform's installer (%s): take it over with the install command Web generated for it, or remove it: sudo oac-node-install --uninstall --installation-id %s", hostrecord.PlatformAccountPath(a.host), id)
+		}
 	}
 	for _, cond := range []workflow.Condition{workflow.NeedsInspection, workflow.Failed, workflow.Resumable} {
 		for _, w := range s.Workflows {

@@ -47,6 +47,10 @@ type Env struct {
 	EndChild func() error
 	Running  Processes
 	Out      io.Writer
+	// UnlabelledNetwork: the bookkeeping records (or a takeover is about
+	// to record) the Docker network as the platform's installer's, made
+	// without labels (Input.UnlabelledNetwork).
+	UnlabelledNetwork bool
 	// precheck is the Core check Run made before the journal existed.
 	precheck *workflow.Result
 	// final is the run's facts as the last step saw them.
@@ -79,7 +83,7 @@ func (e *Env) ChildInput(workflow.State, bool) any {
 	return Input{
 		InstallationID: e.Opts.InstallationID, Provider: e.Inst.Provider, CoreURL: e.Inst.CoreURL,
 		AllowInsecureOrigin: e.Inst.AllowInsecureOrigin, CoreCASHA256: e.Inst.CoreCA, Force: e.Opts.Force,
-		Registered: e.Registered,
+		Registered: e.Registered, UnlabelledNetwork: e.UnlabelledNetwork,
 	}
 }
 

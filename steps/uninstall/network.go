@@ -59,7 +59,8 @@ func removeNetwork(ctx context.Context, in NodeOptions, req Input) (workflow.Res
 	if err != nil {
 		return workflow.Result{}, err
 	}
-	if got.Labels[install.InstallationLabel] != req.InstallationID.String() {
+	platforms := req.UnlabelledNetwork && name == docker.NetworkName(req.InstallationID) && got.Labels[install.InstallationLabel] == ""
+	if !platforms && got.Labels[install.InstallationLabel] != req.InstallationID.String() {
 		in.logf("keep the Docker network %s: it is not labelled %s=%s", name, install.InstallationLabel, req.InstallationID)
 		return res, nil
 	}

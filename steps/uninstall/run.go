@@ -78,6 +78,18 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	if err := install.CheckBookkeeping(c.Host, id); err != nil {
 		return nil, err
 	}
+	// A node the platform's installer made (its account.json) is taken
+	// over first, once every record of it agrees with the host: the
+	// bookkeeping then says what to remove (CONTRACT §11). It is recorded
+	// only after every check of this command has passed.
+	takeover, err := install.FindTakeover(ctx, c.Host, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	if e.UnlabelledNetwork, err = install.UnlabelledNetwork(c.Host, id); err != nil {
+		return nil, workflow.Refuse(err)
+	}
+	e.UnlabelledNetwork = e.UnlabelledNetwork || (takeover != nil && takeover.Network != "")
 	path := JournalPath(c.Host, id)
 	prev, err := workflow.InspectJournal(path, workflow.Lookup)
 	resuming := err == nil && prev.Condition != workflow.Complete
@@ -135,6 +147,13 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	}
 	if !dirExisted {
 		changed = append(changed, fmt.Sprintf("the directory %s (created)", dir))
+	}
+	if takeover != nil {
+		took, err := takeover.Commit()
+		changed = append(changed, took...)
+		if err != nil {
+			return nil, after(err)
+		}
 	}
 	if prev != nil && prev.Condition == workflow.Complete {
 		if err := journal.KeepAside(path); err != nil {

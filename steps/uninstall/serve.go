@@ -29,6 +29,10 @@ type Input struct {
 	// (install.Registered): then Core must confirm the removal, whatever
 	// the node root holds.
 	Registered bool `json:"registered,omitempty"`
+	// UnlabelledNetwork is set when root's bookkeeping records the
+	// network oac-node-<id> as the platform's installer's, made without
+	// labels: it is removed like a labelled one.
+	UnlabelledNetwork bool `json:"unlabelled_network,omitempty"`
 }
 
 // Adapters are the host adapters the uninstall child uses.
