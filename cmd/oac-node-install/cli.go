@@ -64,8 +64,9 @@ keeps the node's Runtime generations prepared, and removes the node again.
 Without a command it installs a node: run the command Web generates, which
 downloads this binary, checks its sha256 and runs it with the flags below.
 An interrupted or failed run is rerun with the same command and continues
-at the step it stopped at. With --uninstall it removes the node. Every
-refusal that changes nothing ends with "Nothing was changed."
+at the step it stopped at. With --uninstall (or the uninstall command) it
+removes the node. Every refusal that changes nothing ends with "Nothing
+was changed."
 
 Exit codes: 0 success; 1 failure; 65 the generation helper could not
 download or verify the Runtime artifacts; 130, 129 and 143 interrupted by
@@ -152,7 +153,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.bind(root.Flags())
 	c.bindHostRoot(root.Flags())
 	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand(), c.commandCommand())
-	root.AddCommand(c.checkCommand())
+	root.AddCommand(c.checkCommand(), c.uninstallCommand())
 	c.completeValues(root)
 	return root
 }
@@ -194,7 +195,7 @@ func (c *cli) failureOf(root, cmd *cobra.Command, args []string, err error) fail
 		if prefix == "" {
 			prefix = cmd.CommandPath() + ": "
 		}
-		return failure{prefix: prefix, path: cmd.CommandPath()}
+		return failure{prefix: prefix, path: cmd.CommandPath(), changing: cmd.Annotations[annotationChanging] != ""}
 	}
 	mode := modeInstall
 	if c.mode != nil {
