@@ -155,6 +155,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand(), c.commandCommand())
 	root.AddCommand(c.checkCommand(), c.uninstallCommand())
 	c.completeValues(root)
+	c.completionWithoutPackage(root)
 	return root
 }
 
