@@ -88,7 +88,8 @@ const rootExample = `  # Install a node: the command Web generates (the token on
       --core-url https://core.example.com --provider docker \
       --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
 
-  # Remove the node (--force when Core cannot confirm it no longer lists it)
+  # Remove the node (--force when Core cannot confirm it no longer lists it);
+  # the uninstall command is the same: oac-node-install uninstall --installation-id ...
   sudo ./oac-node-install --uninstall --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
 
   # The state of every installation on this host; exit 2 when one needs attention

@@ -40,7 +40,7 @@ func TestHelpListsTheContractFlags(t *testing.T) {
 					t.Errorf("help shows the hidden flag %s", f)
 				}
 			}
-			for _, cmd := range []string{"status", "leases", "command", "version", "completion", "help"} {
+			for _, cmd := range []string{"status", "leases", "command", "version", "completion", "help", "uninstall"} {
 				if !regexp.MustCompile(`(?m)^  ` + cmd + `\s+\S`).MatchString(out) {
 					t.Errorf("help does not list the command %s with its summary", cmd)
 				}

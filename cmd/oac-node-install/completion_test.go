@@ -48,6 +48,7 @@ func TestCompletionOfFlagValues(t *testing.T) {
 		{[]string{"--provider", ""}, []string{"docker", "microsandbox"}, ":4"},
 		{[]string{"--installation-id", ""}, []string{id1, id2}, ":4"},
 		{[]string{"--uninstall", "--installation-id", ""}, []string{id1, id2}, ":4"},
+		{[]string{"uninstall", "--installation-id", ""}, []string{id1, id2}, ":4"},
 		{[]string{"status", "--installation-id", ""}, []string{id1, id2}, ":4"},
 		{[]string{"leases", "--installation-id", ""}, []string{id1, id2}, ":4"},
 		{[]string{"check", "--provider", ""}, []string{"docker", "microsandbox"}, ":4"},
