@@ -6,7 +6,12 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # The source commit `oac-node-install version` prints when the toolchain did
 # not stamp one (GOFLAGS=-buildvcs=false).
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS  := -s -w -X $(MODULE)/workflow.Version=$(VERSION) -X main.sourceCommit=$(COMMIT)
+# The release `oac-node-install version` names: the newest v<semver> tag
+# (with -<n>-g<commit> after it, and -dirty), or without a tag a Go-style
+# pseudo-version, v0.0.0-<commit time, UTC>-<12 hex digits of the commit>.
+RELEASE  ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+	TZ=UTC git show -s --format='v0.0.0-%cd-%h' --abbrev=12 --date=format-local:%Y%m%d%H%M%S HEAD 2>/dev/null)
+LDFLAGS  := -s -w -X $(MODULE)/workflow.Version=$(VERSION) -X main.sourceCommit=$(COMMIT) -X main.releaseName=$(RELEASE)
 BIN      := bin
 # Fuzz each decoder briefly in the normal test run: a fixed number of inputs
 # per target (a count, not a duration, so a loaded machine cannot time out).

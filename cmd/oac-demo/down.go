@@ -132,7 +132,7 @@ func (d *demo) down() int {
 		for _, err := range errs {
 			d.fail("%v", err)
 		}
-		d.fail("the state in %s stays; rerun `make demo-uninstall` (oac-demo down)", d.state)
+		d.fail("the state in %s stays; rerun `%s`", d.state, d.downCommand())
 		return 1
 	}
 

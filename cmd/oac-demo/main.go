@@ -40,6 +40,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -127,3 +128,23 @@ func (d *demo) fail(format string, args ...any) {
 }
 
 func (d *demo) binary(name string) string { return filepath.Join(d.bin, name) }
+
+// downCommand is the command that removes this demo: make
+// demo-uninstall for the default state directory; with another --state,
+// oac-demo down naming it (make demo-uninstall would tear down the default
+// demo instead).
+func (d *demo) downCommand() string {
+	if d.state == DefaultState {
+		return "make demo-uninstall"
+	}
+	return shellWord(d.binary("oac-demo")) + " down --state " + shellWord(d.state)
+}
+
+// shellWord is s as one word for a POSIX shell: as it is when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:+,=@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

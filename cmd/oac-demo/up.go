@@ -59,11 +59,11 @@ func (d *demo) up(ctx context.Context) int {
 	code, err := d.doUp(ctx)
 	switch {
 	case errors.Is(err, errInterrupted) || ctx.Err() != nil:
-		d.fail("interrupted; `make demo-uninstall` (oac-demo down) removes what was started")
+		d.fail("interrupted; `%s` removes what was started", d.downCommand())
 		return exitInterrupted
 	case err != nil:
 		d.fail("%v", err)
-		d.fail("what was started stays for inspection (state in %s); `make demo-uninstall` (oac-demo down) removes it", d.state)
+		d.fail("what was started stays for inspection (state in %s); `%s` removes it", d.state, d.downCommand())
 		return 1
 	}
 	return code
@@ -106,11 +106,11 @@ func (d *demo) alreadyUp() (string, error) {
 	}
 	if st != nil && st.Phase == phaseUp && st.Devcore.running() && len(hosts) == 1 {
 		if h, err := testhost.OpenDetached(hosts[0]); err == nil && h.Running() {
-			return fmt.Sprintf("the demo is already up: console %s, test host PID 1 is pid %d (nsenter -t %d -a); `make demo-uninstall` (oac-demo down) removes it",
-				st.Devcore.URL, h.PID, h.PID), nil
+			return fmt.Sprintf("the demo is already up: console %s, test host PID 1 is pid %d (nsenter -t %d -a); `%s` removes it",
+				st.Devcore.URL, h.PID, h.PID, d.downCommand()), nil
 		}
 	}
-	return fmt.Sprintf("a previous demo in %s is partly up or was interrupted; run `make demo-uninstall` (oac-demo down) first", d.state), nil
+	return fmt.Sprintf("a previous demo in %s is partly up or was interrupted; run `%s` first", d.state, d.downCommand()), nil
 }
 
 func (d *demo) doUp(ctx context.Context) (int, error) {
@@ -209,7 +209,11 @@ func (d *demo) doUp(ctx context.Context) (int, error) {
 	d.say("console:        %s (CA %s)", c.URL, c.CA)
 	d.say("Core's nodes:   %s admin --data %s nodes", d.binary("oac-devcore"), c.Data)
 	d.say("the test host:  nsenter -t %d -a   (then: systemctl status oac-node-%s.service)", h.PID, c.InstallationID)
-	d.say("remove it all:  make demo-uninstall   (%s down)", d.binary("oac-demo"))
+	if d.state == DefaultState {
+		d.say("remove it all:  make demo-uninstall   (%s down)", d.binary("oac-demo"))
+	} else {
+		d.say("remove it all:  %s", d.downCommand())
+	}
 	if status != 0 {
 		return 1, fmt.Errorf("status exited %d after the installation", status)
 	}

@@ -64,8 +64,9 @@ keeps the node's Runtime generations prepared, and removes the node again.
 Without a command it installs a node: run the command Web generates, which
 downloads this binary, checks its sha256 and runs it with the flags below.
 An interrupted or failed run is rerun with the same command and continues
-at the step it stopped at. With --uninstall it removes the node. Every
-refusal that changes nothing ends with "Nothing was changed."
+at the step it stopped at. With --uninstall (or the uninstall command) it
+removes the node. Every refusal that changes nothing ends with "Nothing
+was changed."
 
 Exit codes: 0 success; 1 failure; 65 the generation helper could not
 download or verify the Runtime artifacts; 130, 129 and 143 interrupted by
@@ -87,7 +88,8 @@ const rootExample = `  # Install a node: the command Web generates (the token on
       --core-url https://core.example.com --provider docker \
       --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
 
-  # Remove the node (--force when Core cannot confirm it no longer lists it)
+  # Remove the node (--force when Core cannot confirm it no longer lists it);
+  # the uninstall command is the same: oac-node-install uninstall --installation-id ...
   sudo ./oac-node-install --uninstall --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c
 
   # The state of every installation on this host; exit 2 when one needs attention
@@ -152,8 +154,9 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.bind(root.Flags())
 	c.bindHostRoot(root.Flags())
 	root.AddCommand(c.statusCommand(), c.leasesCommand(), c.versionCommand(), c.commandCommand())
-	root.AddCommand(c.checkCommand())
+	root.AddCommand(c.checkCommand(), c.uninstallCommand())
 	c.completeValues(root)
+	c.completionWithoutPackage(root)
 	return root
 }
 
@@ -194,7 +197,7 @@ func (c *cli) failureOf(root, cmd *cobra.Command, args []string, err error) fail
 		if prefix == "" {
 			prefix = cmd.CommandPath() + ": "
 		}
-		return failure{prefix: prefix, path: cmd.CommandPath()}
+		return failure{prefix: prefix, path: cmd.CommandPath(), changing: cmd.Annotations[annotationChanging] != ""}
 	}
 	mode := modeInstall
 	if c.mode != nil {

@@ -40,7 +40,7 @@ func TestHelpListsTheContractFlags(t *testing.T) {
 					t.Errorf("help shows the hidden flag %s", f)
 				}
 			}
-			for _, cmd := range []string{"status", "leases", "command", "version", "completion", "help"} {
+			for _, cmd := range []string{"status", "leases", "command", "version", "completion", "help", "uninstall"} {
 				if !regexp.MustCompile(`(?m)^  ` + cmd + `\s+\S`).MatchString(out) {
 					t.Errorf("help does not list the command %s with its summary", cmd)
 				}
@@ -184,11 +184,53 @@ func TestVersion(t *testing.T) {
 		if code != exitOK || errOut != "" {
 			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
 		}
-		for _, w := range []string{"oac-node-install " + workflow.Version + "\n", "\ncommit: ", "\ngo:     " + runtime.Version() + "\n"} {
+		for _, w := range []string{"oac-node-install " + releaseVersion() + "\n", "\ncommit: ", "\nbuild:  " + workflow.Version + "\n", "\ngo:     " + runtime.Version() + "\n"} {
 			if !strings.Contains(out, w) {
 				t.Errorf("%v: output %q lacks %q", args, out, w)
 			}
 		}
+	}
+}
+
+// TestVersionNamesTheReleaseAndCommit builds the command with the flags
+// make build passes: version names a release (the newest v<semver> tag, or
+// a pseudo-version v0.0.0-<UTC time>-<12 hex digits of the commit>), the
+// full source commit and the build the journals record.
+func TestVersionNamesTheReleaseAndCommit(t *testing.T) {
+	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	for _, tool := range []string{"make", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip("needs make and git to read the Makefile's version stamp: ", err)
+		}
+	}
+	commit, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skip("needs the source's git history: ", err)
+	}
+	plan, err := exec.Command("make", "-n", "-C", "../..", "build").Output()
+	if err != nil {
+		t.Fatalf("make -n build: %v", err)
+	}
+	m := regexp.MustCompile(`-ldflags '([^']*)'`).FindSubmatch(plan)
+	if m == nil {
+		t.Fatalf("make -n build passes no -ldflags:\n%s", plan)
+	}
+	ldflags := string(m[1])
+	bin := filepath.Join(t.TempDir(), "oac-node-install")
+	build := exec.Command(gotool, "build", "-ldflags", ldflags, "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -ldflags %q: %v\n%s", ldflags, err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := strings.TrimSpace(string(commit))
+	release := `v\d+\.\d+\.\d+(-\d+-g[0-9a-f]+)?(-dirty)?|v0\.0\.0-\d{14}-` + sha[:12]
+	want := regexp.MustCompile(`^oac-node-install (` + release + `)\ncommit: ` + sha + `\nbuild:  \S+\ngo:     go\S+\n$`)
+	if !want.Match(out) {
+		t.Errorf("version printed:\n%s\nwant a release, commit %s and the build", out, sha)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,6 +48,7 @@ func TestCompletionOfFlagValues(t *testing.T) {
 		{[]string{"--provider", ""}, []string{"docker", "microsandbox"}, ":4"},
 		{[]string{"--installation-id", ""}, []string{id1, id2}, ":4"},
 		{[]string{"--uninstall", "--installation-id", ""}, []string{id1, id2}, ":4"},
+		{[]string{"uninstall", "--installation-id", ""}, []string{id1, id2}, ":4"},
 		{[]string{"status", "--installation-id", ""}, []string{id1, id2}, ":4"},
 		{[]string{"leases", "--installation-id", ""}, []string{id1, id2}, ":4"},
 		{[]string{"check", "--provider", ""}, []string{"docker", "microsandbox"}, ":4"},
@@ -85,3 +87,87 @@ func TestCompletionOfUninstallFlags(t *testing.T) {
 		t.Errorf("status offers %q", words)
 	}
 }
+
+// TestBashCompletionWithoutThePackage sources `completion bash` in a bash
+// without the bash-completion package (--norc, empty environment) and runs
+// the completion function the way bash does on TAB, with COMP_WORDS,
+// COMP_CWORD, COMP_LINE and COMP_POINT set: commands, flags, flag values
+// (also after '='), and directories complete, and no function of the package
+// is called. The command the script calls back is this test binary
+// (TestCompletionHelperProcess), run through a stub on PATH.
+func TestBashCompletionWithoutThePackage(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("needs bash: ", err)
+	}
+	code, script, errOut := runOn(t, "", "completion", "bash")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("completion bash: exit %d, stderr %q", code, errOut)
+	}
+	if strings.Contains(script, "bash-completion' package") {
+		t.Errorf("the script's help still asks for the bash-completion package")
+	}
+	dir := t.TempDir()
+	scriptFile := filepath.Join(dir, "completion.bash")
+	os.WriteFile(scriptFile, []byte(script), 0o644)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub := "#!/bin/sh\nexec " + shellQuote(self) + " -test.run='^TestCompletionHelperProcess$' -- \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "oac-node-install"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "tree", "bundle-1"), 0o755)
+	os.WriteFile(filepath.Join(dir, "tree", "bundle-file"), nil, 0o644)
+	// words: COMP_WORDS as bash splits the line ('=' a word of its own);
+	// the cursor is at the end of the last one.
+	const probe = `source "$1"; shift
+if declare -F _init_completion _get_comp_words_by_ref _filedir >/dev/null; then echo "the bash-completion package is loaded"; exit 1; fi
+COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+COMP_LINE="$*"; COMP_LINE=${COMP_LINE// = /=}; COMP_POINT=${#COMP_LINE}
+__start_oac-node-install 2>/dev/null
+printf '%s\n' "${COMPREPLY[@]}"`
+	for _, tc := range []struct {
+		words []string
+		want  []string
+	}{
+		{[]string{"oac-node-install", "sta"}, []string{"status"}},
+		{[]string{"oac-node-install", "--prov"}, []string{"--provider"}},
+		{[]string{"oac-node-install", "--provider", "d"}, []string{"docker"}},
+		{[]string{"oac-node-install", "--provider", "=", "m"}, []string{"microsandbox"}},
+		{[]string{"oac-node-install", "uninstall", "--fo"}, []string{"--force"}},
+		{[]string{"oac-node-install", "--bundle", filepath.Join(dir, "tree", "b")}, []string{filepath.Join(dir, "tree", "bundle-1")}},
+		// A file value: nothing offered, bash's own file names complete
+		// (the script registers with complete -o default).
+		{[]string{"oac-node-install", "--core-ca", filepath.Join(dir, "tree", "bundle-f")}, nil},
+	} {
+		t.Run(strings.Join(tc.words[1:], " "), func(t *testing.T) {
+			cmd := exec.Command(bash, append([]string{"--norc", "--noprofile", "-c", probe, "probe", scriptFile}, tc.words...)...)
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "OAC_COMPLETION_HELPER=1"}
+			out, err := cmd.CombinedOutput()
+			got := strings.Fields(string(out))
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("COMP_WORDS %q: %v\noffered %q, want %q", tc.words, err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCompletionHelperProcess is the command the completion script calls
+// back in TestBashCompletionWithoutThePackage: the command line after "--"
+// run in process, as the installed binary would run it.
+func TestCompletionHelperProcess(t *testing.T) {
+	if os.Getenv("OAC_COMPLETION_HELPER") != "1" {
+		return
+	}
+	args := os.Args
+	if i := slices.Index(args, "--"); i >= 0 {
+		args = args[i+1:]
+	}
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	os.Exit(c.run(args))
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

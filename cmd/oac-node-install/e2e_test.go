@@ -294,7 +294,8 @@ func TestEndToEndInstall(t *testing.T) {
 		t.Fatalf("Core lists %d nodes", len(listed.Nodes))
 	}
 	core.admin(t, "remove-node", listed.Nodes[0].NodeID)
-	res = run(uninstall)
+	// The uninstall command does what --uninstall does.
+	res = run(filepath.Join(bin, "oac-node-install") + " uninstall --installation-id " + core.installationID)
 	t.Logf("uninstall (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
 	if res.Status != 0 {
 		t.Fatalf("uninstall exited %d", res.Status)
@@ -310,6 +311,11 @@ func TestEndToEndInstall(t *testing.T) {
 	res = run(filepath.Join(bin, "oac-node-install") + " status")
 	if res.Status != 0 || !strings.Contains(string(res.Stdout), core.installationID+": ok (uninstalled)") {
 		t.Errorf("status after the uninstallation (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
+	}
+	// Uninstalled, the installation is still known: status of it answers 0.
+	res = run(filepath.Join(bin, "oac-node-install") + " status --installation-id " + core.installationID)
+	if res.Status != 0 {
+		t.Errorf("status --installation-id of the uninstalled node exited %d:\n%s\n%s", res.Status, res.Stdout, res.Stderr)
 	}
 }
 

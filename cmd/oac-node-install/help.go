@@ -55,13 +55,18 @@ Simply type oac-node-install help [path to command] for full details.`,
 // flagError is the root's flag errors as usage errors. A flag unknown to
 // the command but known to a subcommand (`oac-node-install --json status`)
 // names the subcommands it belongs to, the one the command line names
-// first, and where the flag goes; it is no installation's failure.
+// first, and where the flag goes; it is no installation's failure. Any
+// other unknown long flag is refused with the flags valid there that it
+// probably meant (flagSuggestions).
 func (c *cli) flagError(cmd *cobra.Command, err error) error {
 	var ne *pflag.NotExistError
-	if cmd.HasParent() || !errors.As(err, &ne) || ne.GetSpecifiedName() == "" {
+	if !errors.As(err, &ne) || ne.GetSpecifiedName() == "" || ne.GetSpecifiedShortnames() != "" {
 		return usagef("%v", err)
 	}
 	name := ne.GetSpecifiedName()
+	if cmd.HasParent() {
+		return c.unknownFlag(cmd, err, name)
+	}
 	var owners []string
 	for _, sub := range cmd.Commands() {
 		if sub.IsAvailableCommand() && sub.Flags().Lookup(name) != nil {
@@ -69,7 +74,7 @@ func (c *cli) flagError(cmd *cobra.Command, err error) error {
 		}
 	}
 	if len(owners) == 0 {
-		return usagef("%v", err)
+		return c.unknownFlag(cmd, err, name)
 	}
 	named := func(sub string) bool { return slices.Contains(c.args, sub) }
 	sort.SliceStable(owners, func(i, j int) bool { return named(owners[i]) && !named(owners[j]) })
@@ -78,4 +83,14 @@ func (c *cli) flagError(cmd *cobra.Command, err error) error {
 		list = strings.Join(owners[:n-1], ", ") + " and " + owners[n-1]
 	}
 	return &usageError{msg: fmt.Sprintf("%v (it is a flag of %s: %s %s --%s)", err, list, cmd.Name(), owners[0], name), notInstall: true}
+}
+
+// unknownFlag is the refusal of an unknown flag name, with the valid flags
+// it probably meant.
+func (c *cli) unknownFlag(cmd *cobra.Command, err error, name string) error {
+	s := flagSuggestions(name, c.validFlags(cmd))
+	if len(s) == 0 {
+		return usagef("%v", err)
+	}
+	return usagef("%v (did you mean %s?)", err, strings.Join(s, " or "))
 }

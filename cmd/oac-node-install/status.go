@@ -22,7 +22,8 @@ for attention by themselves.
 Exit codes, for scripts and fleet tools (like systemctl is-active):
   0  every installation is complete and healthy, or running (or there is none)
   1  status itself failed (not run as root, a bad flag, a file it could not
-     read)
+     read), or the installation named with --installation-id is not known
+     on this host
   2  something needs attention: a workflow that is not complete (failed,
      interrupted or waiting for inspection), a node root that cannot be
      read, a stuck generation lease, or an installed node whose
@@ -40,16 +41,28 @@ func (c *cli) statusCommand() *cobra.Command {
 
 // runStatus prints the state of every installation on the host
 // (status.Gather) and ends with exit 2 (quietExit) when one of them needs
-// attention.
+// attention, or fails (exit 1) when the installation it was asked about is
+// not known on this host.
 func (c *cli) runStatus(ctx context.Context, f inspectFlags) error {
 	doc, err := status.Gather(ctx, c.inspectOptions(f))
 	if err != nil {
 		return err
 	}
+	if f.installationID != "" && len(doc.Installations) == 0 {
+		// A probe of a node that does not exist must not pass: the
+		// question named nothing there is, so status fails (exit 1); 2
+		// would send the operator to a next command there is none of.
+		if f.json {
+			if err := writeJSON(c.stdout, doc); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("installation %s is not known on this host; `sudo oac-node-install status` lists every installation", f.installationID)
+	}
 	if f.json {
 		err = writeJSON(c.stdout, doc)
 	} else {
-		printStatus(c.stdout, doc.Installations, f.installationID)
+		printStatus(c.stdout, doc.Installations)
 		if cmd := doc.Command; cmd != nil && len(doc.Installations) > 0 {
 			fmt.Fprintf(c.stdout, "\ncommand on this host: %s (oac-node-install %s, written %s)\n", field(cmd.Path), field(cmd.Version), stamp(cmd.Written))
 		}

@@ -6,18 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
 // printStatus prints the installations as text; every value read from a
 // journal, the node root, the bookkeeping, systemd or Core passes field.
-// id is the installation asked for ("" for all), named when none is found.
-func printStatus(w io.Writer, insts []status.Installation, id ident.InstallationID) {
-	if len(insts) == 0 && id != "" {
-		fmt.Fprintf(w, "No installation %s on this host; `sudo oac-node-install status` lists every installation.\n", id)
-		return
-	}
+func printStatus(w io.Writer, insts []status.Installation) {
 	if len(insts) == 0 {
 		fmt.Fprintln(w, "No installation on this host.")
 		return

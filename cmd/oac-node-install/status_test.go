@@ -274,9 +274,10 @@ func TestStatusNeedsRoot(t *testing.T) {
 }
 
 // TestStatusNamesTheInstallationItDidNotFind: status --installation-id
-// with an id the host does not know says which id it did not find (exit
-// 0, as for a host without installations); without the flag it lists the
-// host's installations.
+// with an id the host does not know says which id it did not find and
+// fails (exit 1: a health probe of a node that does not exist must not
+// pass; --json still prints the empty document); without the flag it lists
+// the host's installations.
 func TestStatusNamesTheInstallationItDidNotFind(t *testing.T) {
 	useSystemd(t, nil)
 	root := t.TempDir()
@@ -288,9 +289,13 @@ func TestStatusNamesTheInstallationItDidNotFind(t *testing.T) {
 		workflow.Binding{Version: workflow.Version, InstallationID: testID}, "")
 	const unknown = "11111111-2222-4333-8444-555555555555"
 	code, out, errOut := runOn(t, root, "status", "--installation-id", unknown)
-	want := "No installation " + unknown + " on this host; `sudo oac-node-install status` lists every installation.\n"
-	if code != exitOK || out != want || errOut != "" {
-		t.Errorf("exit %d, want %d\nstdout: %q\nwant:   %q\nstderr: %q", code, exitOK, out, want, errOut)
+	want := "status: installation " + unknown + " is not known on this host; `sudo oac-node-install status` lists every installation\n"
+	if code != exitFailure || out != "" || errOut != want {
+		t.Errorf("exit %d, want %d\nstdout: %q\nstderr: %q\nwant:   %q", code, exitFailure, out, errOut, want)
+	}
+	code, out, errOut = runOn(t, root, "status", "--json", "--installation-id", unknown)
+	if code != exitFailure || !strings.Contains(out, `"installations": []`) || errOut != want {
+		t.Errorf("--json: exit %d, want %d\nstdout: %q\nstderr: %q\nwant:   %q", code, exitFailure, out, errOut, want)
 	}
 	if _, out, _ := runOn(t, root, "status"); !strings.Contains(out, "installation "+testID+": ") {
 		t.Errorf("status without the flag does not list %s:\n%s", testID, out)

@@ -14,10 +14,29 @@ import (
 // Go toolchain stamped none (a build with -buildvcs=false).
 var sourceCommit string
 
-// versionString is what `version` and --version print: the version the
-// journals record (workflow.Version, set by make build), the source commit
-// (vcs.revision as the Go toolchain stamped it, else sourceCommit), and the
-// Go version.
+// releaseName is the release make build passes (-X): the newest v<semver> tag
+// as git describe names it, or a pseudo-version v0.0.0-<time>-<commit>
+// when the source has no tag.
+var releaseName string
+
+// releaseVersion is the release this binary is: releaseName as make build set
+// it, else the main module's version as the Go toolchain stamped it (go
+// install of a tagged module), else none.
+func releaseVersion() string {
+	if releaseName != "" {
+		return releaseName
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "(no release: a development build; make build names one)"
+}
+
+// versionString is what `version` and --version print: the release
+// (releaseVersion), the source commit (vcs.revision as the Go toolchain
+// stamped it, else sourceCommit), the build the journals record
+// (workflow.Version, set by make build: a journal resumes only in the same
+// build) and the Go version.
 func versionString() string {
 	commit := "unknown (built without version control information)"
 	if sourceCommit != "" {
@@ -40,13 +59,13 @@ func versionString() string {
 			}
 		}
 	}
-	return fmt.Sprintf("oac-node-install %s\ncommit: %s\ngo:     %s", workflow.Version, commit, runtime.Version())
+	return fmt.Sprintf("oac-node-install %s\ncommit: %s\nbuild:  %s\ngo:     %s", releaseVersion(), commit, workflow.Version, runtime.Version())
 }
 
 func (c *cli) versionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:         "version",
-		Short:       "Print the version, the source commit and the Go version",
+		Short:       "Print the release, the source commit, the build and the Go version",
 		Args:        noArgs,
 		Annotations: map[string]string{annotationPrefix: prefixVersion},
 		RunE: func(cmd *cobra.Command, _ []string) error {
