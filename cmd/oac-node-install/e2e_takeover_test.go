@@ -3,7 +3,11 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/steps/record/launcher"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 	"github.com/openagentcore/oac-node-install/workflow/crashharness"
 )
@@ -25,9 +31,12 @@ import (
 // written as the platform's installer writes it (indent 2, sorted keys:
 // created, the uid, groups_added ["docker"]); the unit loses its
 // EnvironmentFile= line; the Docker network is made again without labels
-// (networks cannot be relabelled). The node root's JSON records stay
-// indented and no generation-preparer.pyz is written: those are compared
-// by value and retained by other changes.
+// (networks cannot be relabelled). In the node root, the JSON records are
+// rewritten on one line, as the platform's programs write them (compared
+// by value, left as they are), and the retained helper is the platform's:
+// no generation-preparer, and a generation-preparer.pyz of other bytes
+// (the platform's installer), which the takeover replaces with this
+// installer's helper and launcher.
 
 // platformLayout turns the installed host into the platform installer's
 // layout of the same node.
@@ -60,6 +69,7 @@ func (h *crashHost) platformLayout(t *testing.T) {
 	h.Exec(t.Context(), "rm", "-f", "/usr/local/sbin/oac-node-install")
 	acct, _ := json.MarshalIndent(map[string]any{"created": true, "format": 1, "groups_added": []string{"docker"}, "uid": uid}, "", "  ")
 	writeSynced(t, filepath.Join(etc, "oac-node", "account.json"), append(acct, '\n'))
+	h.platformNodeRoot(t, filepath.Join(varLib, "oac-node", ".oac", "nodes", id), uid)
 	unit := filepath.Join(etc, "systemd", "system", "oac-node-"+id+".service")
 	ours, err := os.ReadFile(unit)
 	if err != nil {
@@ -72,6 +82,72 @@ func (h *crashHost) platformLayout(t *testing.T) {
 	}
 	if out, err := exec.Command("docker", "network", "create", net).CombinedOutput(); err != nil {
 		t.Fatalf("docker network create: %v %s", err, out)
+	}
+}
+
+// platformNodeRoot turns the node root into the platform's: its JSON
+// records on one line (same value), and the platform's retained helper, a
+// zip application of other bytes, instead of this installer's.
+func (h *crashHost) platformNodeRoot(t *testing.T, root string, uid int) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".lease-identity")) {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var line bytes.Buffer
+		if err := json.Compact(&line, data); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		writeSynced(t, p, line.Bytes())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, layout.HelperFile)); err != nil {
+		t.Fatal(err)
+	}
+	var pyz bytes.Buffer
+	zw := zip.NewWriter(&pyz)
+	w, err := zw.Create("__main__.py")
+	if err == nil {
+		_, err = w.Write([]byte("raise SystemExit('the platform installer')\n"))
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	launcherPath := filepath.Join(root, layout.HelperLauncherFile)
+	if err := os.Remove(launcherPath); err != nil {
+		t.Fatal(err)
+	}
+	writeSynced(t, launcherPath, pyz.Bytes())
+	if err := os.Chmod(launcherPath, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(launcherPath, uid, -1); err != nil {
+		t.Fatal(err)
+	}
+	syncPath(t, launcherPath)
+}
+
+// retainsThisHelper checks that the node root holds this installer's
+// helper and launcher again.
+func (h *crashHost) retainsThisHelper(t *testing.T) {
+	t.Helper()
+	root := filepath.Join(h.VarLib(), "oac-node", ".oac", "nodes", h.r.core.installationID)
+	got, err := os.ReadFile(filepath.Join(root, layout.HelperLauncherFile))
+	if err != nil || !bytes.Equal(got, launcher.Bytes()) {
+		t.Errorf("the node root's %s is not this installer's launcher after the takeover (%v)", layout.HelperLauncherFile, err)
+	}
+	if fi, err := os.Stat(filepath.Join(root, layout.HelperFile)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the node root's %s after the takeover: %v %v", layout.HelperFile, fi, err)
 	}
 }
 
@@ -145,6 +221,7 @@ func TestEndToEndTakeoverThenUninstall(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(h.Etc(), "oac-node", "account.json")); !os.IsNotExist(err) {
 		t.Errorf("account.json remains after the takeover: %v", err)
 	}
+	h.retainsThisHelper(t)
 	recs := h.records(t)
 	for _, want := range []string{"Created:true", "group docker", "network oac-node-" + r.core.installationID, "Registered:true"} {
 		if !strings.Contains(recs, want) {

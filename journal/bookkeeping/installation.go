@@ -22,8 +22,12 @@ type Installation struct {
 	// Registered is set once the install workflow's register step is
 	// done: Core enrolled the node. It is root's record of that fact
 	// (the node root's registered.json is the account's).
-	Registered bool      `json:"registered,omitempty"`
-	Created    time.Time `json:"created"`
+	Registered bool `json:"registered,omitempty"`
+	// Platform is set when a takeover recorded the installation: the
+	// platform's installer made the node (CONTRACT §11). Once recorded it
+	// stays.
+	Platform bool      `json:"platform,omitempty"`
+	Created  time.Time `json:"created"`
 }
 
 // PutInstallation records inst, replacing an earlier record of the same
@@ -50,6 +54,7 @@ func (db *DB) PutInstallation(inst Installation) error {
 			inst.Created = now()
 		}
 		inst.Registered = inst.Registered || (found && old.Registered)
+		inst.Platform = inst.Platform || (found && old.Platform)
 		return put(b, []byte(inst.ID), inst)
 	})
 	if err != nil {

@@ -79,6 +79,10 @@ type Env struct {
 	// UnlabelledNetwork: the installation's Docker network is the
 	// platform's installer's, made without labels (Input).
 	UnlabelledNetwork bool
+	// PlatformNode: the platform's installer made the node (a takeover
+	// recorded it, or is about to): its generation-preparer.pyz is the
+	// platform's installer, replaced by this installer's launcher (Input).
+	PlatformNode bool
 
 	// checks is the service-account child's answer to the check of every
 	// service-account step (NodeChecks).
@@ -112,7 +116,7 @@ func (e *Env) nodeInput() Input {
 	return Input{
 		InstallationID: e.Opts.InstallationID, SourceURL: e.Opts.SourceURL, Bundle: e.Opts.Bundle, CoreOrigin: e.Opts.CoreURL,
 		AllowInsecureOrigin: e.Opts.AllowInsecureOrigin, CoreCA: e.Opts.CoreCA, Configuration: e.ConfRaw,
-		UnlabelledNetwork: e.UnlabelledNetwork,
+		UnlabelledNetwork: e.UnlabelledNetwork, PlatformNode: e.PlatformNode,
 	}
 }
 

@@ -58,6 +58,9 @@ type NodeOptions struct {
 	// UnlabelledNetwork accepts the platform's installer's network
 	// without labels as the installation's (Input.UnlabelledNetwork).
 	UnlabelledNetwork bool
+	// PlatformNode replaces the platform's generation-preparer.pyz with
+	// this installer's launcher (Input.PlatformNode).
+	PlatformNode bool
 	// Configuration is Core's configuration answer root validated.
 	Configuration *core.Configuration
 	// Docker connects to the Docker Engine at host.

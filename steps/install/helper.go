@@ -57,7 +57,9 @@ func (s helperStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result,
 	if err := retain(e, registered, layout.HelperFile, data, 0o700, MaxHelperSize); err != nil {
 		return workflow.Result{}, err
 	}
-	return workflow.Result{}, retain(e, registered, layout.HelperLauncherFile, launcher.Bytes(), 0o600, launcher.MaxSize)
+	// A node the platform's installer made holds the platform's installer
+	// as its launcher: taken over, it runs this installer's helper.
+	return workflow.Result{}, retain(e, registered && !e.in.PlatformNode, layout.HelperLauncherFile, launcher.Bytes(), 0o600, launcher.MaxSize)
 }
 
 // retain writes one retained file: before registration a different one is
@@ -110,8 +112,10 @@ func (s helperStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outco
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}
+	// The platform's launcher is its installer, larger than ours: read
+	// with ours's bound, it is a difference, replaced (Run).
 	old, err := e.Root().ReadFile(layout.HelperLauncherFile, safefile.Expect{UID: e.UID(), Mode: 0o600, MaxSize: launcher.MaxSize})
-	pyz, err := retainedOutcome(registered, layout.HelperLauncherFile, err == nil && bytes.Equal(old, launcher.Bytes()), err)
+	pyz, err := retainedOutcome(registered && !e.in.PlatformNode, layout.HelperLauncherFile, err == nil && bytes.Equal(old, launcher.Bytes()), err)
 	if err != nil {
 		return 0, workflow.Result{}, err
 	}

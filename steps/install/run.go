@@ -158,6 +158,11 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		return nil, workflow.Refuse(err)
 	}
 	unlabelled = unlabelled || (takeover != nil && takeover.Network != "")
+	platform, err := PlatformNode(c.Host, o.InstallationID)
+	if err != nil {
+		return nil, workflow.Refuse(err)
+	}
+	platform = platform || takeover != nil
 	if pending {
 		if err := checkHostRecordCommand(takeover.Record, o); err != nil {
 			return nil, workflow.Refuse(err)
@@ -200,7 +205,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		// account; a node that never registered needs a token. The same
 		// child checks the service-account steps with what it read
 		// (NodeChecks), read-only.
-		in := (&Env{Opts: o, UnlabelledNetwork: unlabelled}).nodeInput()
+		in := (&Env{Opts: o, UnlabelledNetwork: unlabelled, PlatformNode: platform}).nodeInput()
 		in.Check = true
 		var req asaccount.Request
 		req, err = childRequest(StepConfiguration, nil, in)
@@ -272,7 +277,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	}
 	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
 		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Style: c.Style,
-		UnlabelledNetwork: unlabelled}
+		UnlabelledNetwork: unlabelled, PlatformNode: platform}
 	if prechecked != nil {
 		env.setNodeChecks(prechecked.Checks)
 	}

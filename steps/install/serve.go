@@ -38,6 +38,12 @@ type Input struct {
 	// the platform's installer's, which it made without labels: the
 	// network step accepts it as this installation's.
 	UnlabelledNetwork bool `json:"unlabelled_network,omitempty"`
+	// PlatformNode is set when root's bookkeeping records (or a takeover
+	// is about to record) that the platform's installer made the node: the
+	// helper step replaces the platform's generation-preparer.pyz, the
+	// platform's installer itself, with this installer's launcher, also on
+	// a registered node.
+	PlatformNode bool `json:"platform_node,omitempty"`
 }
 
 // Output is the installation's own part of the child's answer
@@ -135,7 +141,8 @@ func serveStep(ctx context.Context, c *privsep.Child, a Adapters, lock *InstallL
 	opts := NodeOptions{
 		InstallationID: in.InstallationID, Home: home, UID: uid, SourceURL: in.SourceURL, Bundle: in.Bundle, CoreOrigin: in.CoreOrigin,
 		AllowInsecureOrigin: in.AllowInsecureOrigin, CoreCA: in.CoreCA, Configuration: conf, UnlabelledNetwork: in.UnlabelledNetwork,
-		Docker: a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
+		PlatformNode: in.PlatformNode,
+		Docker:       a.Docker, Microsandbox: a.Microsandbox, Register: a.Register,
 		Helper: func() ([]byte, error) {
 			if exe == nil {
 				b, err := c.Executable()

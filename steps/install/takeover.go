@@ -266,7 +266,7 @@ func (t *Takeover) Facts() bookkeeping.Takeover {
 	bt := bookkeeping.Takeover{
 		Installation: bookkeeping.Installation{ID: id, Provider: rec.Provider, CoreURL: rec.CoreURL,
 			NodeRoot: h.NodeRoot(id), Unit: h.Unit(id), EnvFile: h.EnvFile(id),
-			AllowInsecureOrigin: rec.AllowInsecureOrigin, CoreCA: rec.CoreCASHA256},
+			AllowInsecureOrigin: rec.AllowInsecureOrigin, CoreCA: rec.CoreCASHA256, Platform: true},
 		Account: bookkeeping.Account{Name: layout.Account, Created: t.Account.Created, UID: t.User.UID, GID: t.User.GID},
 		Groups:  append([]string(nil), t.Account.GroupsAdded...),
 		Files:   []bookkeeping.File{{Path: h.Record(id), Kind: bookkeeping.FileRecord}},
@@ -310,6 +310,21 @@ func (t *Takeover) Commit() ([]string, error) {
 	}
 	safefile.Failpoint("takeover-account-record-removed")
 	return append(changed, fmt.Sprintf("%s (the platform installer's account record, removed once the bookkeeping held it)", path)), nil
+}
+
+// PlatformNode reports whether the bookkeeping records the installation
+// as taken over from the platform's installer.
+func PlatformNode(h layout.Host, id ident.InstallationID) (bool, error) {
+	db, ok, err := readBookkeeping(h)
+	if err != nil || !ok {
+		return false, err
+	}
+	defer db.Close()
+	inst, err := db.GetInstallation(id)
+	if errors.Is(err, bookkeeping.ErrNotFound) {
+		return false, nil
+	}
+	return inst.Platform, err
 }
 
 // UnlabelledNetwork reports whether the bookkeeping records the
