@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"errors"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,37 @@ func TestRegisteredNodesUnfinishedJournalOfAnotherInstaller(t *testing.T) {
 	old, err := workflow.InspectJournal(JournalPath(f.host, generationtest.InstallationID)+".2", workflow.Lookup)
 	if err != nil || old.Binding.Version != "test-1" || old.Condition != workflow.Failed {
 		t.Errorf("the failed journal was not kept aside: %+v %v", old, err)
+	}
+}
+
+// An unregistered node whose account lost its home (removed by hand, or
+// never made by a run a full /etc stopped) is installed by the rerun: the
+// home is made again, 0700 and the account's, before anything runs as the
+// account, and the run goes on.
+func TestRerunMakesAMissingHomeAgain(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t)
+	f.failedAtRegister(t)
+	os.Remove(filepath.Join(f.base, "engine", "fail-register"))
+	if err := os.RemoveAll(f.host.Home()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	u, err := accounts.Under(f.host.Root).LookupUser("oac-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(f.host.Home(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR || st.Mode&0o7777 != 0o700 || int(st.Uid) != u.UID || int(st.Gid) != u.GID {
+		t.Errorf("home mode %#o uid %d gid %d, want a 0700 directory of %d:%d", st.Mode, st.Uid, st.Gid, u.UID, u.GID)
+	}
+	if f.registrations() != 1 {
+		t.Errorf("%d registrations", f.registrations())
 	}
 }
