@@ -292,7 +292,7 @@ func TestStatusNeedsAttention(t *testing.T) {
 			os.Remove(h.node.Registered())
 		}, exitAttention, "registration was not confirmed", "registration:  pending, node " + testNodeID},
 		{"home missing", func(t *testing.T, h *statusHost) { must(t, os.RemoveAll(h.host.Home())) },
-			exitAttention, "/var/lib/oac-node of the account oac-node is missing, and with it the node's credential: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id " + testID + "`",
+			exitAttention, "/var/lib/oac-node of the account oac-node is missing, and with it the node's credential: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id " + testID + " --force`",
 			"account:     oac-node (uid 65534), created by the installer"},
 		{"Core unreachable", func(t *testing.T, h *statusHost) { h.core.Close() }, exitOK, "", ": unreachable ("},
 		{"systemd unreachable", func(t *testing.T, h *statusHost) { useSystemd(t, nil) }, exitOK, "", ": systemd not reachable ("},

@@ -300,7 +300,7 @@ func (s *Installation) homeNext(a advisor) string {
 	}
 	if s.hasCredential(install) {
 		return missing + ", and with it the node's credential: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id " +
-			s.InstallationID.String() + "`, then add the node again with a new command from Web"
+			s.InstallationID.String() + " --force`, then add the node again with a new command from Web"
 	}
 	return missing + ": rerun the install command Web generated for this node, with its enrollment token: it makes the home again and continues"
 }
