@@ -107,57 +107,6 @@ func TestNewerInstallerStartsOverReplacingLeftoversThatDiffer(t *testing.T) {
 	}
 }
 
-// leaseInterrupted writes a journal of installer version whose run was
-// cut in the lease step (an Inspect state).
-func (f *runFixture) leaseInterrupted(t *testing.T, version string) {
-	t.Helper()
-	steps := map[workflow.State]workflow.Step{}
-	def := workflow.InstallDefinition()
-	ctx, cancel := context.WithCancel(context.Background())
-	for _, sd := range def.States {
-		steps[sd.Name] = rootStub{}
-	}
-	steps[workflow.InstallLease] = workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
-		cancel()
-		return workflow.Result{}, context.Canceled
-	})
-	path := JournalPath(f.host, generationtest.InstallationID)
-	os.MkdirAll(filepath.Dir(path), 0o700)
-	r := &workflow.Runner{Def: def, Steps: steps, Journal: path,
-		Binding: workflow.Binding{Version: version, InstallationID: generationtest.InstallationID, Generation: 1, SpecificationDigest: f.spec.Digest()}}
-	r.Run(ctx)
-	rep, err := workflow.InspectJournal(path, workflow.Lookup)
-	if err != nil || rep.Policy != workflow.Inspect.String() {
-		t.Fatalf("journal: %+v %v", rep, err)
-	}
-}
-
-// A journal that stopped in the lease step is refused and shown, whatever
-// the installer's version, and nothing is changed.
-func TestJournalInTheLeaseStepIsRefused(t *testing.T) {
-	t.Parallel()
-	for _, version := range []string{"test-1", "test-0"} {
-		t.Run(version, func(t *testing.T) {
-			f := newRunFixture(t)
-			f.leaseInterrupted(t, version)
-			before := f.tree(t, false)
-			calls, loads, regs := f.counters(t)
-			_, err := f.install(t, nil)
-			if err == nil || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") || !strings.Contains(err.Error(), "lease") ||
-				!strings.Contains(err.Error(), "oac-node-install status") {
-				t.Fatalf("rerun: %v", err)
-			}
-			if d := generationtest.DiffHost(before, f.tree(t, false)); d != "" {
-				t.Errorf("the refusal changed the host:\n%s", d)
-			}
-			if c, l, r := f.counters(t); c != calls || l != loads || r != regs {
-				t.Errorf("the refusal called %v", f.changingCalls()[calls:])
-			}
-			t.Log(err)
-		})
-	}
-}
-
 // A registered node's unfinished journal of another installer is kept
 // aside and the run starts over: every step checks the host, nothing is
 // enrolled again.
