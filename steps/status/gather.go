@@ -3,9 +3,9 @@ package status
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
