@@ -275,6 +275,9 @@ func (j *Journal) Append(payload []byte) error {
 		return fmt.Errorf("append to journal %s: short write", j.path)
 	}
 	safefile.Failpoint("journal-before-sync")
+	if err := appendFault(j.path, payload); err != nil {
+		return fmt.Errorf("sync journal %s: %w", j.path, err)
+	}
 	if err := safefile.Fdatasync(j.f); err != nil {
 		return fmt.Errorf("sync journal %s: %w", j.path, err)
 	}

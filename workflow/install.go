@@ -83,7 +83,7 @@ func InstallDefinition() *Definition {
 				On: []Transition{{EventDownloaded, InstallHelper}}},
 			{Name: InstallHelper, Policy: Rerun, Account: ServiceAccount, Doc: "service account: write the retained generation helper and its launcher generation-preparer.pyz",
 				On: []Transition{{EventHelperWritten, InstallLease}}},
-			{Name: InstallLease, Policy: Inspect, Account: ServiceAccount, Doc: "service account: create the enrolled generation's lease and its durable identity",
+			{Name: InstallLease, Policy: Verify, Account: ServiceAccount, Doc: "service account: create the enrolled generation's lease and its durable identity",
 				On: []Transition{{EventLeaseReady, InstallRuntime}}},
 			{Name: InstallRuntime, Policy: Verify, Account: ServiceAccount, Doc: "service account: import the Runtime and verify its image identity",
 				On: []Transition{{EventRuntimeReady, InstallNetwork}}},

@@ -303,6 +303,9 @@ func TestStatusNeedsAttention(t *testing.T) {
 		// status says the same, not ok.
 		{"host record deleted", func(t *testing.T, h *statusHost) { must(t, os.Remove(h.host.Record(testID))) },
 			exitAttention, "/etc/oac-node/" + testID + ".json is missing; restore the record from a backup of /etc", "installation " + testID + ": needs attention"},
+		{"home missing", func(t *testing.T, h *statusHost) { must(t, os.RemoveAll(h.host.Home())) },
+			exitAttention, "/var/lib/oac-node of the account oac-node is missing, and with it the node's credential: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id " + testID + " --force`",
+			"account:     oac-node (uid 65534), created by the installer"},
 		{"Core unreachable", func(t *testing.T, h *statusHost) { h.core.Close() }, exitOK, "", ": unreachable ("},
 		{"systemd unreachable", func(t *testing.T, h *statusHost) { useSystemd(t, nil) }, exitOK, "", ": systemd not reachable ("},
 		{"no bookkeeping", func(t *testing.T, h *statusHost) { os.Remove(h.host.Bookkeeping()) }, exitOK, "", "bookkeeping:   none ("},

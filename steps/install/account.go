@@ -10,6 +10,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -294,4 +295,50 @@ func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 		return notDone, workflow.Result{}, nil
 	}
 	return done, workflow.Result{Facts: map[string]string{factUID: fmt.Sprint(facts.User.UID)}}, nil
+}
+
+// Child implements asaccount.Data. Once the run holds the host lock and
+// changes the host, a home the recorded account lost (removed by hand, or
+// never made by a run a full /etc stopped) is made again before anything
+// runs as the account: every node root lives there, and the account cannot
+// make it in /var/lib itself. The checks before run as the account in /
+// and find the node root missing.
+func (e *Env) Child() asaccount.Runner {
+	if !e.Locked || e.Runner == nil {
+		return e.Runner
+	}
+	return func(ctx context.Context, req asaccount.Request) (asaccount.Answer, error) {
+		if err := homeAgain(e); err != nil {
+			return asaccount.Answer{}, err
+		}
+		return e.Runner(ctx, req)
+	}
+}
+
+// homeAgain makes the account's home again, 0700 and the account's, when
+// it is missing and the bookkeeping records the account with the uid it
+// has. That holds for an adopted account too: the installer set its home
+// to 0700 and records the mode it had, which uninstall gives back; the
+// node root it holds is the installer's. Without such a record the
+// account step decides.
+func homeAgain(e *Env) error {
+	home := e.Host().Home()
+	if _, err := os.Lstat(home); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	db, ok, err := readBookkeeping(e.Host())
+	if err != nil || !ok {
+		return err
+	}
+	rec, recorded, err := db.Account()
+	db.Close()
+	if err != nil || !recorded || rec.UID <= 0 {
+		return err
+	}
+	u, err := e.Databases().LookupUser(layout.Account)
+	if err != nil || u.UID != rec.UID {
+		return nil // the account step refuses or makes the account
+	}
+	e.Printf("make the home %s of the account %s again (it was missing)", home, layout.Account)
+	return ensureHome(home, u.UID, u.GID)
 }

@@ -98,7 +98,6 @@ func (e *Env) Databases() accounts.Databases      { return e.DBs }
 func (e *Env) Systemd() systemd.Manager           { return e.Manager }
 func (e *Env) Proxy() proxy.Env                   { return e.ProxyEnv }
 func (e *Env) Token() string                      { return e.Tok }
-func (e *Env) Child() asaccount.Runner            { return e.Runner }
 
 func (e *Env) Printf(format string, args ...any) {
 	if e.Out != nil {

@@ -153,6 +153,9 @@ func EnsureNodeRoot(home string, installationID ident.InstallationID, uid int) e
 // error (the node_root step makes them).
 func CheckNodeRoot(home string, installationID ident.InstallationID, uid int) error {
 	h, err := safefile.OpenRoot(home)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // the run makes the home again before its first step as the account
+	}
 	if err != nil {
 		return noderoot.Refusal("The service account's home is not as the installer left it; inspect it", fmt.Errorf("home %s: %w", home, err))
 	}

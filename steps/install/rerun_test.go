@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"errors"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,57 +107,6 @@ func TestNewerInstallerStartsOverReplacingLeftoversThatDiffer(t *testing.T) {
 	}
 }
 
-// leaseInterrupted writes a journal of installer version whose run was
-// cut in the lease step (an Inspect state).
-func (f *runFixture) leaseInterrupted(t *testing.T, version string) {
-	t.Helper()
-	steps := map[workflow.State]workflow.Step{}
-	def := workflow.InstallDefinition()
-	ctx, cancel := context.WithCancel(context.Background())
-	for _, sd := range def.States {
-		steps[sd.Name] = rootStub{}
-	}
-	steps[workflow.InstallLease] = workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
-		cancel()
-		return workflow.Result{}, context.Canceled
-	})
-	path := JournalPath(f.host, generationtest.InstallationID)
-	os.MkdirAll(filepath.Dir(path), 0o700)
-	r := &workflow.Runner{Def: def, Steps: steps, Journal: path,
-		Binding: workflow.Binding{Version: version, InstallationID: generationtest.InstallationID, Generation: 1, SpecificationDigest: f.spec.Digest()}}
-	r.Run(ctx)
-	rep, err := workflow.InspectJournal(path, workflow.Lookup)
-	if err != nil || rep.Policy != workflow.Inspect.String() {
-		t.Fatalf("journal: %+v %v", rep, err)
-	}
-}
-
-// A journal that stopped in the lease step is refused and shown, whatever
-// the installer's version, and nothing is changed.
-func TestJournalInTheLeaseStepIsRefused(t *testing.T) {
-	t.Parallel()
-	for _, version := range []string{"test-1", "test-0"} {
-		t.Run(version, func(t *testing.T) {
-			f := newRunFixture(t)
-			f.leaseInterrupted(t, version)
-			before := f.tree(t, false)
-			calls, loads, regs := f.counters(t)
-			_, err := f.install(t, nil)
-			if err == nil || !strings.HasSuffix(workflow.Message(err), "Nothing was changed.") || !strings.Contains(err.Error(), "lease") ||
-				!strings.Contains(err.Error(), "oac-node-install status") {
-				t.Fatalf("rerun: %v", err)
-			}
-			if d := generationtest.DiffHost(before, f.tree(t, false)); d != "" {
-				t.Errorf("the refusal changed the host:\n%s", d)
-			}
-			if c, l, r := f.counters(t); c != calls || l != loads || r != regs {
-				t.Errorf("the refusal called %v", f.changingCalls()[calls:])
-			}
-			t.Log(err)
-		})
-	}
-}
-
 // A registered node's unfinished journal of another installer is kept
 // aside and the run starts over: every step checks the host, nothing is
 // enrolled again.
@@ -182,5 +132,37 @@ func TestRegisteredNodesUnfinishedJournalOfAnotherInstaller(t *testing.T) {
 	old, err := workflow.InspectJournal(JournalPath(f.host, generationtest.InstallationID)+".2", workflow.Lookup)
 	if err != nil || old.Binding.Version != "test-1" || old.Condition != workflow.Failed {
 		t.Errorf("the failed journal was not kept aside: %+v %v", old, err)
+	}
+}
+
+// An unregistered node whose account lost its home (removed by hand, or
+// never made by a run a full /etc stopped) is installed by the rerun: the
+// home is made again, 0700 and the account's, before anything runs as the
+// account, and the run goes on.
+func TestRerunMakesAMissingHomeAgain(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t)
+	f.failedAtRegister(t)
+	os.Remove(filepath.Join(f.base, "engine", "fail-register"))
+	if err := os.RemoveAll(f.host.Home()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	u, err := accounts.Under(f.host.Root).LookupUser("oac-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(f.host.Home(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR || st.Mode&0o7777 != 0o700 || int(st.Uid) != u.UID || int(st.Gid) != u.GID {
+		t.Errorf("home mode %#o uid %d gid %d, want a 0700 directory of %d:%d", st.Mode, st.Uid, st.Gid, u.UID, u.GID)
+	}
+	if f.registrations() != 1 {
+		t.Errorf("%d registrations", f.registrations())
 	}
 }

@@ -287,6 +287,10 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	// where every step is satisfied is left exactly as it is (no journal,
 	// receipt, bookkeeping transaction or lock file).
 	prev, perr := workflow.InspectJournal(path, workflow.Lookup)
+	// A home that is gone took every node root with it: what an unfinished
+	// journal says the node-side steps did is no longer on the host.
+	_, herr := os.Lstat(c.Host.Home())
+	homeGone := errors.Is(herr, os.ErrNotExist)
 	noJournal := errors.Is(perr, os.ErrNotExist)
 	checked, err := workflow.Check(ctx, workflow.InstallDefinition(), Steps(env))
 	switch {
@@ -333,6 +337,14 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	}
 	if kept {
 		changed = append(changed, fmt.Sprintf("the journal of the finished run (%s kept aside as a receipt)", path))
+	}
+	if homeGone && perr == nil && prev.Condition != workflow.Complete && prev.Policy != workflow.Inspect.String() {
+		// Start over: the steps before the node's are checked again and
+		// kept, the home made again and the node's steps run again.
+		if err := journal.KeepAside(path); err != nil {
+			return nil, after(err)
+		}
+		changed = append(changed, fmt.Sprintf("the journal of the run before the home %s went (%s kept aside as a receipt)", c.Host.Home(), path))
 	}
 	r := &workflow.Runner{
 		Def: workflow.InstallDefinition(), Steps: Steps(env), Journal: path,

@@ -2,9 +2,12 @@ package install
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
+	"github.com/openagentcore/oac-node-install/steps/record/release"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
 
@@ -15,13 +18,30 @@ import (
 // (noderoot.ImportImage: the Docker Engine loads the gunzipped stream,
 // whose end it gets only once the proof holds; microsandbox loads an
 // unpacked copy, which is removed afterwards, as is one an earlier version
-// left). The downloaded archive stays for repair.
+// left). The downloaded archive stays for repair. Before registration an
+// archive whose bytes are not the release's is downloaded again.
 type runtimeStep struct{ e *NodeEnv }
 
 const factImageID = "image"
 
 func (s runtimeStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
 	id, err := noderoot.ImportImage(ctx, s.e, s.e.base, ".")
+	if errors.Is(err, noderoot.ErrConflict) {
+		// Before registration a cached archive that differs from the
+		// release's is disposable (CONTRACT §10): it is downloaded again
+		// and loaded once more. After, the refusal stands.
+		registered, rerr := s.e.Registered()
+		if rerr != nil {
+			return workflow.Result{}, errors.Join(err, rerr)
+		}
+		if !registered {
+			s.e.Logf("replace %s: its bytes are not the release's", release.PathRuntimeImage)
+			if rerr := s.e.Root().Remove(release.PathRuntimeImage); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				return workflow.Result{}, errors.Join(err, fmt.Errorf("replace %s: %w", release.PathRuntimeImage, rerr))
+			}
+			id, err = noderoot.ImportImage(ctx, s.e, s.e.base, ".")
+		}
+	}
 	if err != nil {
 		return workflow.Result{}, err
 	}

@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"errors"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"io"
 	"maps"
 	"os"
@@ -55,15 +56,15 @@ func TestInstallRuntimeLoadsTheVerifiedArchive(t *testing.T) {
 		t.Fatalf("loads %d; images/ during the load: %v", spy.loads, spy.seen)
 	}
 
-	// The image is gone and the archive holds other bytes of the same
-	// size when the runtime step runs again: refused as a conflict (the
-	// load's stream ends in the refusal before the archive's end), the
-	// engine holding nothing, the file left as it is. (Before
-	// registration the downloads step would replace it; this is the
-	// runtime step's own proof.)
+	// The image is gone and the archive of a registered node holds other
+	// bytes of the same size when the runtime step runs again: refused as
+	// a conflict (the load's stream ends in the refusal before the
+	// archive's end), the engine holding nothing, the file left as it is.
+	// (Before registration it is replaced: TestRuntimeReplacesAChangedArchiveBeforeRegistration.)
 	if err := f.docker.RemoveImage(f.rel.Image); err != nil {
 		t.Fatal(err)
 	}
+	registerFixtureNode(t, f)
 	gz := filepath.Join(spy.dir, "runtime.tar.gz")
 	b, err := os.ReadFile(gz)
 	if err != nil {
@@ -98,7 +99,8 @@ func (e earlyFailingDocker) ImageLoadReader(_ context.Context, r io.Reader, name
 
 // TestInstallRuntimeEngineFailsFirst: when the engine fails the load
 // before the proof has concluded, the archive is proven to the end to tell
-// the operator which is at fault: other bytes than the release's are
+// the operator which is at fault: other bytes than the release's (of a
+// registered node, whose files are not replaced) are
 // refused as a conflict (the engine's words kept), the release's bytes
 // leave the engine's error as it is.
 func TestInstallRuntimeEngineFailsFirst(t *testing.T) {
@@ -111,6 +113,7 @@ func TestInstallRuntimeEngineFailsFirst(t *testing.T) {
 	if err == nil || errors.Is(err, noderoot.ErrConflict) || !strings.Contains(err.Error(), "invalid tar header") {
 		t.Fatalf("the release's archive, the engine failing: %v", err)
 	}
+	registerFixtureNode(t, f)
 	gz := f.root("images", "runtime.tar.gz")
 	b, err := os.ReadFile(gz)
 	if err != nil {
@@ -149,4 +152,47 @@ func runNodeSteps(f *installFixture, opts NodeOptions, token string, states ...w
 		maps.Copy(facts, res.Facts)
 	}
 	return nil
+}
+
+// registerFixtureNode gives the fixture's node the record of its registration:
+// from then on none of its files is replaced (CONTRACT §10).
+func registerFixtureNode(t *testing.T, f *installFixture) {
+	t.Helper()
+	if err := os.WriteFile(layout.Node{Root: f.root()}.Registered(), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Before registration a cached archive whose bytes differ from the
+// release's is disposable (CONTRACT §10, R:25): the runtime step, which
+// proves the bytes as it loads them, downloads it again and loads the
+// release's, instead of failing at every rerun; the engine never holds an
+// image of the changed bytes.
+func TestRuntimeReplacesAChangedArchiveBeforeRegistration(t *testing.T) {
+	f := newInstallFixture(t)
+	opts := f.options()
+	run := func(token string, states ...workflow.State) error { return runNodeSteps(f, opts, token, states...) }
+	if err := run("tok-123", workflow.InstallNodeRoot, workflow.InstallMetadata, workflow.InstallDownloads, workflow.InstallHelper,
+		workflow.InstallLease); err != nil {
+		t.Fatal(err)
+	}
+	gz := f.root("images", "runtime.tar.gz")
+	want, err := os.ReadFile(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append([]byte(nil), want...)
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(gz, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("", workflow.InstallRuntime); err != nil {
+		t.Fatalf("the runtime step with a changed archive before registration: %v", err)
+	}
+	if after, _ := os.ReadFile(gz); string(after) != string(want) {
+		t.Error("the changed archive was not replaced by the release's")
+	}
+	if st, err := f.docker.State(); err != nil || len(st.Images) != 1 {
+		t.Fatalf("the engine's images: %+v, %v", st.Images, err)
+	}
 }

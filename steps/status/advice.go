@@ -98,6 +98,9 @@ func (s *Installation) attention(a advisor) string {
 			return fmt.Sprintf("this node was made by the platform's installer (%s): take it over with the install command Web generated for it, or remove it: sudo oac-node-install --uninstall --installation-id %s", hostrecord.PlatformAccountPath(a.host), id)
 		}
 	}
+	if next := s.homeNext(a); next != "" {
+		return next
+	}
 	for _, cond := range []workflow.Condition{workflow.NeedsInspection, workflow.Failed, workflow.Resumable} {
 		for _, w := range s.Workflows {
 			if w.Running == nil && w.Condition == cond {
@@ -303,4 +306,28 @@ const ConsolePlaceholder = "<console URL>"
 // the node may have its credential.
 func RegisterBegun(r *workflow.Report) bool {
 	return r.Attempts[string(workflow.InstallRegister)] > 0
+}
+
+// homeNext is what to do when the service account's home is missing, or ""
+// (an uninstallation under way continues by its own command). A node
+// whose credential went with the home cannot continue: it is removed and
+// added again. One that never registered is installed again by the
+// command Web generated, which makes the home again (0700, the account's).
+func (s *Installation) homeNext(a advisor) string {
+	if !s.homeMissing || s.Uninstalled {
+		return ""
+	}
+	if u := s.Workflow(workflow.UninstallDefinition().Name); u != nil && u.Condition != workflow.Complete {
+		return ""
+	}
+	missing := "the home " + a.host.Home() + " of the account " + layout.Account + " is missing"
+	var install *workflow.Report
+	if w := s.Workflow(workflow.InstallDefinition().Name); w != nil {
+		install = &w.Report
+	}
+	if s.hasCredential(install) {
+		return missing + ", and with it the node's credential: remove the node in Web, run `sudo oac-node-install --uninstall --installation-id " +
+			s.InstallationID.String() + " --force`, then add the node again with a new command from Web"
+	}
+	return missing + ": rerun the install command Web generated for this node, with its enrollment token: it makes the home again and continues"
 }

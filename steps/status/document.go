@@ -85,6 +85,9 @@ type Installation struct {
 
 	record    *hostrecord.Record
 	recordErr error
+	// homeMissing: the service account exists (the recorded one) but its
+	// home, where every node root lives, does not.
+	homeMissing bool
 }
 
 // Made is where an installation's state lives on the host — the service

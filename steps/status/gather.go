@@ -2,13 +2,16 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -102,9 +105,11 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 		}
 		images[n.InstallationID] = n.Image
 	}
+	homeMissing := accountHomeMissing(host, books)
 	var present []ident.InstallationID
 	for id, s := range byID {
 		s.Bookkeeping = books.forInstallation(host, id)
+		s.homeMissing = homeMissing
 		if !s.uninstalled() {
 			present = append(present, id)
 			s.Made = &Made{Home: host.Home(), NodeRoot: host.NodeRoot(id), Journals: host.JournalDir(id), Image: images[id]}
@@ -163,4 +168,19 @@ func findJournals(host layout.Host, id ident.InstallationID) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// accountHomeMissing reports whether the service account exists, as the
+// one the bookkeeping records, without its home (removed by hand, or never
+// made by an install that stopped): nothing of a node can then be read,
+// and each installation needs the command that mends it.
+func accountHomeMissing(host layout.Host, books bookkeepingSnapshot) bool {
+	if books.mismatch != nil {
+		return false // the mismatch's own advice comes first
+	}
+	if _, err := accounts.Under(host.Root).LookupUser(layout.Account); err != nil {
+		return false
+	}
+	_, err := os.Lstat(host.Home())
+	return errors.Is(err, fs.ErrNotExist)
 }

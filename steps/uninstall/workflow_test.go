@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -578,4 +579,36 @@ func childrenOfThisTestAs(uid int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// An account whose home is gone (removed by hand, or never made by an
+// install a full /etc stopped) does not stop the uninstallation: its
+// children run in /, find nothing of the node's to remove, and the rest
+// goes as usual. A registered node's credential went with the home, so
+// without --force the uninstallation says to remove the node in Web and
+// use --force, which finishes.
+func TestUninstallWithoutTheHome(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
+			f := newHostFixture(t)
+			f.install(t)
+			must(t, os.RemoveAll(f.host.Home()))
+			rep, err := f.uninstall(t, force)
+			if !force {
+				// The node's credential went with the home: Core cannot be
+				// asked, and the refusal names the command that goes on.
+				if err == nil || !strings.Contains(err.Error(), "credential (state/node/identity.json) is gone") || !strings.Contains(err.Error(), "--force") {
+					t.Fatalf("%v %v\n%s", rep, err, f.out.String())
+				}
+				f.out.Reset()
+				rep, err = f.uninstall(t, true)
+			}
+			if err != nil || rep.Condition != workflow.Complete {
+				t.Fatalf("%v %v\n%s", rep, err, f.out.String())
+			}
+			if _, err := os.Lstat(f.host.Record(id)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the host record remains: %v", err)
+			}
+		})
+	}
 }

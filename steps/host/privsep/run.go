@@ -31,7 +31,8 @@ type Options struct {
 	// and supplementary groups. UID and GID must not be 0.
 	UID, GID int
 	Groups   []int
-	// Home is the account's home: the child's HOME and working directory.
+	// Home is the account's home: the child's HOME and working directory
+	// (/ while the home does not exist).
 	Home string
 	// Role names the Handler the child runs.
 	Role string

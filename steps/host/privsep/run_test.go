@@ -452,3 +452,29 @@ func TestChildRefusesNewPrivileges(t *testing.T) {
 		t.Fatalf("child without no_new_privs: %v, want a refusal", err)
 	}
 }
+
+// A home that is gone (removed by hand, or never made by an install a
+// full /etc stopped) does not keep the child from starting: it works in
+// / with HOME still naming the home, so a command can say the home is
+// missing, or make it again, instead of failing at fork/exec.
+func TestRunWithoutHome(t *testing.T) {
+	needRoot(t)
+	o := baseOptions(t, "inspect")
+	if err := os.Remove(o.Home); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in inspection
+	if err := res.Decode(&in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Cwd != "/" {
+		t.Errorf("working directory %q, want /", in.Cwd)
+	}
+	if !slices.Contains(in.Env, "HOME="+o.Home) {
+		t.Errorf("environment %q, want HOME=%s", in.Env, o.Home)
+	}
+}

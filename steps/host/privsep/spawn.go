@@ -1,8 +1,10 @@
 package privsep
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -49,13 +51,21 @@ func spawn(o Options, rd *reader) (_ *child, err error) {
 	for _, g := range o.Groups {
 		cred.Groups = append(cred.Groups, uint32(g))
 	}
+	// The child works in the account's home; without one (removed by
+	// hand, or an install stopped before making it) in /, so that the
+	// command can still say what is missing or make the home again. HOME
+	// names the home either way.
+	dir := o.Home
+	if _, err := os.Lstat(o.Home); errors.Is(err, fs.ErrNotExist) {
+		dir = "/"
+	}
 	cmd := &exec.Cmd{
 		// The sealed copy, named through this process's descriptor table:
 		// the forked child resolves /proc/self/fd/N before execve closes N.
 		Path:       fmt.Sprintf("/proc/self/fd/%d", execFD),
 		Args:       []string{memfdName, ChildCommand, o.Role},
 		Env:        o.env(),
-		Dir:        o.Home,
+		Dir:        dir,
 		Stdin:      p.devNull,
 		Stdout:     p.outW,
 		Stderr:     p.errW,
