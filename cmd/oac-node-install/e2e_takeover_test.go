@@ -86,13 +86,25 @@ func (h *crashHost) platformLayout(t *testing.T) {
 }
 
 // platformNodeRoot turns the node root into the platform's: its JSON
-// records on one line (same value), and the platform's retained helper, a
+// records on one line (same value; release files keep their bytes), and the platform's retained helper, a
 // zip application of other bytes, instead of this installer's.
 func (h *crashHost) platformNodeRoot(t *testing.T, root string, uid int) {
 	t.Helper()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".lease-identity")) {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() {
+			// Release files (the seccomp profile, the manifest's copy)
+			// are the release's bytes, not records.
+			switch rel, _ := filepath.Rel(root, p); rel {
+			case "runtime", "releases", "native", "images":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".json") && !strings.HasSuffix(p, ".lease-identity") {
+			return nil
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
