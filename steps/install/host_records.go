@@ -94,6 +94,7 @@ func (s hostRecordsStep) Check(ctx context.Context, _ workflow.Facts) (workflow.
 	}
 	got.Created = expectedInstallation(d).Created
 	got.Registered = false // recorded by the env_file step, after register; kept by a rerun
+	got.Platform = false   // recorded by a takeover; kept by a rerun
 	path := d.Host().Record(id)
 	if got != expectedInstallation(d) || !recordsFile(db, id, path) {
 		return notDone, workflow.Result{}, nil

@@ -1,9 +1,12 @@
 package install
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
@@ -12,6 +15,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/launcher"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -46,6 +50,17 @@ func (f *runFixture) platformLayout(t *testing.T) {
 	st := f.engineState(t)
 	st.Nets[docker.NetworkName(id)] = map[string]string{}
 	must(f.engine.Save(st))
+	// The platform's retained helper: its installer as the launcher, no
+	// generation-preparer.
+	root := f.host.NodeRoot(id)
+	launcherPath := filepath.Join(root, layout.HelperLauncherFile)
+	fi, err := os.Stat(launcherPath)
+	must(err)
+	must(os.Remove(launcherPath))
+	must(os.WriteFile(launcherPath, []byte("PK the platform's installer"), 0o600))
+	st2 := fi.Sys().(*syscall.Stat_t)
+	must(os.Chown(launcherPath, int(st2.Uid), int(st2.Gid)))
+	must(os.Remove(filepath.Join(root, layout.HelperFile)))
 }
 
 // A rerun on a host whose node the platform's installer made takes it
@@ -73,6 +88,13 @@ func TestRerunTakesOverAPlatformNode(t *testing.T) {
 	}
 	if f.registrations() != regs {
 		t.Errorf("the takeover registered the node again")
+	}
+	root := f.host.NodeRoot(id)
+	if got, err := os.ReadFile(filepath.Join(root, layout.HelperLauncherFile)); err != nil || !bytes.Equal(got, launcher.Bytes()) {
+		t.Errorf("the platform's launcher was not replaced with this installer's: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(root, layout.HelperFile)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the helper after the takeover: %v %v", fi, err)
 	}
 	db, err := bookkeeping.OpenReadOnly(f.host.Bookkeeping())
 	if err != nil {
