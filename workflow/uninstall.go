@@ -52,3 +52,19 @@ func UninstallDefinition() *Definition {
 		},
 	}
 }
+
+// FactAccountKept is the fact the uninstallation's account step records
+// when it keeps the service account for a rerun: "process" (a process
+// still ran as it) or "store" (a microsandbox store was kept).
+const FactAccountKept = "account_kept"
+
+// AccountKept is why the uninstallation whose journal r reads kept the
+// service account for a rerun ("process" or "store"), or "": its journal
+// ended, but the account, its home, installer.db and /etc/oac-node remain
+// until the rerun (CONTRACT §10, Uninstall), so the run is Incomplete.
+func (r *Report) AccountKept() string {
+	if r == nil || r.Workflow != UninstallDefinition().Name || (r.Condition != Complete && r.Condition != Incomplete) {
+		return ""
+	}
+	return r.Facts[FactAccountKept]
+}

@@ -495,6 +495,46 @@ func TestStatusAfterUninstall(t *testing.T) {
 	}
 }
 
+// TestStatusAfterAnUninstallThatKeptTheAccount: an uninstallation whose
+// account step kept the account while a process ran as it ended its
+// journal, but the account, installer.db and /etc/oac-node remain: status
+// needs attention (exit 2) and names the rerun that finishes it.
+func TestStatusAfterAnUninstallThatKeptTheAccount(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	h := layout.Host{Root: root}
+	useSystemd(t, systemdtest.New(""))
+	os.MkdirAll(h.JournalDir(testID), 0o700)
+	b := workflow.Binding{Version: workflow.Version, InstallationID: testID}
+	runWorkflow(t, workflow.InstallDefinition(), filepath.Join(h.JournalDir(testID), "install.journal.1"), b, "wait_ready")
+	def := workflow.UninstallDefinition()
+	steps := map[workflow.State]workflow.Step{}
+	for _, sd := range def.States {
+		name := sd.Name
+		st := workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
+			if name == workflow.UninstallAccount {
+				return workflow.Result{Facts: map[string]string{workflow.FactAccountKept: "process"}}, nil
+			}
+			return workflow.Result{}, nil
+		})
+		if sd.Policy == workflow.Verify {
+			steps[name] = verifyingStep{st}
+		} else {
+			steps[name] = st
+		}
+	}
+	r := &workflow.Runner{Def: def, Steps: steps, Journal: filepath.Join(h.JournalDir(testID), "uninstall.journal"), Binding: b}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runOn(t, root, "status")
+	want := "sudo oac-node-install --uninstall --installation-id " + testID + " --force"
+	if code != exitAttention || strings.Contains(out, ": ok") || !strings.Contains(out, "pgrep -u oac-node") || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want %d naming `pgrep -u oac-node` and %q:\n%s%s", code, exitAttention, want, out, errOut)
+	}
+}
+
 // TestStatusShowsARunningNodeWorkflow: a prepare the node runs, whose
 // journal in the node root is read as the service account, is running
 // while its lock is held: exit 0, no next command.

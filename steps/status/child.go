@@ -202,6 +202,9 @@ func inspectWorkflow(path string) WorkflowStatus {
 		rep = &workflow.Report{Journal: path, Condition: workflow.NeedsInspection, Note: "cannot read: " + err.Error()}
 	}
 	normalizeReport(rep)
+	if rep.AccountKept() != "" {
+		rep.Condition = workflow.Incomplete // as the uninstall command reported it
+	}
 	ws := WorkflowStatus{Report: *rep}
 	holders, err := lease.LockHolders(path + ".lock")
 	if err != nil {

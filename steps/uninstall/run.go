@@ -189,6 +189,11 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return rep, after(err)
 	}
 	summary(e, e.final)
+	if rep.AccountKept() != "" {
+		// The journal ended, but the account, its home, installer.db and
+		// /etc/oac-node remain for the rerun the account step named.
+		rep.Condition = workflow.Incomplete
+	}
 	return rep, nil
 }
 
