@@ -68,3 +68,19 @@ func (r *Report) AccountKept() string {
 	}
 	return r.Facts[FactAccountKept]
 }
+
+// FactNetworkLeft is the fact the uninstallation's network step records
+// when it left the node's Docker network because the Docker Engine did not
+// run (stopped or removed): the network's name.
+const FactNetworkLeft = "network_left"
+
+// NetworkLeft is the Docker network the uninstallation whose journal r
+// reads left because the Docker Engine did not run, or "": the rest is
+// removed, and `sudo docker network rm <name>` removes it once the engine
+// runs, so the run is Incomplete.
+func (r *Report) NetworkLeft() string {
+	if r == nil || r.Workflow != UninstallDefinition().Name || (r.Condition != Complete && r.Condition != Incomplete) {
+		return ""
+	}
+	return r.Facts[FactNetworkLeft]
+}

@@ -189,9 +189,10 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return rep, after(err)
 	}
 	summary(e, e.final)
-	if rep.AccountKept() != "" {
+	if rep.AccountKept() != "" || rep.NetworkLeft() != "" {
 		// The journal ended, but the account, its home, installer.db and
-		// /etc/oac-node remain for the rerun the account step named.
+		// /etc/oac-node remain for the rerun the account step named, or
+		// the network for the command the network step printed.
 		rep.Condition = workflow.Incomplete
 	}
 	return rep, nil
@@ -213,6 +214,9 @@ func summary(e *Env, facts workflow.Facts) {
 	id := e.Opts.InstallationID
 	if img := facts[FactRuntimeImage]; img != "" {
 		e.Printf("The Runtime image stays; remove it when no other node uses it: sudo docker image rm %s", img)
+	}
+	if net := facts[workflow.FactNetworkLeft]; net != "" {
+		e.Printf("The Docker network %s stays: the Docker Engine did not run; once it runs, remove it: sudo docker network rm %s", net, net)
 	}
 	if facts[FactAccountKept] != "" {
 		e.Printf("The node %s is uninstalled from this host except the account %s; rerun the command as shown above.", id, layout.Account)
