@@ -231,7 +231,7 @@ func summary(e *Env, facts workflow.Facts) {
 func nothingChanged(err error) error { return workflow.Refuse(err) }
 
 // readRecords reads the installation from root's records, without
-// creating or changing any: the host record /etc/oac-node/<id>.json
+// creating or changing any (the bookkeeping opened read-only): the host record /etc/oac-node/<id>.json
 // (CONTRACT §2.4), else the bookkeeping when it exists.
 func readRecords(h layout.Host, id ident.InstallationID) (bookkeeping.Installation, bool, error) {
 	rec, err := hostrecord.Read(h, id)
@@ -245,7 +245,7 @@ func readRecords(h layout.Host, id ident.InstallationID) (bookkeeping.Installati
 	if _, err := os.Lstat(h.Bookkeeping()); err != nil {
 		return bookkeeping.Installation{}, false, nil
 	}
-	db, err := bookkeeping.Open(h.Bookkeeping())
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	if err != nil {
 		return bookkeeping.Installation{}, false, err
 	}
@@ -291,12 +291,13 @@ func keepInstallReceipt(h layout.Host, id ident.InstallationID) (kept bool, err 
 }
 
 // accountKept reports whether an earlier run kept the account for a
-// rerun: the bookkeeping still records the account and no installation.
+// rerun: the bookkeeping, opened read-only, still records the account and
+// no installation.
 func accountKept(h layout.Host) bool {
 	if _, err := os.Lstat(h.Bookkeeping()); err != nil {
 		return false
 	}
-	db, err := bookkeeping.Open(h.Bookkeeping())
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	if err != nil {
 		return false
 	}
