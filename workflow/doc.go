@@ -72,6 +72,9 @@
 // InspectJournal reads a journal without changing it and reports the
 // current state, the completed steps, attempts, the last error and one of
 // complete, resumable, needs-inspection or failed; steps/status shows it.
+// An uninstallation that kept the service account for a rerun ended its
+// journal but is reported incomplete (Report.AccountKept) by the command
+// that ran it and by status.
 //
 // The engine runs as the account of the process that calls it: root for
 // install and uninstall (journals in /var/lib/oac-node-install/<id>/), the

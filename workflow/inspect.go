@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -22,6 +23,12 @@ const (
 	NeedsInspection Condition = "needs-inspection"
 	// Failed: the last step failed; rerunning retries it by its policy.
 	Failed Condition = "failed"
+	// Incomplete: the run reached its final state but kept something
+	// that a rerun finishes (an uninstallation that kept the service
+	// account while a process ran as it). A journal never reads so:
+	// the command that ran, and status, tell it from the journal's facts
+	// (Report.Facts).
+	Incomplete Condition = "incomplete"
 )
 
 // Report is a read-only view of one workflow journal.
@@ -58,6 +65,10 @@ type Report struct {
 	// RunConverged when it ran nothing). It is no part of the journal:
 	// InspectJournal leaves it zero, and it is never encoded.
 	Run RunKind `json:"-"`
+	// Facts are the facts the journal's done records carried, the later
+	// overriding the earlier (what the next step would be given). They
+	// are no part of the report's encoding.
+	Facts map[string]string `json:"-"`
 }
 
 // RunKind is what one run did with the journal it found: a command that
@@ -158,6 +169,7 @@ func buildReport(def *Definition, path string, rp *replay, tail *journal.Tail) *
 		Attempts:  map[string]int{},
 		Started:   rp.started,
 		Updated:   rp.updated,
+		Facts:     maps.Clone(rp.facts),
 	}
 	for k, v := range rp.attempts {
 		rep.Attempts[k] = v

@@ -52,3 +52,35 @@ func UninstallDefinition() *Definition {
 		},
 	}
 }
+
+// FactAccountKept is the fact the uninstallation's account step records
+// when it keeps the service account for a rerun: "process" (a process
+// still ran as it) or "store" (a microsandbox store was kept).
+const FactAccountKept = "account_kept"
+
+// AccountKept is why the uninstallation whose journal r reads kept the
+// service account for a rerun ("process" or "store"), or "": its journal
+// ended, but the account, its home, installer.db and /etc/oac-node remain
+// until the rerun (CONTRACT §10, Uninstall), so the run is Incomplete.
+func (r *Report) AccountKept() string {
+	if r == nil || r.Workflow != UninstallDefinition().Name || (r.Condition != Complete && r.Condition != Incomplete) {
+		return ""
+	}
+	return r.Facts[FactAccountKept]
+}
+
+// FactNetworkLeft is the fact the uninstallation's network step records
+// when it left the node's Docker network because the Docker Engine did not
+// run (stopped or removed): the network's name.
+const FactNetworkLeft = "network_left"
+
+// NetworkLeft is the Docker network the uninstallation whose journal r
+// reads left because the Docker Engine did not run, or "": the rest is
+// removed, and `sudo docker network rm <name>` removes it once the engine
+// runs, so the run is Incomplete.
+func (r *Report) NetworkLeft() string {
+	if r == nil || r.Workflow != UninstallDefinition().Name || (r.Condition != Complete && r.Condition != Incomplete) {
+		return ""
+	}
+	return r.Facts[FactNetworkLeft]
+}

@@ -25,7 +25,8 @@ import (
 //	  "result": "changed",            // "changed", "resumed", "unchanged" or "failed"
 //	  "changed": true,                // whether the run changed the host
 //	  "state": "installed",           // the workflow's state at the end (absent when it never ran)
-//	  "condition": "complete",        // its journal's condition (workflow.Condition)
+//	  "condition": "complete",        // its journal's condition (workflow.Condition); "incomplete"
+//	                                  // when an uninstallation kept the account for a rerun
 //	  "journal": "/var/lib/oac-node-install/0b4a2c6e-…/install.journal",
 //	  "error": "…",                   // "failed" only: the message printed on standard error
 //	  "exit_code": 0

@@ -103,3 +103,20 @@ func TestJSONResultOfARefusal(t *testing.T) {
 		}
 	})
 }
+
+// An uninstallation that kept the account for a rerun (or left the network
+// of a stopped Docker Engine) succeeds, exit 0, but its document's
+// condition is "incomplete", not "complete".
+func TestResultDocumentOfAnIncompleteUninstall(t *testing.T) {
+	r := newResultDocument("uninstall")
+	r.ran(&workflow.Report{Journal: "/var/lib/oac-node-install/" + testID + "/uninstall.journal", Workflow: "uninstall",
+		State: workflow.UninstallUninstalled, Condition: workflow.Incomplete, Run: workflow.RunFresh})
+	r.end(nil, exitOK, "")
+	var buf strings.Builder
+	if err := r.write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"condition": "incomplete"`) || r.ExitCode != exitOK || r.Result != resultChanged {
+		t.Errorf("%s", buf.String())
+	}
+}

@@ -495,6 +495,75 @@ func TestStatusAfterUninstall(t *testing.T) {
 	}
 }
 
+// TestStatusAfterAnUninstallThatKeptTheAccount: an uninstallation whose
+// account step kept the account while a process ran as it ended its
+// journal, but the account, installer.db and /etc/oac-node remain: status
+// needs attention (exit 2) and names the rerun that finishes it.
+func TestStatusAfterAnUninstallThatKeptTheAccount(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	h := layout.Host{Root: root}
+	useSystemd(t, systemdtest.New(""))
+	os.MkdirAll(h.JournalDir(testID), 0o700)
+	b := workflow.Binding{Version: workflow.Version, InstallationID: testID}
+	runWorkflow(t, workflow.InstallDefinition(), filepath.Join(h.JournalDir(testID), "install.journal.1"), b, "wait_ready")
+	uninstallWithFacts(t, filepath.Join(h.JournalDir(testID), "uninstall.journal"), b, workflow.UninstallAccount, map[string]string{workflow.FactAccountKept: "process"})
+	code, out, errOut := runOn(t, root, "status")
+	want := "sudo oac-node-install --uninstall --installation-id " + testID + " --force"
+	if code != exitAttention || strings.Contains(out, ": ok") || !strings.Contains(out, "pgrep -u oac-node") || !strings.Contains(out, want) ||
+		!strings.Contains(out, "uninstall: incomplete") {
+		t.Errorf("exit %d, want %d naming `pgrep -u oac-node` and %q:\n%s%s", code, exitAttention, want, out, errOut)
+	}
+}
+
+// uninstallWithFacts runs the uninstall workflow to its end, the step at
+// state recording facts.
+func uninstallWithFacts(t *testing.T, journal string, b workflow.Binding, state workflow.State, facts map[string]string) {
+	t.Helper()
+	def := workflow.UninstallDefinition()
+	steps := map[workflow.State]workflow.Step{}
+	for _, sd := range def.States {
+		name := sd.Name
+		st := workflow.StepFunc(func(context.Context, workflow.Facts) (workflow.Result, error) {
+			if name == state {
+				return workflow.Result{Facts: facts}, nil
+			}
+			return workflow.Result{}, nil
+		})
+		if sd.Policy == workflow.Verify {
+			steps[name] = verifyingStep{st}
+		} else {
+			steps[name] = st
+		}
+	}
+	r := &workflow.Runner{Def: def, Steps: steps, Journal: journal, Binding: b}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatusAfterAnUninstallThatLeftTheNetwork: an uninstallation that
+// found no Docker Engine left the node's network: status shows the
+// uninstall journal incomplete with the command that removes the network
+// once the engine runs. The node is uninstalled (exit 0): status cannot
+// see whether the network was removed since.
+func TestStatusAfterAnUninstallThatLeftTheNetwork(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	h := layout.Host{Root: root}
+	useSystemd(t, systemdtest.New(""))
+	os.MkdirAll(h.JournalDir(testID), 0o700)
+	b := workflow.Binding{Version: workflow.Version, InstallationID: testID}
+	net := "oac-node-" + testID
+	uninstallWithFacts(t, filepath.Join(h.JournalDir(testID), "uninstall.journal"), b, workflow.UninstallNetwork, map[string]string{workflow.FactNetworkLeft: net})
+	code, out, errOut := runOn(t, root, "status")
+	if code != exitOK || !strings.Contains(out, "uninstall: incomplete") || !strings.Contains(out, "sudo docker network rm "+net) {
+		t.Errorf("exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
 // TestStatusShowsARunningNodeWorkflow: a prepare the node runs, whose
 // journal in the node root is read as the service account, is running
 // while its lock is held: exit 0, no next command.

@@ -31,7 +31,26 @@ type advisor struct {
 // so an install journal beside a complete uninstall journal is newer.
 func (s *Installation) uninstalled() bool {
 	u := s.Workflow(workflow.UninstallDefinition().Name)
-	return u != nil && u.Condition == workflow.Complete && s.Workflow(workflow.InstallDefinition().Name) == nil
+	return u != nil && (u.Condition == workflow.Complete || u.Condition == workflow.Incomplete) && s.Workflow(workflow.InstallDefinition().Name) == nil
+}
+
+// keptAccountNext is the rerun that finishes an uninstallation which kept
+// the service account for a rerun (its journal ended; the account, its
+// home, installer.db and /etc/oac-node remain), or "".
+func (s *Installation) keptAccountNext() string {
+	u := s.Workflow(workflow.UninstallDefinition().Name)
+	if u == nil || !s.uninstalled() {
+		return ""
+	}
+	rerun := "sudo oac-node-install --uninstall --installation-id " + s.InstallationID.String() + " --force"
+	switch u.AccountKept() {
+	case "":
+		return ""
+	case "store":
+		return "the uninstallation kept the account " + layout.Account + " and its home for a kept microsandbox store: once the store is removed, finish it: " + rerun
+	default:
+		return "the uninstallation kept the account " + layout.Account + " while a process ran as it (see `pgrep -u " + layout.Account + "`): once none runs, finish it: " + rerun
+	}
 }
 
 // installed reports whether the installation is meant to be running: its
@@ -107,6 +126,9 @@ func (s *Installation) attention(a advisor) string {
 				return s.workflowNext(a, &w.Report)
 			}
 		}
+	}
+	if next := s.keptAccountNext(); next != "" && !rootRunning {
+		return next
 	}
 	if s.recordErr != nil {
 		return "inspect " + a.host.Record(id) + ": " + s.recordErr.Error()
@@ -317,7 +339,7 @@ func (s *Installation) homeNext(a advisor) string {
 	if !s.homeMissing || s.Uninstalled {
 		return ""
 	}
-	if u := s.Workflow(workflow.UninstallDefinition().Name); u != nil && u.Condition != workflow.Complete {
+	if u := s.Workflow(workflow.UninstallDefinition().Name); u != nil && u.Condition != workflow.Complete && u.Condition != workflow.Incomplete {
 		return ""
 	}
 	missing := "the home " + a.host.Home() + " of the account " + layout.Account + " is missing"

@@ -202,6 +202,14 @@ func inspectWorkflow(path string) WorkflowStatus {
 		rep = &workflow.Report{Journal: path, Condition: workflow.NeedsInspection, Note: "cannot read: " + err.Error()}
 	}
 	normalizeReport(rep)
+	if net := rep.NetworkLeft(); net != "" {
+		// What is left is the engine's: status cannot tell whether it is
+		// removed since, so it is shown, not a reason for attention.
+		rep.Note = joinNote(rep.Note, "left the Docker network "+net+" (the Docker Engine did not run); once the engine runs, remove it: sudo docker network rm "+net)
+	}
+	if rep.AccountKept() != "" || rep.NetworkLeft() != "" {
+		rep.Condition = workflow.Incomplete // as the uninstall command reported it
+	}
 	ws := WorkflowStatus{Report: *rep}
 	holders, err := lease.LockHolders(path + ".lock")
 	if err != nil {

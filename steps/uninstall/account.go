@@ -24,7 +24,7 @@ import (
 
 // FactAccountKept says why the account stays for a rerun: "process" (a
 // process still runs as it) or "store" (a microsandbox store was kept).
-const FactAccountKept = "account_kept"
+const FactAccountKept = workflow.FactAccountKept
 
 // accountStep handles the oac-node account by the bookkeeping: while
 // other nodes remain it keeps everything; an account made again with

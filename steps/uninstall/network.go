@@ -52,12 +52,24 @@ func removeNetwork(ctx context.Context, in NodeOptions, req Input) (workflow.Res
 	if err != nil {
 		return workflow.Result{}, err
 	}
+	// An engine that does not run (stopped, removed) keeps no container
+	// of the node running and holds its network only on its disk: the
+	// rest of the node goes, and the network is left with the command
+	// that removes it once the engine runs again.
+	leave := func(err error) (workflow.Result, error) {
+		if !errors.Is(err, docker.ErrUnavailable) {
+			return workflow.Result{}, err
+		}
+		in.logf("leave the Docker network %s, if it is there: the Docker Engine does not run (%v); once it runs again, remove it: sudo docker network rm %s", name, err, name)
+		res.Facts[workflow.FactNetworkLeft] = name
+		return res, nil
+	}
 	got, err := dk.NetworkInspect(ctx, name)
 	if errors.Is(err, docker.ErrNotFound) {
 		return res, nil
 	}
 	if err != nil {
-		return workflow.Result{}, err
+		return leave(err)
 	}
 	platforms := req.UnlabelledNetwork && name == docker.NetworkName(req.InstallationID) && got.Labels[install.InstallationLabel] == ""
 	if !platforms && got.Labels[install.InstallationLabel] != req.InstallationID.String() {
@@ -66,7 +78,7 @@ func removeNetwork(ctx context.Context, in NodeOptions, req Input) (workflow.Res
 	}
 	left, err := dk.ContainersByLabel(ctx, install.InstallationLabel, req.InstallationID.String())
 	if err != nil {
-		return workflow.Result{}, err
+		return leave(err)
 	}
 	if len(left) > 0 {
 		in.logf("keep the Docker network %s: %d containers labelled %s=%s remain; remove it later with `sudo docker network rm %s`",
@@ -75,7 +87,9 @@ func removeNetwork(ctx context.Context, in NodeOptions, req Input) (workflow.Res
 		return res, nil
 	}
 	in.logf("remove the Docker network %s", name)
-	if err := dk.NetworkRemove(ctx, name); err != nil && !errors.Is(err, docker.ErrNotFound) {
+	if err := dk.NetworkRemove(ctx, name); errors.Is(err, docker.ErrUnavailable) {
+		return leave(err)
+	} else if err != nil && !errors.Is(err, docker.ErrNotFound) {
 		return workflow.Result{}, fmt.Errorf("remove the Docker network %s: %w", name, err)
 	}
 	return res, nil

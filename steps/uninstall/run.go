@@ -189,6 +189,12 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		return rep, after(err)
 	}
 	summary(e, e.final)
+	if rep.AccountKept() != "" || rep.NetworkLeft() != "" {
+		// The journal ended, but the account, its home, installer.db and
+		// /etc/oac-node remain for the rerun the account step named, or
+		// the network for the command the network step printed.
+		rep.Condition = workflow.Incomplete
+	}
 	return rep, nil
 }
 
@@ -209,6 +215,9 @@ func summary(e *Env, facts workflow.Facts) {
 	if img := facts[FactRuntimeImage]; img != "" {
 		e.Printf("The Runtime image stays; remove it when no other node uses it: sudo docker image rm %s", img)
 	}
+	if net := facts[workflow.FactNetworkLeft]; net != "" {
+		e.Printf("The Docker network %s stays: the Docker Engine did not run; once it runs, remove it: sudo docker network rm %s", net, net)
+	}
 	if facts[FactAccountKept] != "" {
 		e.Printf("The node %s is uninstalled from this host except the account %s; rerun the command as shown above.", id, layout.Account)
 		return
@@ -222,7 +231,7 @@ func summary(e *Env, facts workflow.Facts) {
 func nothingChanged(err error) error { return workflow.Refuse(err) }
 
 // readRecords reads the installation from root's records, without
-// creating or changing any: the host record /etc/oac-node/<id>.json
+// creating or changing any (the bookkeeping opened read-only): the host record /etc/oac-node/<id>.json
 // (CONTRACT §2.4), else the bookkeeping when it exists.
 func readRecords(h layout.Host, id ident.InstallationID) (bookkeeping.Installation, bool, error) {
 	rec, err := hostrecord.Read(h, id)
@@ -236,7 +245,7 @@ func readRecords(h layout.Host, id ident.InstallationID) (bookkeeping.Installati
 	if _, err := os.Lstat(h.Bookkeeping()); err != nil {
 		return bookkeeping.Installation{}, false, nil
 	}
-	db, err := bookkeeping.Open(h.Bookkeeping())
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	if err != nil {
 		return bookkeeping.Installation{}, false, err
 	}
@@ -282,12 +291,13 @@ func keepInstallReceipt(h layout.Host, id ident.InstallationID) (kept bool, err 
 }
 
 // accountKept reports whether an earlier run kept the account for a
-// rerun: the bookkeeping still records the account and no installation.
+// rerun: the bookkeeping, opened read-only, still records the account and
+// no installation.
 func accountKept(h layout.Host) bool {
 	if _, err := os.Lstat(h.Bookkeeping()); err != nil {
 		return false
 	}
-	db, err := bookkeeping.Open(h.Bookkeeping())
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	if err != nil {
 		return false
 	}

@@ -422,7 +422,8 @@ func TestUninstallForceKeepsTheStoreAndTheAccount(t *testing.T) {
 	f.install(t)
 	f.core.Close() // that Core is gone
 	rep, err := f.uninstall(t, true)
-	if err != nil || rep.Condition != workflow.Complete {
+	// The store and the account stay for a rerun: not complete.
+	if err != nil || rep.Condition != workflow.Incomplete || rep.AccountKept() != "store" {
 		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
 	}
 	out := f.out.String()
@@ -475,17 +476,27 @@ func TestUninstallKeepsTheAccountWhileAProcessRuns(t *testing.T) {
 	f := newHostFixture(t)
 	f.install(t)
 	f.running = true
-	if _, err := f.uninstall(t, false); err != nil {
+	rep, err := f.uninstall(t, false)
+	if err != nil {
 		t.Fatalf("%v\n%s", err, f.out.String())
 	}
 	if !strings.Contains(f.out.String(), "pgrep -u oac-node") {
 		t.Errorf("output: %s", f.out.String())
 	}
+	// The account, installer.db and /etc/oac-node remain: the run is not
+	// complete, whatever its journal's end says.
+	if rep.Condition != workflow.Incomplete {
+		t.Errorf("with the account kept the condition is %s, not %s", rep.Condition, workflow.Incomplete)
+	}
 	f.user(t)
 	f.running = false
 	f.out.Reset()
-	if _, err := f.uninstall(t, true); err != nil {
+	rep, err = f.uninstall(t, true)
+	if err != nil {
 		t.Fatalf("rerun: %v\n%s", err, f.out.String())
+	}
+	if rep.Condition != workflow.Complete {
+		t.Errorf("the rerun's condition is %s", rep.Condition)
 	}
 	if d := f.leftovers(t); d != "" {
 		t.Errorf("after the rerun the host differs from before the installation:\n%s", d)

@@ -42,7 +42,14 @@ type FileState struct {
 	NetworkCreates int                          `json:"network_creates,omitempty"`
 	Nets           map[string]map[string]string `json:"nets,omitempty"`       // name -> labels
 	Containers     map[string]map[string]string `json:"containers,omitempty"` // id -> labels
+	// Stopped is an engine that is stopped or removed: its socket
+	// answers no call of the networks' and containers' (docker.ErrUnavailable).
+	Stopped bool `json:"stopped,omitempty"`
 }
+
+// errStopped is what a stopped engine's socket answers, as the client
+// classifies a missing socket.
+var errStopped = fmt.Errorf("%w: /var/run/docker.sock (no such socket)", docker.ErrUnavailable)
 
 // State reads the engine's state; its maps are never nil.
 func (f *FileEngine) State() (FileState, error) {
@@ -199,6 +206,9 @@ func (f *FileEngine) NetworkInspect(_ context.Context, name string) (docker.Netw
 	if err != nil {
 		return docker.Network{}, err
 	}
+	if st.Stopped {
+		return docker.Network{}, fmt.Errorf("inspect the network %s: %w", name, errStopped)
+	}
 	if l, ok := st.Nets[name]; ok {
 		return docker.Network{Name: name, Labels: l}, nil
 	}
@@ -209,6 +219,9 @@ func (f *FileEngine) NetworkInspect(_ context.Context, name string) (docker.Netw
 // name) and counts the creation.
 func (f *FileEngine) NetworkCreate(_ context.Context, name string, labels map[string]string) (string, error) {
 	return "net-" + name, f.update(func(st *FileState) error {
+		if st.Stopped {
+			return errStopped
+		}
 		st.Nets[name] = labels
 		st.NetworkCreates++
 		return nil
@@ -218,6 +231,9 @@ func (f *FileEngine) NetworkCreate(_ context.Context, name string, labels map[st
 // NetworkRemove removes the network name.
 func (f *FileEngine) NetworkRemove(_ context.Context, name string) error {
 	return f.update(func(st *FileState) error {
+		if st.Stopped {
+			return errStopped
+		}
 		if _, ok := st.Nets[name]; !ok {
 			return fmt.Errorf("%s: %w", name, docker.ErrNotFound)
 		}
@@ -231,6 +247,9 @@ func (f *FileEngine) ContainersByLabel(_ context.Context, key, value string) ([]
 	st, err := f.State()
 	if err != nil {
 		return nil, err
+	}
+	if st.Stopped {
+		return nil, errStopped
 	}
 	var out []docker.Container
 	for id, l := range st.Containers {
