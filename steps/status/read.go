@@ -120,6 +120,10 @@ func ReadNodes(ctx context.Context, o Options, req Request) ([]NodeInspection, e
 	return normalizeNodes(nodes), nil
 }
 
+// runChild is privsep.Run; a test replaces it with a child that never
+// goes.
+var runChild = privsep.Run
+
 // runBounded is privsep.Run, which returns only once the child is gone,
 // given up abandonDelay after ctx ended: a child stuck in the kernel
 // (uninterruptible sleep) has been sent SIGKILL by then and ends when the
@@ -131,7 +135,7 @@ func runBounded(ctx context.Context, o privsep.Options) (privsep.Result, error) 
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := privsep.Run(ctx, o)
+		res, err := runChild(ctx, o)
 		done <- outcome{res, err}
 	}()
 	select {

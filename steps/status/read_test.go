@@ -2,8 +2,13 @@ package status
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 )
 
 // A child that floods its output reaches the operator's terminal with its
@@ -21,5 +26,30 @@ func TestAFloodOfTheChildsOutputIsCut(t *testing.T) {
 	note := "\n(the rest of what the oac-node process printed is left out)\n"
 	if got.Len() != maxChildOutput+len(note) || !strings.HasSuffix(got.String(), note) {
 		t.Fatalf("passed on %d bytes ending %q, want %d and the note", got.Len(), got.String()[max(0, got.Len()-80):], maxChildOutput)
+	}
+}
+
+// A child the kernel does not let go (a read on a dead mount sleeps
+// uninterruptibly, and SIGKILL waits for it) is given up abandonDelay
+// after the deadline: the inspection ends interrupted, at once.
+func TestAChildThatDoesNotGoIsGivenUp(t *testing.T) {
+	old := runChild
+	t.Cleanup(func() { runChild = old })
+	stuck := make(chan struct{})
+	defer close(stuck)
+	runChild = func(context.Context, privsep.Options) (privsep.Result, error) {
+		<-stuck
+		return privsep.Result{}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := runBounded(ctx, privsep.Options{})
+	took := time.Since(start)
+	if !errors.Is(err, privsep.ErrInterrupted) {
+		t.Fatalf("err %v, want privsep.ErrInterrupted", err)
+	}
+	if took < abandonDelay || took > abandonDelay+time.Second {
+		t.Fatalf("given up after %v, want %v after the deadline", took, abandonDelay)
 	}
 }
