@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 )
@@ -25,6 +26,9 @@ type cli struct {
 	// result, set by install and uninstall with --json, is the document
 	// printed on stdout once the run ended (result.go).
 	result *resultDocument
+	// out, once install or uninstall prints progress, is that output, so
+	// that the stopping message finishes its progress line first.
+	out atomic.Pointer[output]
 }
 
 // progress is where install and uninstall print for the operator: stdout,
@@ -38,7 +42,7 @@ func (c *cli) progress() io.Writer {
 
 // run executes the command line args and returns the exit code.
 func (c *cli) run(args []string) int {
-	ctx, stop := watchSignals(context.Background())
+	ctx, stop := watchSignals(context.Background(), c.stopping)
 	defer stop()
 	c.args = args
 	root := c.rootCommand()

@@ -86,6 +86,8 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	host := c.host()
 	out := newOutput(c.progress())
 	defer out.finish()
+	c.out.Store(out)
+	defer c.out.Store(nil)
 	child := asaccount.NewChildren(privsep.Options{
 		Binary: bin, Home: host.Home(), Proxy: proxy.FromEnviron(os.Environ()),
 		Output: out.beside(c.stderr), Progress: out.event, NoColor: noColor(),

@@ -16,7 +16,11 @@ const leasesLong = `Show every Runtime generation's lease of every node on this 
 named): the lease's state, the processes that hold it or wait for it, the
 generation's records, and for every stuck generation the checks and commands
 an operator runs next, in order. The node roots are read as the service
-account, never as root.`
+account, never as root, within seconds: a node root that process cannot read
+in time (or at all) is shown with why.
+
+Exit codes: 0 every node root was read; 1 leases itself failed; 2 a node
+root could not be read.`
 
 const leasesExample = `  sudo oac-node-install leases
   sudo oac-node-install leases --installation-id 0b4a2c6e-3f1d-4e5a-9b7c-8d6e5f4a3b2c --json`
@@ -35,10 +39,14 @@ func (c *cli) runLeases(ctx context.Context, f inspectFlags) error {
 		return err
 	}
 	if f.json {
-		return writeJSON(c.stdout, doc)
+		err = writeJSON(c.stdout, doc)
+	} else {
+		printLeases(c.stdout, doc.Nodes)
 	}
-	printLeases(c.stdout, doc.Nodes)
-	return nil
+	if err == nil && doc.NeedsAttention() {
+		return &quietExit{exitAttention}
+	}
+	return err
 }
 
 // printLeases prints the nodes' leases as text; every value read from the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,10 +22,14 @@ func (e *signalError) exitCode() int { return 128 + int(e.sig) }
 
 // watchSignals returns a context that the first SIGINT, SIGTERM or SIGHUP
 // cancels with a *signalError cause, and the function that stops watching.
+// onStop, if set, is called at once with that first signal, before the run
+// has wound down, so that the operator sees the interrupt answered; later
+// signals are taken and dropped (the run is already ending, and a second
+// Ctrl-C must not kill it half-way through recording where it stopped).
 // A SIGHUP that is ignored when the command starts (it runs under nohup)
 // stays ignored: os/signal would install a handler for it on Notify, and
 // closing the session would then interrupt the run the operator protected.
-func watchSignals(parent context.Context) (context.Context, func()) {
+func watchSignals(parent context.Context, onStop func(syscall.Signal)) (context.Context, func()) {
 	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 	if !signal.Ignored(syscall.SIGHUP) {
 		sigs = append(sigs, syscall.SIGHUP)
@@ -36,8 +41,21 @@ func watchSignals(parent context.Context) (context.Context, func()) {
 	go func() {
 		select {
 		case s := <-ch:
-			cancel(&signalError{s.(syscall.Signal)})
+			sig := s.(syscall.Signal)
+			cancel(&signalError{sig})
+			if onStop != nil {
+				onStop(sig)
+			}
 		case <-done:
+			return
+		}
+		// Drain later signals until the run ends.
+		for {
+			select {
+			case <-ch:
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {
@@ -45,6 +63,23 @@ func watchSignals(parent context.Context) (context.Context, func()) {
 		close(done)
 		cancel(nil)
 	}
+}
+
+// stoppingMessage is what the command prints the moment a signal
+// interrupts it: the run then stops its service-account child (SIGTERM,
+// and SIGKILL after privsep.DefaultGrace), records where it stopped and
+// ends with the interrupted message.
+const stoppingMessage = "Stopping…"
+
+// stopping prints stoppingMessage on stderr, first finishing the token
+// prompt or the progress line a run may have open on the terminal.
+func (c *cli) stopping(syscall.Signal) {
+	tokenPrompt.end()
+	var w io.Writer = c.stderr
+	if out := c.out.Load(); out != nil {
+		w = out.beside(c.stderr)
+	}
+	io.WriteString(w, stoppingMessage+"\n")
 }
 
 // interruption is the signal that cancelled ctx, or nil.

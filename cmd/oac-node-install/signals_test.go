@@ -31,7 +31,7 @@ func TestSignalChild(t *testing.T) {
 	if os.Getenv("OAC_SIGNAL_CHILD") == "" {
 		t.Skip("runs only as the signal tests' child process")
 	}
-	ctx, stop := watchSignals(context.Background())
+	ctx, stop := watchSignals(context.Background(), nil)
 	defer stop()
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	select {

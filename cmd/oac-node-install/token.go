@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -46,10 +47,10 @@ func readToken(ctx context.Context, stdin io.Reader, stderr io.Writer) (string, 
 		return noEcho(int(f.Fd()))
 	}()
 	if terr == nil {
-		fmt.Fprint(stderr, "Enrollment token: ")
+		tokenPrompt.open(stderr, "Enrollment token: ")
 		line, err = readTerminalLine(ctx, int(f.Fd()))
 		restore()
-		fmt.Fprintln(stderr)
+		tokenPrompt.end()
 	} else {
 		line, err = readLine(stdin)
 	}
@@ -60,6 +61,35 @@ func readToken(ctx context.Context, stdin io.Reader, stderr io.Writer) (string, 
 		return "", usagef("--token-stdin the token is longer than %d characters", bootstrap.MaxTokenLength)
 	}
 	return strings.TrimSpace(string(line)), nil
+}
+
+// openLine is a prompt printed on the terminal whose line the answer (typed
+// without echo) has not ended yet: the stopping message a signal prints
+// ends it first, so that it starts a line of its own.
+type openLine struct {
+	mu sync.Mutex
+	w  io.Writer // where the open prompt is; nil when none is
+}
+
+// tokenPrompt is the enrollment token's prompt, the only one.
+var tokenPrompt openLine
+
+// open prints prompt on w and leaves its line open.
+func (l *openLine) open(w io.Writer, prompt string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	io.WriteString(w, prompt)
+	l.w = w
+}
+
+// end ends the prompt's line, if it is still open.
+func (l *openLine) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w != nil {
+		io.WriteString(l.w, "\n")
+		l.w = nil
+	}
 }
 
 // readLine reads one line of r byte by byte, so that nothing after the line

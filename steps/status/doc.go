@@ -18,7 +18,8 @@
 // read by a child of this binary running as the account (privsep role Role,
 // "inspect", served by Serve), which answers with the documents' types;
 // root decodes that answer strictly, within DefaultTimeout (the account can
-// stop its own process), and no node root is read when the host's account
+// stop its own process: the node roots are then shown as not read, with
+// why, and need attention), and no node root is read when the host's account
 // is not the one the bookkeeping records. Gather builds a Document for
 // status, Leases a LeasesDocument for leases; their JSON form is the
 // documents' format (Format).

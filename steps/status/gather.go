@@ -90,6 +90,18 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 	// installation's workflows.
 	nodes, err := readNodesAs(ctx, o, books, Request{InstallationID: o.InstallationID, Journals: true, Leases: true,
 		Status: true, Core: coreRequests(records)})
+	var notRead *NotReadError
+	if errors.As(err, &notRead) {
+		// The account held its child up: every node root is shown as
+		// unreadable, with why, and needs attention.
+		var ids []ident.InstallationID
+		for id, s := range byID {
+			if !s.uninstalled() {
+				ids = append(ids, id)
+			}
+		}
+		nodes, err = unreadNodes(host, ids, notRead), nil
+	}
 	if err != nil {
 		return Document{}, err
 	}
@@ -135,6 +147,19 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 // next.
 func Leases(ctx context.Context, o Options) (LeasesDocument, error) {
 	nodes, err := ReadNodes(ctx, o, Request{InstallationID: o.InstallationID, Leases: true})
+	var notRead *NotReadError
+	if errors.As(err, &notRead) {
+		// The installations root records, each node root unreadable.
+		seen := map[ident.InstallationID]bool{}
+		var ids []ident.InstallationID
+		for _, id := range append(recordIDs(o.Host), readBookkeeping(o.Host).ids()...) {
+			if !seen[id] && (o.InstallationID == "" || id == o.InstallationID) {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		nodes, err = unreadNodes(o.Host, ids, notRead), nil
+	}
 	if err != nil {
 		return LeasesDocument{}, err
 	}
@@ -143,6 +168,28 @@ func Leases(ctx context.Context, o Options) (LeasesDocument, error) {
 		doc.Nodes = append(doc.Nodes, n.NodeLeases)
 	}
 	return doc, nil
+}
+
+// unreadNodes is, for each of ids in order, its node root shown as not
+// read, for why.
+func unreadNodes(host layout.Host, ids []ident.InstallationID, why error) []NodeInspection {
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	nodes := make([]NodeInspection, 0, len(ids))
+	for _, id := range ids {
+		nodes = append(nodes, NodeInspection{NodeLeases: NodeLeases{InstallationID: id, NodeRoot: host.NodeRoot(id), Error: why.Error()}})
+	}
+	return normalizeNodes(nodes)
+}
+
+// NeedsAttention reports whether a node root could not be read, which
+// leases ends with exit 2 for, as status does.
+func (d LeasesDocument) NeedsAttention() bool {
+	for _, n := range d.Nodes {
+		if n.Error != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // findJournals lists root's journal files of one or every installation:

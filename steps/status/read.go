@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
@@ -20,8 +22,34 @@ import (
 // Root's side of the child: it starts the child as the service account,
 // bounds it by a deadline and decodes its answer strictly.
 
-// DefaultTimeout bounds the service-account child of status and leases.
-const DefaultTimeout = 2 * time.Minute
+// DefaultTimeout bounds the service-account child of status and leases:
+// long enough for its one request to Core (coreTimeout) and the node
+// roots' records, short enough that, with the child's grace period, status
+// answers within 10 s whatever the account does to the child.
+const DefaultTimeout = 8 * time.Second
+
+// abandonDelay is how long ReadNodes waits, after the deadline or an
+// interrupt, for a killed child to be gone: one the kernel cannot kill at
+// once (a read on a dead network mount sleeps uninterruptibly) is left to
+// the kernel, killed and without a parent to answer, and the node roots
+// are shown as unreadable.
+const abandonDelay = 1500 * time.Millisecond
+
+// maxChildOutput bounds what the child may print on the operator's
+// terminal: the rest of a flood is dropped, with one note.
+const maxChildOutput = 64 << 10
+
+// NotReadError is ReadNodes's failure when the child did not answer within
+// its deadline: status and leases show every node root as unreadable, for
+// that reason, instead of failing.
+type NotReadError struct {
+	Timeout time.Duration
+}
+
+func (e *NotReadError) Error() string {
+	return fmt.Sprintf("reading the node roots as %s did not finish within %s (a process of that account may be holding it up; see `ps -u %s`); the node root is not read",
+		layout.Account, e.Timeout, layout.Account)
+}
 
 // inspectionFormat is the child's answer as root decodes it: strict (one
 // reading only), bounded by what the privsep protocol carries.
@@ -71,14 +99,17 @@ func ReadNodes(ctx context.Context, o Options, req Request) ([]NodeInspection, e
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := privsep.Run(cctx, privsep.Options{
+	var output io.Writer
+	if o.Output != nil {
+		output = &cappedWriter{w: o.Output, left: maxChildOutput}
+	}
+	res, err := runBounded(cctx, privsep.Options{
 		Binary: bin, UID: u.UID, GID: u.GID, Groups: groups, Home: req.Home,
-		Role: Role, Request: req, Output: o.Output, Signals: o.Signals,
+		Role: Role, Request: req, Output: output, Signals: o.Signals,
 		Proxy: proxy.FromEnviron(os.Environ()),
 	})
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return nil, fmt.Errorf("reading the node roots as %s did not finish within %s (a process of that account may be holding it up; see `ps -u %s`)",
-			layout.Account, timeout, layout.Account)
+		return nil, &NotReadError{Timeout: timeout}
 	}
 	if err != nil {
 		return nil, err
@@ -87,6 +118,66 @@ func ReadNodes(ctx context.Context, o Options, req Request) ([]NodeInspection, e
 		return nil, fmt.Errorf("decode the node inspection of %s: %w", layout.Account, err)
 	}
 	return normalizeNodes(nodes), nil
+}
+
+// runChild is privsep.Run; a test replaces it with a child that never
+// goes.
+var runChild = privsep.Run
+
+// runBounded is privsep.Run, which returns only once the child is gone,
+// given up abandonDelay after ctx ended: a child stuck in the kernel
+// (uninterruptible sleep) has been sent SIGKILL by then and ends when the
+// kernel lets it, with nothing left to answer; status must answer now.
+func runBounded(ctx context.Context, o privsep.Options) (privsep.Result, error) {
+	type outcome struct {
+		res privsep.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := runChild(ctx, o)
+		done <- outcome{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(abandonDelay)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-t.C:
+		return privsep.Result{}, fmt.Errorf("%s as %s: %w", Role, layout.Account, privsep.ErrInterrupted)
+	}
+}
+
+// cappedWriter passes on the first left bytes written, then one note, and
+// drops the rest, never failing: a child that floods its output cannot
+// fill the operator's terminal or slow the inspection.
+type cappedWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	left int
+	cut  bool
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
+		return len(p), nil
+	}
+	if len(p) <= c.left {
+		c.left -= len(p)
+		c.w.Write(p)
+		return len(p), nil
+	}
+	c.w.Write(p[:c.left])
+	c.left, c.cut = 0, true
+	fmt.Fprintf(c.w, "\n(the rest of what the %s process printed is left out)\n", layout.Account)
+	return len(p), nil
 }
 
 // readNodesAs reads the node roots as the service account (ReadNodes),
