@@ -55,7 +55,7 @@ func (c *Core) connect(w http.ResponseWriter, r *http.Request) {
 	nc := &nodeConn{}
 	c.conns[id] = nc // reserved until the handshake ends
 	c.mu.Unlock()
-	defer func() {
+	release := func() {
 		c.mu.Lock()
 		if c.conns[id] == nc {
 			delete(c.conns, id)
@@ -64,15 +64,21 @@ func (c *Core) connect(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		c.mu.Unlock()
-	}()
+	}
 	ws, err := nodeproto.Accept(w, r)
 	if err != nil {
+		release()
 		return
 	}
-	defer ws.Close(nodeproto.CloseNormal, "")
-	if err := c.serveNode(nc, ws, id); err != nil && !errors.Is(err, nodeproto.ErrClosed) {
+	err = c.serveNode(nc, ws, id)
+	// The slot is free before the node hears the close: a node that
+	// reconnects at once is not told it is connected already.
+	release()
+	if err != nil && !errors.Is(err, nodeproto.ErrClosed) {
 		ws.Close(nodeproto.ClosePolicyViolation, err.Error())
+		return
 	}
+	ws.Close(nodeproto.CloseNormal, "")
 }
 
 // read reads the next frame within d.
