@@ -10,18 +10,22 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 // childOfUs returns the pid of a process of uid whose parent is this
-// process, waiting up to 20 s for one to appear.
+// process and still running (not a zombie), waiting up to 20 s for one to
+// appear.
 func childOfUs(t *testing.T, uid int) int {
 	t.Helper()
 	want := fmt.Sprintf("PPid:\t%d\n", os.Getpid())
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		procs, _ := filepath.Glob("/proc/[0-9]*/status")
 		for _, p := range procs {
 			data, err := os.ReadFile(p)
-			if err != nil || !bytes.Contains(data, []byte(want)) || !bytes.Contains(data, []byte(fmt.Sprintf("Uid:\t%d\t", uid))) {
+			if err != nil || !bytes.Contains(data, []byte(want)) || !bytes.Contains(data, []byte(fmt.Sprintf("Uid:\t%d\t", uid))) ||
+				bytes.Contains(data, []byte("State:\tZ")) {
 				continue
 			}
 			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
@@ -40,6 +44,11 @@ func TestStatusEndsWhenTheAccountStopsItsChild(t *testing.T) {
 	for _, args := range [][]string{{"status"}, {"leases"}, {"status", "--json"}, {"leases", "--json"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			h := newStatusHost(t)
+			if args[0] == "leases" {
+				// leases asks Core nothing: generations enough that its
+				// child is still reading them when it is stopped.
+				slowLeases(t, h.node)
+			}
 			// Core does not answer until the child is stopped: it is
 			// then in flight.
 			h.core.mu.Lock()
@@ -84,5 +93,19 @@ func TestStatusEndsWhenTheAccountStopsItsChild(t *testing.T) {
 				t.Fatal("the command hangs on a stopped child")
 			}
 		})
+	}
+}
+
+// slowLeases gives the node root 3,000 generations of the service account's
+// records, so that reading them takes the child a while.
+func slowLeases(t *testing.T, n layout.Node) {
+	t.Helper()
+	dir := n.Generations()
+	must(t, os.MkdirAll(dir, 0o700))
+	must(t, os.Chown(dir, 65534, 65534))
+	for g := 1; g <= 3000; g++ {
+		p := filepath.Join(dir, strconv.Itoa(g)+".preparing")
+		must(t, os.WriteFile(p, []byte("{}\n"), 0o600))
+		must(t, os.Chown(p, 65534, 65534))
 	}
 }
