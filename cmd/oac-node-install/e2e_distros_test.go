@@ -73,6 +73,17 @@ func TestDistros(t *testing.T) {
 			// operator's HOME) at the same path inside.
 			h := testhost.StartWith(t, testhost.Options{Rootfs: root, Binds: []string{filepath.Dir(bin), filepath.Dir(core.data)}})
 			t.Cleanup(func() { cleanupEngine(t, core.installationID) })
+			// The host as an operator's is before an install: booted to
+			// the network targets with the system bus running (the test
+			// host boots basic.target only and activates the bus on
+			// demand) and reloaded since boot, so that the comparison
+			// shows what the installation left, not what a first reload
+			// or the bus's activation starts.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if r, err := h.Exec(ctx, "sh", "-c", "systemctl start network-online.target && if systemctl cat dbus.service >/dev/null 2>&1; then systemctl start dbus.service; fi && systemctl daemon-reload"); err != nil || r.Status != 0 {
+				t.Fatalf("warming the host: exit %d %v: %s", r.Status, err, r.Stderr)
+			}
 			before := distroHostState(t, h, core.installationID)
 			lifecycle(t, bin, core, h)
 			after := distroHostState(t, h, core.installationID)

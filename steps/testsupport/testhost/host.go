@@ -200,6 +200,9 @@ func (h *Host) boot(prepare func(*Host) error) error {
 				return err
 			}
 		}
+		if err := h.rootfsDockerGroup(); err != nil {
+			return err
+		}
 		return h.launch()
 	}
 	copyStart := time.Now()
@@ -475,7 +478,7 @@ func (h *Host) Teardown() error {
 		return nil
 	}
 	h.torn = true
-	errs := []error{h.stop()}
+	errs := []error{h.checkNoV1(), h.stop()}
 	for _, fs := range h.disks {
 		if err := fs.Unmount(); err != nil {
 			errs = append(errs, err)
@@ -522,4 +525,29 @@ func (h *Host) stop() error {
 	}
 	h.exited, h.pid = nil, 0
 	return errors.Join(errs...)
+}
+
+// checkNoV1 fails when a cgroup v1 hierarchy is mounted inside the running
+// host: its systemd would make its units' cgroups there, at the
+// machine's hierarchy's root, which the cgroup namespace does not confine
+// and Teardown does not remove. The host mounts only cgroup2 (cgroupLayout).
+func (h *Host) checkNoV1() error {
+	if h.pid == 0 || h.exited == nil {
+		return nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", h.pid))
+	if err != nil {
+		return nil // PID 1 is gone already: nothing mounted inside any more
+	}
+	var v1 []string
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if f, g := strings.Fields(pre), strings.Fields(post); ok && len(f) > 4 && len(g) > 0 && g[0] == "cgroup" {
+			v1 = append(v1, f[4])
+		}
+	}
+	if len(v1) > 0 {
+		return fmt.Errorf("testhost: cgroup v1 hierarchies are mounted inside the host (%s): its systemd may have left cgroups at the machine's hierarchies' roots", strings.Join(v1, ", "))
+	}
+	return nil
 }

@@ -293,3 +293,79 @@ func releaseDigest(suite string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// rootfsDockerGroup gives a Rootfs host the group that owns the machine's
+// Docker socket, as a host where Docker is installed has it (the docker
+// package makes it): the rootfs has no Docker, and the installer refuses a
+// socket whose group it cannot name. The group lines go to the overlay's
+// upper directory, over copies of the rootfs's /etc/group and
+// /etc/gshadow; the rootfs stays as it is.
+func (h *Host) rootfsDockerGroup() error {
+	sock := ""
+	for _, s := range []string{"/run/docker.sock", "/var/run/docker.sock"} {
+		if fi, err := os.Stat(s); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			sock = s
+			break
+		}
+	}
+	if sock == "" {
+		return nil
+	}
+	fi, err := os.Stat(sock)
+	if err != nil {
+		return err
+	}
+	gid := fi.Sys().(*syscall.Stat_t).Gid
+	if gid == 0 {
+		return nil
+	}
+	name := "docker"
+	if b, err := os.ReadFile("/etc/group"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Split(l, ":")
+			if len(f) >= 3 && f[2] == fmt.Sprint(gid) {
+				name = f[0]
+			}
+		}
+	}
+	group, err := os.ReadFile(filepath.Join(h.rootfs, "etc/group"))
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(string(group), "\n") {
+		f := strings.Split(l, ":")
+		if len(f) >= 3 && f[2] == fmt.Sprint(gid) {
+			return nil // the rootfs has a group of that id already
+		}
+		if len(f) >= 3 && f[0] == name {
+			return fmt.Errorf("rootfs %s has a group %s of id %s, the machine's Docker socket group id %d", h.rootfs, name, f[2], gid)
+		}
+	}
+	etc := filepath.Join(h.dir, "upper", "etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []struct{ file, line string }{{"group", fmt.Sprintf("%s:x:%d:\n", name, gid)}, {"gshadow", name + ":!::\n"}} {
+		src := filepath.Join(h.rootfs, "etc", f.file)
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(etc, f.file)
+		if err := os.WriteFile(dst, append(b, f.line...), st.Mode().Perm()); err != nil {
+			return err
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if err := os.Chown(dst, int(sys.Uid), int(sys.Gid)); err != nil {
+			return err
+		}
+		if err := os.Chmod(dst, st.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

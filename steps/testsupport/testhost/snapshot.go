@@ -76,10 +76,14 @@ func TakeSnapshot() (Snapshot, error) {
 	return s, nil
 }
 
-// snapshotCgroups adds the machine's cgroup hierarchies, every one mounted
-// (v1 controllers, name=systemd, cgroup2): each directory below this
-// process's cgroup in it, which is where a test host's sub-cgroup and
-// anything its systemd makes would be. Left out: docker/ (the engine's
+// snapshotCgroups adds the machine's cgroup2 hierarchy: each directory
+// below this process's cgroup in it, which is where a test host's
+// sub-cgroup and everything its systemd makes are. The machine's v1
+// hierarchies are not compared here: other processes on the machine
+// (other test runs among them) make and remove directories at their
+// roots, which this process shares; that a host's systemd never made one
+// is checked on the host itself (Teardown: no v1 hierarchy was mounted
+// inside). Left out: docker/ (the engine's
 // containers, also other test runs'), and the sub-cgroup of a test host
 // that still runs (oac-testhost-*, named after the host's directory in
 // the temporary directory, which its Teardown removes after the cgroup).
@@ -99,20 +103,10 @@ func snapshotCgroups(s Snapshot) error {
 			continue
 		}
 		f, g := strings.Fields(pre), strings.Fields(post)
-		if len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") {
+		if len(f) < 5 || len(g) < 3 || g[0] != "cgroup2" {
 			continue
 		}
-		key := ""
-		if g[0] == "cgroup" {
-			var ctrls []string
-			for _, o := range strings.Split(g[2], ",") {
-				if o != "rw" && o != "ro" && !strings.HasPrefix(o, "relatime") && o != "nosuid" && o != "nodev" && o != "noexec" && o != "clone_children" && !strings.HasPrefix(o, "release_agent") && o != "noprefix" && o != "xattr" {
-					ctrls = append(ctrls, o)
-				}
-			}
-			key = strings.Join(ctrls, ",")
-		}
-		path, ok := own[key]
+		path, ok := own[""]
 		if !ok {
 			continue
 		}
