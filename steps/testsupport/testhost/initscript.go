@@ -135,6 +135,10 @@ func initScript(dir string, hs []hierarchy, dockerSocket string) string {
 	w("#!/bin/sh")
 	w("set -eu")
 	w("mount --make-rprivate /")
+	// Detach the namespace's copies of the machine's cgroup mounts (on a
+	// hybrid machine its v1 hierarchies): the host mounts cgroup2 only,
+	// and none of the machine's hierarchies stays reachable inside.
+	w("if mountpoint -q /sys/fs/cgroup; then umount -l /sys/fs/cgroup; fi")
 	// Detach the FUSE file systems other tests have mounted: a copy of
 	// their mount held here would keep their servers from ending. This
 	// host's own (the power-cut copies, under dir) stay.
