@@ -57,6 +57,15 @@ var alwaysMasked = []string{
 // neverMasked are pulled units the host needs: the D-Bus system bus.
 var neverMasked = map[string]bool{"dbus.socket": true, "dbus.service": true}
 
+// rootfsJournal are journald's units, which a Rootfs host runs: its
+// /var/log is its own (the machine's host shares the machine's, so there
+// they stay masked), and dbus-broker, like a real host's services, logs
+// to the journal and does not start without its socket.
+var rootfsJournal = map[string]bool{
+	"systemd-journald.service": true, "systemd-journald.socket": true,
+	"systemd-journald-dev-log.socket": true, "systemd-journal-flush.service": true,
+}
+
 // masks lists the units to mask: alwaysMasked, and everything in the
 // .wants and .requires directories of pulledTargets in unitDirs below root
 // ("" for the machine's, or a rootfs: its own units, which differ from
@@ -83,7 +92,7 @@ func masks(root string) []string {
 	}
 	var out []string
 	for u := range set {
-		if neverMasked[u] || strings.HasSuffix(u, ".slice") || (strings.HasSuffix(u, ".target") && !contains(alwaysMasked, u)) {
+		if neverMasked[u] || (root != "" && rootfsJournal[u]) || strings.HasSuffix(u, ".slice") || (strings.HasSuffix(u, ".target") && !contains(alwaysMasked, u)) {
 			continue
 		}
 		out = append(out, u)
