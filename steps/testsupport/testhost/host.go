@@ -491,7 +491,12 @@ func (h *Host) Teardown() error {
 		h.tmpfs = false
 	}
 	if h.dir != "" {
-		if err := os.RemoveAll(h.dir); err != nil {
+		// Every mount of the host lived in its mount namespace, which
+		// ended with PID 1: one still on the machine below its directory
+		// is a leak, and removing the directory would remove through it.
+		if inside, err := mountsBelow(h.dir); err != nil || len(inside) > 0 {
+			errs = append(errs, fmt.Errorf("testhost: mounts remain on the machine below %s (%s, %v): not removing it", h.dir, strings.Join(inside, ", "), err))
+		} else if err := os.RemoveAll(h.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", h.dir, err))
 		}
 	}
