@@ -98,3 +98,22 @@ func (f *fatalT) Helper()           {}
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 func sprint(args ...any) string                 { return fmt.Sprint(args...) }
+
+// TestRootfsCacheWithoutMirror: a cached build is booted as it is when the
+// mirror cannot be reached, and nothing is rebuilt.
+func TestRootfsCacheWithoutMirror(t *testing.T) {
+	root := testhost.Rootfs(t, "bullseye", testhost.BusDaemon)
+	stamp, err := os.ReadFile(filepath.Join(root, ".oac-release"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := testhost.Mirror
+	testhost.Mirror = "http://127.0.0.1:1/debian" // nothing listens on port 1
+	defer func() { testhost.Mirror = saved }()
+	if got := testhost.Rootfs(t, "bullseye", testhost.BusDaemon); got != root {
+		t.Fatalf("without the mirror Rootfs returned %s, not the cached %s", got, root)
+	}
+	if again, err := os.ReadFile(filepath.Join(root, ".oac-release")); err != nil || string(again) != string(stamp) {
+		t.Fatalf("the cached build changed without the mirror: %q, %v", again, err)
+	}
+}
