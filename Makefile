@@ -17,7 +17,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-fleet
+.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-fleet e2e-distros
 
 all: check test
 
@@ -87,6 +87,14 @@ demo-uninstall:
 # E2E_SKIP names end-to-end tests to leave out (go test -skip): .ci/run
 # leaves out the crash tests' sample, since make e2e-crash runs every point.
 E2E_SKIP ?=
+
+# The operator's lifecycle in test hosts booted from Debian rootfs built
+# with mmdebstrap (cached in /var/cache/oac-node-install-tests/rootfs):
+# OAC_E2E_DISTROS selects them (bullseye,bookworm,trixie,sid by default;
+# also forky, trixie-dbus-broker, trixie-no-bus).
+e2e-distros:
+	$(GO) test -tags e2e -count=1 -timeout 30m -run 'TestDistros$$' -v ./cmd/oac-node-install/
+
 e2e:
 	$(GO) test -tags e2e -count=1 -timeout 30m -run 'TestEndToEnd' $(if $(E2E_SKIP),-skip '$(E2E_SKIP)') -v ./cmd/oac-node-install/
 	$(GO) test -tags e2e -count=1 -timeout 10m -run 'TestDemo' -v ./cmd/oac-demo/

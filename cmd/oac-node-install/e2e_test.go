@@ -154,6 +154,18 @@ func endToEnd(t testing.TB, devcoreFlags ...string) (bin string, core *devcore, 
 
 func TestEndToEndInstall(t *testing.T) {
 	bin, core, h := endToEnd(t)
+	lifecycle(t, bin, core, h, true)
+}
+
+// lifecycle is what an operator does with a node, on the test host h: the
+// generated bootstrap command piped to bash with the token on its input,
+// a rerun, status (and --json), leases, check, an uninstall refused while
+// Core lists the node, the uninstall after its removal in Core, and a
+// second uninstall; no unit left needing a daemon-reload after the
+// install, the rerun and the uninstall, and no login record left.
+// bus says whether the host has a system bus; without one, check names
+// systemd's private socket.
+func lifecycle(t *testing.T, bin string, core *devcore, h *testhost.Host, bus bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -263,6 +275,16 @@ func TestEndToEndInstall(t *testing.T) {
 			t.Errorf("status lacks %q", want)
 		}
 	}
+	res = run(filepath.Join(bin, "oac-node-install") + " status --json")
+	var doc map[string]any
+	if err := json.Unmarshal(res.Stdout, &doc); res.Status != 0 || err != nil {
+		t.Errorf("status --json exited %d or printed no JSON document (%v):\n%s\n%s", res.Status, err, res.Stdout, res.Stderr)
+	}
+	res = run(filepath.Join(bin, "oac-node-install") + " leases")
+	t.Logf("leases (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
+	if res.Status != 0 {
+		t.Errorf("leases exited %d on a healthy node", res.Status)
+	}
 	t.Logf("Core's nodes: %s", core.admin(t, "nodes"))
 	// check on the installed node: every check passes, nothing changes.
 	etc := treetest.Snapshot(t, h.Etc(), hostSnapshot)
@@ -272,8 +294,12 @@ func TestEndToEndInstall(t *testing.T) {
 		t.Errorf("check on the installed node exited %d or changed /etc:\n%s", res.Status, d)
 	}
 	// check names how it reached systemd and the version it checked.
-	if !regexp.MustCompile(`(?m)^\s*ok\s+systemd \S+ on the system bus$`).Match(res.Stdout) {
-		t.Errorf("check does not name systemd's version and the system bus:\n%s", res.Stdout)
+	reached := `on the system bus`
+	if !bus {
+		reached = `on its private socket /run/systemd/private \(no system bus\)`
+	}
+	if !regexp.MustCompile(`(?m)^\s*ok\s+systemd \S+ ` + reached + `$`).Match(res.Stdout) {
+		t.Errorf("check does not name systemd's version and how it reached it (%s):\n%s", reached, res.Stdout)
 	}
 
 	// Uninstall refuses while Core still lists the node, changing nothing.
@@ -299,6 +325,12 @@ func TestEndToEndInstall(t *testing.T) {
 	t.Logf("uninstall (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
 	if res.Status != 0 {
 		t.Fatalf("uninstall exited %d", res.Status)
+	}
+	// A second uninstall finds nothing left to do.
+	res = run(filepath.Join(bin, "oac-node-install") + " uninstall --installation-id " + core.installationID)
+	t.Logf("second uninstall (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
+	if res.Status != 0 {
+		t.Errorf("a second uninstall exited %d", res.Status)
 	}
 	res = run("id oac-node; ls /etc/oac-node /var/lib/oac-node /etc/systemd/system/" + "oac-node-" + core.installationID + ".service")
 	if res.Status == 0 {

@@ -22,7 +22,7 @@ func TestStatusShowsAnAccountNotRecorded(t *testing.T) {
 		not    []string
 	}{
 		{"deleted", "root:x:0:0::/root:/bin/sh\n",
-			[]string{"the account oac-node is gone", "belong to uid 65534", "sudo useradd --system --uid 65534 --user-group", uninstall}, nil},
+			[]string{"the account oac-node is gone", "belong to uid 65534", "sudo useradd --system --no-log-init --uid 65534 --user-group", uninstall}, nil},
 		{"deleted, its uid reused", "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n",
 			[]string{"the account oac-node is gone", "which now belongs to the account nobody", uninstall}, []string{"useradd"}},
 		{"made again with another uid", "root:x:0:0::/root:/bin/sh\noac-node:x:65533:65534::/var/lib/oac-node:/usr/sbin/nologin\n",

@@ -110,7 +110,7 @@ func TestAnAccountDeletedByHandRefuses(t *testing.T) {
 	}
 	f.deleteAccount(t)
 	f.refusesNotRecorded(t, []string{"account oac-node is gone", "uid 999 and gid 999", "belong to uid 999",
-		"sudo groupadd --system --gid 999 oac-node && sudo useradd --system --uid 999 --gid 999 --no-create-home --home-dir /var/lib/oac-node",
+		"sudo groupadd --system --gid 999 oac-node && sudo useradd --system --no-log-init --uid 999 --gid 999 --no-create-home --home-dir /var/lib/oac-node",
 		"sudo oac-node-install --uninstall --installation-id " + generationtest.InstallationID + " --force",
 		"removes the home /var/lib/oac-node, whose uid no account holds"})
 

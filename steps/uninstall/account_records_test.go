@@ -53,7 +53,7 @@ var notRecorded = []struct {
 	homeKept bool
 }{
 	{"deleted", func(t *testing.T, f *hostFixture) {}, []string{"account oac-node is gone", "belong to uid 999",
-		"sudo useradd --system --uid 999 --user-group", "removes the home /var/lib/oac-node, whose uid no account holds"}, false},
+		"sudo useradd --system --no-log-init --uid 999 --user-group", "removes the home /var/lib/oac-node, whose uid no account holds"}, false},
 	{"deleted, its uid reused", func(t *testing.T, f *hostFixture) {
 		f.handEdit(t, "group", appending("alice:x:1000:"))
 		f.handEdit(t, "passwd", appending("alice:x:999:1000::/home/alice:/bin/bash"))

@@ -114,7 +114,7 @@ func (d Databases) recreate(m *Mismatch) ([]string, error) {
 		shell = sh
 	}
 	useradd := func(group string) string {
-		return fmt.Sprintf("useradd --system --uid %d %s --no-create-home --home-dir %s --shell %s %s", uid, group, layout.Default.Home(), shell, name)
+		return fmt.Sprintf("useradd --system --no-log-init --uid %d %s --no-create-home --home-dir %s --shell %s %s", uid, group, layout.Default.Home(), shell, name)
 	}
 	switch {
 	case gid == 0 && ownExists:

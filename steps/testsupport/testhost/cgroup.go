@@ -23,29 +23,26 @@ type hierarchy struct {
 	sub     string // the sub-cgroup made for one host (outside path)
 }
 
-// cgroupLayout finds the hierarchies systemd uses on this machine: the
-// unified cgroup2 hierarchy at /sys/fs/cgroup; or the hybrid layout with
-// name=systemd at /sys/fs/cgroup/systemd and cgroup2 at
-// /sys/fs/cgroup/unified; or a legacy name=systemd hierarchy alone.
+// cgroupLayout finds the machine's cgroup2 hierarchy: at /sys/fs/cgroup
+// (unified), or at /sys/fs/cgroup/unified (the hybrid layout). A host
+// joins a sub-cgroup of it only and mounts it at its own /sys/fs/cgroup, so
+// that its systemd, of any version from 247 on, runs in the unified layout
+// and never sees the machine's v1 hierarchies: a systemd booted in the
+// hybrid layout mounts the v1 controllers itself and makes its units'
+// cgroups there at the hierarchy's root, where the namespace does not
+// confine them and nothing removes them (and systemd >= 258 does not boot
+// in that layout at all).
 func cgroupLayout() ([]hierarchy, error) {
 	own, err := ownCgroups()
 	if err != nil {
 		return nil, err
 	}
-	if isCgroup2("/sys/fs/cgroup") {
-		return []hierarchy{{outside: "/sys/fs/cgroup", own: own[""], mount: "-t cgroup2 cgroup2"}}, nil
+	for _, p := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		if isCgroup2(p) {
+			return []hierarchy{{outside: p, own: own[""], mount: "-t cgroup2 cgroup2"}}, nil
+		}
 	}
-	var hs []hierarchy
-	if isFS("/sys/fs/cgroup/systemd", unix.CGROUP_SUPER_MAGIC) {
-		hs = append(hs, hierarchy{outside: "/sys/fs/cgroup/systemd", own: own["name=systemd"], inside: "systemd", mount: "-t cgroup -o none,name=systemd cgroup"})
-	}
-	if isCgroup2("/sys/fs/cgroup/unified") {
-		hs = append(hs, hierarchy{outside: "/sys/fs/cgroup/unified", own: own[""], inside: "unified", mount: "-t cgroup2 cgroup2"})
-	}
-	if len(hs) == 0 {
-		return nil, errors.New("no cgroup hierarchy for systemd: neither cgroup2 at /sys/fs/cgroup nor name=systemd at /sys/fs/cgroup/systemd")
-	}
-	return hs, nil
+	return nil, errors.New("no cgroup2 hierarchy on this machine (neither /sys/fs/cgroup nor /sys/fs/cgroup/unified): a test host's systemd runs in the unified layout only; mount cgroup2 at /sys/fs/cgroup/unified")
 }
 
 func isFS(path string, magic int64) bool {

@@ -30,12 +30,29 @@
 // docker.socket. /sys and /proc/sys are read-only for the same reason, and
 // /dev is a private tmpfs holding only the usual device nodes.
 //
+// The host's systemd always runs in the unified layout: the launcher joins
+// a sub-cgroup of the machine's cgroup2 hierarchy only (at /sys/fs/cgroup,
+// or /sys/fs/cgroup/unified on a hybrid machine), mounted at the host's
+// /sys/fs/cgroup, so that it never mounts the machine's v1 hierarchies
+// and leaves nothing at their roots (Teardown fails when one was mounted
+// inside).
+//
+// With Options.Rootfs the host boots a Debian release instead of the
+// machine's userland (Rootfs builds it with mmdebstrap and caches it by
+// suite in /var/cache/oac-node-install-tests/rootfs, rebuilt when the
+// suite's Release changes): an overlay of the rootfs, private /proc, /sys,
+// /dev, /run and cgroup2, the machine's Docker socket (and a group of its
+// gid) and Options.Binds, becomes the root with pivot_root, and the masks
+// are computed from the rootfs's own units. A rootfs with anything mounted
+// inside is refused.
+//
 // Exec and Command run a program inside with nsenter. Teardown (registered
 // with t.Cleanup) kills PID 1 with SIGKILL, which ends every process in the
 // namespace, removes the sub-cgroups and the copies. A last cleanup
 // compares the machine's /etc/passwd, /etc/group, /etc/shadow,
 // /etc/gshadow, /etc/systemd/system, /etc/oac-node, /usr/local/sbin,
-// kernel.core_pattern and /var/log (which the host shares: the sizes of
+// kernel.core_pattern, the directories below this process's cgroup in the
+// machine's cgroup2 hierarchy, and /var/log (which the host shares: the sizes of
 // lastlog, faillog, btmp, wtmp and tallylog, and no entry new or gone
 // outside journal/ and private/) with their state before Start and fails
 // the test when anything changed.

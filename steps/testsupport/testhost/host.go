@@ -52,6 +52,10 @@ type Host struct {
 	disks []disk
 	// tmpfs is set when dir is a tmpfs of the host's own (InMemory).
 	tmpfs bool
+	// rootfs is the root file system the host boots (Options.Rootfs), ""
+	// for the machine's; binds are the machine's directories bound into it.
+	rootfs string
+	binds  []string
 }
 
 // disk is a power-cut file system (package journal/powercut, in crashtest
@@ -76,6 +80,17 @@ type Options struct {
 	// PowerCut puts each copy on a power-cut file system (StartPowerCut;
 	// crashtest builds only, elsewhere the test skips).
 	PowerCut bool
+	// Rootfs, when set, is a directory holding a whole root file system
+	// (a Debian release, Rootfs) that the host boots instead of the
+	// machine's userland: an overlay of it, with the host's writes in the
+	// host's directory, becomes the root of the host's namespaces
+	// (pivot_root), so that its own systemd, shadow-utils and D-Bus run.
+	// The rootfs itself is never written. Not with PowerCut.
+	Rootfs string
+	// Binds are machine directories bound at the same path into a Rootfs
+	// host (the test's binaries and temporary directories); a host of the
+	// machine's userland sees the machine's root file system anyway.
+	Binds []string
 }
 
 // Start boots a test host, or skips the test with one line saying why the
@@ -89,6 +104,9 @@ func Start(t testing.TB) *Host {
 // StartWith is Start with the layout o.
 func StartWith(t testing.TB, o Options) *Host {
 	t.Helper()
+	if o.PowerCut && o.Rootfs != "" {
+		t.Fatal("testhost: a power cut of a Rootfs host is not supported: its root is an overlay of the rootfs, not copies on power-cut file systems")
+	}
 	if !o.PowerCut {
 		return start(t, o, nil)
 	}
@@ -108,7 +126,11 @@ func start(t testing.TB, o Options, prepare func(*Host) error) *Host {
 	if os.Geteuid() != 0 {
 		t.Skip("testhost: needs root to boot systemd in private namespaces")
 	}
-	if _, err := os.Stat(Systemd); err != nil {
+	if o.Rootfs != "" {
+		if err := checkRootfs(o.Rootfs); err != nil {
+			t.Fatalf("testhost: %v", err)
+		}
+	} else if _, err := os.Stat(Systemd); err != nil {
 		t.Skipf("testhost: systemd is not installed (%s)", Systemd)
 	}
 	for _, tool := range []string{"unshare", "nsenter", "mount", "cp"} {
@@ -130,7 +152,7 @@ func start(t testing.TB, o Options, prepare func(*Host) error) *Host {
 			t.Errorf("testhost: the machine changed:\n%s", strings.Join(d, "\n"))
 		}
 	})
-	h := &Host{t: t}
+	h := &Host{t: t, rootfs: o.Rootfs, binds: o.Binds}
 	h.dir, err = os.MkdirTemp("", "oac-testhost-")
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +175,11 @@ func start(t testing.TB, o Options, prepare func(*Host) error) *Host {
 	if err := h.boot(prepare); err != nil {
 		t.Fatalf("testhost: %v\nconsole:\n%s", err, h.console.String())
 	}
+	if h.rootfs != "" {
+		t.Logf("testhost: %s booted; systemd answering in %s, %s reached in %s (cgroup %s)",
+			h.rootfs, h.ManagerTime.Round(time.Millisecond), BootTarget, h.BootTime.Round(time.Millisecond), h.cgroupDirs())
+		return h
+	}
 	t.Logf("testhost: copies of /etc and /var/lib in %s; systemd answering in %s, %s reached in %s (cgroups %s)",
 		h.CopyTime.Round(time.Millisecond), h.ManagerTime.Round(time.Millisecond), BootTarget, h.BootTime.Round(time.Millisecond), h.cgroupDirs())
 	return h
@@ -167,6 +194,17 @@ func (h *Host) cgroupDirs() string {
 }
 
 func (h *Host) boot(prepare func(*Host) error) error {
+	if h.rootfs != "" {
+		for _, d := range []string{"upper", "work", "root"} {
+			if err := os.Mkdir(filepath.Join(h.dir, d), 0o755); err != nil {
+				return err
+			}
+		}
+		if err := h.rootfsDockerGroup(); err != nil {
+			return err
+		}
+		return h.launch()
+	}
 	copyStart := time.Now()
 	if err := copyTree("/etc", filepath.Join(h.dir, "etc"), nil); err != nil {
 		return err
@@ -204,11 +242,15 @@ func (h *Host) launch() error {
 	if err := os.RemoveAll(filepath.Join(h.dir, "run-systemd")); err != nil {
 		return err
 	}
-	if err := writeRunSystemd(h.dir); err != nil {
+	if err := writeRunSystemd(h.dir, h.rootfs); err != nil {
 		return err
 	}
 	script := filepath.Join(h.dir, "init.sh")
-	if err := os.WriteFile(script, []byte(initScript(h.dir, hs, h.DockerSocket)), 0o700); err != nil {
+	text := initScript(h.dir, hs, h.DockerSocket)
+	if h.rootfs != "" {
+		text = rootfsInitScript(h.dir, h.rootfs, hs, h.DockerSocket, h.binds)
+	}
+	if err := os.WriteFile(script, []byte(text), 0o700); err != nil {
 		return err
 	}
 	// The launcher joins the sub-cgroups before unshare makes them the
@@ -360,11 +402,22 @@ func emptyLike(src, dst string) error {
 // PID is the machine's pid of the namespace's PID 1 (systemd).
 func (h *Host) PID() int { return h.pid }
 
-// Etc is the host's private copy of /etc, as seen from the machine.
-func (h *Host) Etc() string { return filepath.Join(h.dir, "etc") }
+// Etc is the host's private copy of /etc, as seen from the machine (of a
+// Rootfs host: through its PID 1's root, while it runs).
+func (h *Host) Etc() string {
+	if h.rootfs != "" {
+		return fmt.Sprintf("/proc/%d/root/etc", h.pid)
+	}
+	return filepath.Join(h.dir, "etc")
+}
 
 // VarLib is the host's private copy of /var/lib, as seen from the machine.
-func (h *Host) VarLib() string { return filepath.Join(h.dir, "var-lib") }
+func (h *Host) VarLib() string {
+	if h.rootfs != "" {
+		return fmt.Sprintf("/proc/%d/root/var/lib", h.pid)
+	}
+	return filepath.Join(h.dir, "var-lib")
+}
 
 // Copies are the directories that hold the host's /etc and /var/lib, for a
 // test that reads the whole tree from the machine: Etc and VarLib, or for
@@ -425,7 +478,7 @@ func (h *Host) Teardown() error {
 		return nil
 	}
 	h.torn = true
-	errs := []error{h.stop()}
+	errs := []error{h.checkNoV1(), h.stop()}
 	for _, fs := range h.disks {
 		if err := fs.Unmount(); err != nil {
 			errs = append(errs, err)
@@ -438,7 +491,12 @@ func (h *Host) Teardown() error {
 		h.tmpfs = false
 	}
 	if h.dir != "" {
-		if err := os.RemoveAll(h.dir); err != nil {
+		// Every mount of the host lived in its mount namespace, which
+		// ended with PID 1: one still on the machine below its directory
+		// is a leak, and removing the directory would remove through it.
+		if inside, err := mountsBelow(h.dir); err != nil || len(inside) > 0 {
+			errs = append(errs, fmt.Errorf("testhost: mounts remain on the machine below %s (%s, %v): not removing it", h.dir, strings.Join(inside, ", "), err))
+		} else if err := os.RemoveAll(h.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", h.dir, err))
 		}
 	}
@@ -472,4 +530,29 @@ func (h *Host) stop() error {
 	}
 	h.exited, h.pid = nil, 0
 	return errors.Join(errs...)
+}
+
+// checkNoV1 fails when a cgroup v1 hierarchy is mounted inside the running
+// host: its systemd would make its units' cgroups there, at the
+// machine's hierarchy's root, which the cgroup namespace does not confine
+// and Teardown does not remove. The host mounts only cgroup2 (cgroupLayout).
+func (h *Host) checkNoV1() error {
+	if h.pid == 0 || h.exited == nil {
+		return nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", h.pid))
+	if err != nil {
+		return nil // PID 1 is gone already: nothing mounted inside any more
+	}
+	var v1 []string
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if f, g := strings.Fields(pre), strings.Fields(post); ok && len(f) > 4 && len(g) > 0 && g[0] == "cgroup" {
+			v1 = append(v1, f[4])
+		}
+	}
+	if len(v1) > 0 {
+		return fmt.Errorf("testhost: cgroup v1 hierarchies are mounted inside the host (%s): its systemd may have left cgroups at the machine's hierarchies' roots", strings.Join(v1, ", "))
+	}
+	return nil
 }

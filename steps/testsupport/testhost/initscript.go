@@ -57,11 +57,21 @@ var alwaysMasked = []string{
 // neverMasked are pulled units the host needs: the D-Bus system bus.
 var neverMasked = map[string]bool{"dbus.socket": true, "dbus.service": true}
 
+// rootfsJournal are journald's units, which a Rootfs host runs: its
+// /var/log is its own (the machine's host shares the machine's, so there
+// they stay masked), and dbus-broker, like a real host's services, logs
+// to the journal and does not start without its socket.
+var rootfsJournal = map[string]bool{
+	"systemd-journald.service": true, "systemd-journald.socket": true,
+	"systemd-journald-dev-log.socket": true, "systemd-journal-flush.service": true,
+}
+
 // masks lists the units to mask: alwaysMasked, and everything in the
-// .wants and .requires directories of pulledTargets in unitDirs, less
-// targets, slices and neverMasked, and the D-Bus activation aliases
-// (dbus-org.*) of /etc/systemd/system.
-func masks() []string {
+// .wants and .requires directories of pulledTargets in unitDirs below root
+// ("" for the machine's, or a rootfs: its own units, which differ from
+// release to release), less targets, slices and neverMasked, and the D-Bus
+// activation aliases (dbus-org.*) of its /etc/systemd/system.
+func masks(root string) []string {
 	set := map[string]bool{}
 	for _, u := range alwaysMasked {
 		set[u] = true
@@ -69,20 +79,20 @@ func masks() []string {
 	for _, dir := range unitDirs {
 		for _, t := range pulledTargets {
 			for _, suffix := range []string{".wants", ".requires"} {
-				entries, _ := os.ReadDir(filepath.Join(dir, t+suffix))
+				entries, _ := os.ReadDir(filepath.Join(root, dir, t+suffix))
 				for _, e := range entries {
 					set[e.Name()] = true
 				}
 			}
 		}
 	}
-	aliases, _ := filepath.Glob("/etc/systemd/system/dbus-org.*.service")
+	aliases, _ := filepath.Glob(filepath.Join(root, "/etc/systemd/system/dbus-org.*.service"))
 	for _, a := range aliases {
 		set[filepath.Base(a)] = true
 	}
 	var out []string
 	for u := range set {
-		if neverMasked[u] || strings.HasSuffix(u, ".slice") || (strings.HasSuffix(u, ".target") && !contains(alwaysMasked, u)) {
+		if neverMasked[u] || (root != "" && rootfsJournal[u]) || strings.HasSuffix(u, ".slice") || (strings.HasSuffix(u, ".target") && !contains(alwaysMasked, u)) {
 			continue
 		}
 		out = append(out, u)
@@ -104,8 +114,9 @@ func contains(list []string, s string) bool {
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // writeRunSystemd prepares, under dir/run-systemd, what the init script
-// copies into the private /run/systemd: the boot target and the masks.
-func writeRunSystemd(dir string) error {
+// copies into the private /run/systemd: the boot target and the masks of
+// the units below root ("" for the machine's).
+func writeRunSystemd(dir, root string) error {
 	base := filepath.Join(dir, "run-systemd")
 	for _, sub := range []string{"system", "system.control"} {
 		if err := os.MkdirAll(filepath.Join(base, sub), 0o755); err != nil {
@@ -115,7 +126,7 @@ func writeRunSystemd(dir string) error {
 	if err := os.WriteFile(filepath.Join(base, "system", BootTarget), []byte(bootTargetText), 0o644); err != nil {
 		return err
 	}
-	for _, u := range masks() {
+	for _, u := range masks(root) {
 		if err := os.Symlink("/dev/null", filepath.Join(base, "system.control", u)); err != nil {
 			return err
 		}
@@ -133,6 +144,10 @@ func initScript(dir string, hs []hierarchy, dockerSocket string) string {
 	w("#!/bin/sh")
 	w("set -eu")
 	w("mount --make-rprivate /")
+	// Detach the namespace's copies of the machine's cgroup mounts (on a
+	// hybrid machine its v1 hierarchies): the host mounts cgroup2 only,
+	// and none of the machine's hierarchies stays reachable inside.
+	w("if mountpoint -q /sys/fs/cgroup; then umount -l /sys/fs/cgroup; fi")
 	// Detach the FUSE file systems other tests have mounted: a copy of
 	// their mount held here would keep their servers from ending. This
 	// host's own (the power-cut copies, under dir) stay.
@@ -172,10 +187,10 @@ func initScript(dir string, hs []hierarchy, dockerSocket string) string {
 	// change a sysctl or trigger the machine's devices.
 	w("mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys")
 	w("mount --bind /sys /sys && mount -o remount,bind,ro /sys")
-	w("mount -t tmpfs -o mode=755,nosuid,nodev,noexec tmpfs /sys/fs/cgroup")
+	// The sub-cgroup of the machine's cgroup2 hierarchy, the root of the
+	// cgroup namespace, is all the host's systemd sees (cgroupLayout).
 	for _, h := range hs {
-		target := filepath.Join("/sys/fs/cgroup", h.inside)
-		w("mkdir -p %s && mount %s %s", target, h.mount, target)
+		w("mount %s /sys/fs/cgroup", h.mount)
 	}
 	w("cp -a %s/run-systemd/. /run/systemd/", d)
 	w("export container=oac-testhost")

@@ -70,7 +70,68 @@ func TakeSnapshot() (Snapshot, error) {
 	if err := snapshotLogs(s); err != nil {
 		return nil, err
 	}
+	if err := snapshotCgroups(s); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// snapshotCgroups adds the machine's cgroup2 hierarchy: each directory
+// below this process's cgroup in it, which is where a test host's
+// sub-cgroup and everything its systemd makes are. The machine's v1
+// hierarchies are not compared here: other processes on the machine
+// (other test runs among them) make and remove directories at their
+// roots, which this process shares; that a host's systemd never made one
+// is checked on the host itself (Teardown: no v1 hierarchy was mounted
+// inside). Left out: docker/ (the engine's
+// containers, also other test runs'), and the sub-cgroup of a test host
+// that still runs (oac-testhost-*, named after the host's directory in
+// the temporary directory, which its Teardown removes after the cgroup).
+func snapshotCgroups(s Snapshot) error {
+	own, err := ownCgroups()
+	if err != nil {
+		return err
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		// id parent dev root mountpoint opts [optional…] - fstype source superopts
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 3 || g[0] != "cgroup2" {
+			continue
+		}
+		path, ok := own[""]
+		if !ok {
+			continue
+		}
+		top := filepath.Join(unescapeMount(f[4]), path)
+		err := filepath.WalkDir(top, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || !e.IsDir() {
+				return nil
+			}
+			rel, _ := filepath.Rel(top, p)
+			if rel == "docker" {
+				return filepath.SkipDir
+			}
+			if strings.HasPrefix(rel, "oac-testhost-") && !strings.Contains(rel, "/") {
+				if _, err := os.Stat(filepath.Join(os.TempDir(), rel)); err == nil {
+					return filepath.SkipDir
+				}
+			}
+			s["cgroup "+p] = "directory"
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // snapshotLogs adds logDir: each login record's size (or "absent"), and
