@@ -184,4 +184,3 @@ func (f *FS) space(op, rel string) syscall.Errno {
 	}
 	return 0
 }
-
