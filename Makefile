@@ -17,7 +17,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-fleet e2e-distros
+.PHONY: e2e-enospc e2e-enospc-part all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-fleet e2e-distros
 
 all: check test
 
@@ -113,6 +113,16 @@ e2e-powercut-uninstall:
 PART ?= 0
 e2e-powercut-part:
 	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 OAC_E2E_CRASH_PART=$(PART)/3 $(GO) test -tags e2e,crashtest -count=1 -timeout 40m -run 'TestEndToEndPowerCut(Install|Uninstall)$$' -v ./cmd/oac-node-install/
+
+# Install and uninstall with a full disk from every operation that needs
+# space, on /etc and on root's journal directory (the disk-full file system,
+# journal/diskfull), each rerun with the space back; e2e-enospc-part runs
+# the PART-th of 4 disjoint parts (CI rotates them by commit).
+e2e-enospc:
+	$(GO) test -tags e2e,crashtest -count=1 -timeout 60m -run 'TestEndToEndDiskFull(Install|Uninstall)$$' -v ./cmd/oac-node-install/
+
+e2e-enospc-part:
+	OAC_E2E_ENOSPC_PART=$(PART)/4 $(GO) test -tags e2e,crashtest -count=1 -timeout 30m -run 'TestEndToEndDiskFull(Install|Uninstall)$$' -v ./cmd/oac-node-install/
 
 # Install and uninstall paused at every point (each journal point of root's
 # process and each point between its decisions, before and after the host

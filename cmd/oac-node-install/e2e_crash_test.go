@@ -61,6 +61,9 @@ type crashRig struct {
 	// powerCut runs each host's /etc and /var/lib on the power-cut file
 	// system.
 	powerCut bool
+	// diskFull runs each host's /etc and /var/lib on the disk-full file
+	// system.
+	diskFull bool
 	// runtimeImages are the fixture images after the first installation.
 	runtimeImages map[string]bool
 	// tally counts the points of the suite running and times their
@@ -200,7 +203,7 @@ type crashHost struct {
 func (r *crashRig) boot(t *testing.T) *crashHost {
 	t.Helper()
 	defer r.timed("boot")()
-	h := testhost.StartWith(t, testhost.Options{InMemory: true, PowerCut: r.powerCut})
+	h := testhost.StartWith(t, testhost.Options{InMemory: true, PowerCut: r.powerCut, DiskFull: r.diskFull})
 	ch := &crashHost{Host: h, r: r}
 	ch.before = ch.tree(t, "")
 	t.Cleanup(func() {

@@ -47,8 +47,8 @@ type Host struct {
 	// detach, when set, adjusts the launcher so that the host outlives
 	// this process (BootDetached).
 	detach func(*exec.Cmd)
-	// disks are the power-cut file systems the copies live on
-	// (StartPowerCut), unmounted by Teardown.
+	// disks are the power-cut or disk-full file systems the copies live
+	// on (StartPowerCut, Options.DiskFull), unmounted by Teardown.
 	disks []disk
 	// tmpfs is set when dir is a tmpfs of the host's own (InMemory).
 	tmpfs bool
@@ -58,10 +58,9 @@ type Host struct {
 	binds  []string
 }
 
-// disk is a power-cut file system (package journal/powercut, in crashtest
-// builds only) holding one of the copies.
+// disk is a power-cut or disk-full file system (packages journal/powercut
+// and journal/diskfull, in crashtest builds only) holding one of the copies.
 type disk interface {
-	PowerCut() ([]string, error)
 	Unmount() error
 }
 
@@ -80,6 +79,9 @@ type Options struct {
 	// PowerCut puts each copy on a power-cut file system (StartPowerCut;
 	// crashtest builds only, elsewhere the test skips).
 	PowerCut bool
+	// DiskFull puts each copy on a disk-full file system (FullDisk;
+	// crashtest builds only, elsewhere the test skips). Not with PowerCut.
+	DiskFull bool
 	// Rootfs, when set, is a directory holding a whole root file system
 	// (a Debian release, Rootfs) that the host boots instead of the
 	// machine's userland: an overlay of it, with the host's writes in the
@@ -107,6 +109,15 @@ func StartWith(t testing.TB, o Options) *Host {
 	if o.PowerCut && o.Rootfs != "" {
 		t.Fatal("testhost: a power cut of a Rootfs host is not supported: its root is an overlay of the rootfs, not copies on power-cut file systems")
 	}
+	if o.DiskFull {
+		if o.PowerCut || o.Rootfs != "" {
+			t.Fatal("testhost: DiskFull goes with neither PowerCut nor Rootfs")
+		}
+		if startDiskFull == nil {
+			t.Skip("testhost: disk full: needs a build with -tags crashtest")
+		}
+		return startDiskFull(t, o)
+	}
 	if !o.PowerCut {
 		return start(t, o, nil)
 	}
@@ -118,6 +129,10 @@ func StartWith(t testing.TB, o Options) *Host {
 
 // startPowerCut is StartPowerCut's start in crashtest builds, nil in others.
 var startPowerCut func(testing.TB, Options) *Host
+
+// startDiskFull is the start of a DiskFull host in crashtest builds, nil in
+// others.
+var startDiskFull func(testing.TB, Options) *Host
 
 // start is Start; prepare, when set, runs on the copies before systemd
 // boots.

@@ -68,7 +68,10 @@ func (h *Host) mountDisks() error {
 // ("etc/...") or /var/lib ("var-lib/..."). The host must have been started
 // by StartPowerCut.
 func (h *Host) PowerCut() ([]string, error) {
-	if len(h.disks) == 0 {
+	if len(h.disks) != 2 {
+		return nil, errors.New("testhost: power cut of a host not started by StartPowerCut")
+	}
+	if _, ok := h.disks[0].(*powercut.FS); !ok {
 		return nil, errors.New("testhost: power cut of a host not started by StartPowerCut")
 	}
 	if err := h.stop(); err != nil {
@@ -76,7 +79,11 @@ func (h *Host) PowerCut() ([]string, error) {
 	}
 	var lost []string
 	for i, name := range []string{"etc", "var-lib"} {
-		l, err := h.disks[i].PowerCut()
+		pc, ok := h.disks[i].(*powercut.FS)
+		if !ok {
+			return nil, errors.New("testhost: power cut of a host not started by StartPowerCut")
+		}
+		l, err := pc.PowerCut()
 		if err != nil {
 			return nil, err
 		}
