@@ -349,6 +349,9 @@ func lifecycle(t *testing.T, bin string, core *devcore, h *testhost.Host, bus bo
 	if res.Status != 0 {
 		t.Fatalf("uninstall exited %d", res.Status)
 	}
+	if !strings.Contains(string(res.Stdout), "Removed the command /usr/local/sbin/oac-node-install: no node remains on this host.") {
+		t.Errorf("the uninstall of the last node does not say that the command on PATH was removed")
+	}
 	// A second uninstall finds nothing left to do.
 	res = run(filepath.Join(bin, "oac-node-install") + " uninstall --installation-id " + core.installationID)
 	t.Logf("second uninstall (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
