@@ -248,7 +248,7 @@ func lifecycle(t *testing.T, bin string, core *devcore, h *testhost.Host, bus bo
 	if run("test -S /run/systemd/journal/socket").Status != 0 {
 		t.Log("journald does not run in this test host (only a rootfs host runs it: make e2e-distros reads the journal's record)")
 	} else {
-		res = run("journalctl --sync; journalctl -t oac-node-install -o cat --no-pager")
+		res = run("journalctl --sync; journalctl -t oac-node-install -o short-iso --no-pager")
 		t.Logf("journalctl -t oac-node-install (exit %d):\n%s%s", res.Status, res.Stdout, res.Stderr)
 		for _, want := range []string{"==> ", "Node installation complete.", "Core connection: connected"} {
 			if !strings.Contains(string(res.Stdout), want) {

@@ -118,7 +118,9 @@ func (r *runLog) activate(action, id string, send func(string, bool) error) {
 	r.active, r.action, r.id, r.send = true, action, id, send
 	if r.send != nil {
 		for _, l := range r.lines {
-			r.sendLine(l.text, l.stderr)
+			if l.text != "" {
+				r.sendLine(l.text, l.stderr)
+			}
 		}
 	}
 }
@@ -183,7 +185,9 @@ func (r *runLog) flush() {
 // add records one line as the terminal left it. The caller holds mu.
 func (r *runLog) add(raw string, stderr bool) {
 	line := r.clean(raw)
-	if r.active && r.send != nil {
+	// A blank line separates phases on the terminal; in the journal it
+	// would be an empty message.
+	if r.active && r.send != nil && line != "" {
 		r.sendLine(line, stderr)
 	}
 	if r.size+len(line)+1 > maxRunLog {
