@@ -47,7 +47,7 @@ check:
 		cp /tmp/.oac-go.mod.$$$$ go.mod; cp /tmp/.oac-go.sum.$$$$ go.sum; rm -f /tmp/.oac-go.*.$$$$; exit 1; fi; \
 	rm -f /tmp/.oac-go.*.$$$$
 	$(GO) test -count=1 -run 'TestCommittedDiagramsAreCurrent' ./diagrams
-	$(GO) test -count=1 -run 'TestManPagesAreCurrent|TestHelpCitesNoContract' ./cmd/oac-node-install
+	$(GO) test -count=1 -run 'TestManPagesAreCurrent|TestHelpCitesNoContract|TestDocsLinksResolve' ./cmd/oac-node-install
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o /dev/null ./cmd/oac-node-install
 
 # The command measures run the installer against a host laid out in a

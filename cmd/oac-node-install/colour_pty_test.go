@@ -58,7 +58,8 @@ func TestStatusAndLeasesColour(t *testing.T) {
 					t.Fatalf("escape sequences %v, want %v:\n%q", hasEscape, tc.color, out)
 				}
 				plain := stripEscapes(out)
-				want := []string{"installation " + testID + ": ", "  install: complete"}
+				want := []string{"installation " + testID + ": ", "  install: complete",
+					"\nEvery install and uninstall run's output: journalctl -t oac-node-install, and the last 10 runs in "}
 				if command == "leases" {
 					want = []string{"  node " + testID + " (", "      lease:    ok", "      lease:    identity-missing", "      next:     "}
 				}

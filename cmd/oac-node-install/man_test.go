@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -128,4 +132,64 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+// TestDocsLinksResolve: every relative link of the operator's guide names
+// a file or directory of the repository, and every anchor a heading of it.
+func TestDocsLinksResolve(t *testing.T) {
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages in docs/: %v", err)
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, page := range append(pages, "../../README.md") {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			p := page
+			if file != "" {
+				p = filepath.Join(filepath.Dir(page), file)
+			}
+			body, err := os.ReadFile(p)
+			if errors.Is(err, syscall.EISDIR) {
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s links to %s: %v", page, target, err)
+				continue
+			}
+			if anchor != "" && !slices.Contains(headingAnchors(string(body)), anchor) {
+				t.Errorf("%s links to %s: no such heading", page, target)
+			}
+		}
+	}
+}
+
+// headingAnchors are the anchors GitHub gives a Markdown file's headings.
+func headingAnchors(md string) []string {
+	var out []string
+	for _, l := range strings.Split(md, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
