@@ -17,7 +17,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: e2e-enospc e2e-enospc-part all build test fuzz check bench diagrams clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-fleet e2e-distros
+.PHONY: all build test fuzz check bench diagrams man clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-enospc e2e-enospc-part e2e-fleet e2e-distros
 
 all: check test
 
@@ -47,6 +47,7 @@ check:
 		cp /tmp/.oac-go.mod.$$$$ go.mod; cp /tmp/.oac-go.sum.$$$$ go.sum; rm -f /tmp/.oac-go.*.$$$$; exit 1; fi; \
 	rm -f /tmp/.oac-go.*.$$$$
 	$(GO) test -count=1 -run 'TestCommittedDiagramsAreCurrent' ./diagrams
+	$(GO) test -count=1 -run 'TestManPagesAreCurrent|TestHelpCitesNoContract|TestDocsLinksResolve' ./cmd/oac-node-install
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o /dev/null ./cmd/oac-node-install
 
 # The command measures run the installer against a host laid out in a
@@ -61,6 +62,11 @@ bench: build
 
 diagrams:
 	$(GO) generate ./diagrams
+
+# The manual pages in docs/man, generated from the command tree with cobra's
+# generator (the test that checks them current rewrites them with -update).
+man:
+	$(GO) test -count=1 -run 'TestManPagesAreCurrent$$' ./cmd/oac-node-install -args -update
 
 clean:
 	rm -rf $(BIN)

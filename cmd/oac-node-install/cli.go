@@ -29,6 +29,9 @@ type cli struct {
 	// out, once install or uninstall prints progress, is that output, so
 	// that the stopping message finishes its progress line first.
 	out atomic.Pointer[output]
+	// rec records what the run prints (runlog.go); install and uninstall
+	// activate it.
+	rec *runLog
 }
 
 // progress is where install and uninstall print for the operator: stdout,
@@ -45,6 +48,8 @@ func (c *cli) run(args []string) int {
 	ctx, stop := watchSignals(context.Background(), c.stopping)
 	defer stop()
 	c.args = args
+	c.rec = newRunLog()
+	c.stdout, c.stderr = c.rec.writer(c.stdout, 0), c.rec.writer(c.stderr, 1)
 	root := c.rootCommand()
 	completingUninstall(root, args)
 	root.SetArgs(args)
@@ -59,7 +64,23 @@ func (c *cli) run(args []string) int {
 			code = exitFailure
 		}
 	}
+	if p, kerr := c.rec.keep(runsPath(c.host()), err, code); kerr != nil {
+		fmt.Fprintf(c.stderr, "Warning: this run's output is not kept in %s: %v\n", runsPath(c.host()), kerr)
+	} else if p != "" && c.rec.sendErr != nil {
+		fmt.Fprintf(c.stderr, "Warning: this run's output did not reach the journal (%v); it is kept in %s\n", c.rec.sendErr, p)
+	}
 	return code
+}
+
+// record starts recording this run's output (an install or uninstall run
+// as root): to the journal when journald runs on the real host, and to a
+// file in root's journal directory when it ends.
+func (c *cli) record(action, id string) {
+	var send func(string, bool) error
+	if c.hostRoot == "" {
+		send = journalSender(action, id, c.rec.start)
+	}
+	c.rec.activate(action, id, send)
 }
 
 const rootLong = `oac-node-install turns this Linux host into a sandbox node for one OAC Core,

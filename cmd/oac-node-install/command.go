@@ -13,11 +13,11 @@ import (
 const prefixCommand = "command: "
 
 const commandLong = `Print the command an operator pastes on a node host to install, rerun or
-uninstall a node (CONTRACT §10): a bash subshell that downloads this binary
-from the console's /node-install/, checks its sha256 and runs it. The
-enrollment token is read from standard input (--token-stdin), never from an
-argument; it appears only in the printed command, which feeds it to the
-installer's standard input with the shell builtin printf.`
+uninstall a node, as the console shows it: a bash subshell that downloads
+this binary from the console's /node-install/, checks its sha256 and runs
+it. The enrollment token is read from standard input (--token-stdin), never
+from an argument; it appears only in the printed command, which feeds it to
+the installer's standard input with the shell builtin printf.`
 
 const commandExample = `  # The install command for a new node (the token on standard input)
   printf '%s\n' "$TOKEN" | oac-node-install command --token-stdin \

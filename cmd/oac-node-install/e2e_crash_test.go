@@ -403,6 +403,11 @@ func crashIgnored(rel, id string) bool {
 	// attempt with its time: compared through their outcome.
 	case strings.HasPrefix(rel, "var-lib/oac-node-install/"+id+"/"):
 		return strings.Contains(filepath.Base(rel), ".journal")
+	// The record of each run's output: one file per run that ended,
+	// named after its start, so an interrupted run and its rerun leave
+	// other files than one uninterrupted run.
+	case strings.HasPrefix(rel, "var-lib/oac-node-install/runs/"):
+		return true
 	// The bookkeeping database: bbolt's pages hold the records' times and
 	// the free-list of its transactions; compared record by record.
 	case rel == "etc/oac-node/installer.db":
@@ -812,8 +817,10 @@ func (h *crashHost) uninstalled(t *testing.T, name string) {
 	// uninstall journal and the install journal kept aside as a receipt
 	// (CONTRACT §10 removes neither), so status reports the node
 	// uninstalled and a later install of the same id starts anew.
+	// The record of the runs' output stays too.
 	receipts := func(rel string) bool {
-		return rel == "var-lib/oac-node-install" || rel == "var-lib/oac-node-install/"+h.r.core.installationID
+		return rel == "var-lib/oac-node-install" || rel == "var-lib/oac-node-install/"+h.r.core.installationID ||
+			rel == "var-lib/oac-node-install/runs"
 	}
 	if d := h.before.diff(h.tree(t, ""), receipts); len(d) > 0 {
 		t.Errorf("%s: the host differs from before the install:\n%s", name, strings.Join(d, "\n"))

@@ -242,12 +242,34 @@ func lifecycle(t *testing.T, bin string, core *devcore, h *testhost.Host, bus bo
 		t.Error("the token was printed")
 	}
 	noReloadPending("the install")
+	// The run's record: its output in the journal under the installer's
+	// identifier, and kept in root's journal directory; neither holds the
+	// token.
+	if run("test -S /run/systemd/journal/socket").Status != 0 {
+		t.Log("journald does not run in this test host (only a rootfs host runs it: make e2e-distros reads the journal's record)")
+	} else {
+		res = run("journalctl --sync; journalctl -t oac-node-install -o short-iso --no-pager")
+		t.Logf("journalctl -t oac-node-install (exit %d):\n%s%s", res.Status, res.Stdout, res.Stderr)
+		for _, want := range []string{"==> ", "Node installation complete.", "Core connection: connected"} {
+			if !strings.Contains(string(res.Stdout), want) {
+				t.Errorf("the journal's record of the install lacks %q", want)
+			}
+		}
+		if strings.Contains(string(res.Stdout), token) || strings.ContainsRune(string(res.Stdout), 0x1b) {
+			t.Error("the journal's record holds the token or terminal controls")
+		}
+	}
+	res = run("cat /var/lib/oac-node-install/runs/*-install-" + core.installationID + ".log")
+	if res.Status != 0 || !strings.Contains(string(res.Stdout), "Node installation complete.") {
+		t.Errorf("the install's output is not kept in /var/lib/oac-node-install/runs (exit %d):\n%s%s", res.Status, res.Stdout, res.Stderr)
+	}
 
 	// A rerun of the registered node: no token, nothing changes.
 	rerun := fmt.Sprintf("%s --source-url %s --core-url %s --provider docker --installation-id %s --core-ca %s",
 		filepath.Join(home, ".oac/node-bootstrap", sha256File(t, filepath.Join(bin, "oac-node-install"))), core.url, core.url, core.installationID, core.ca)
 	// Root's records and journals keep every entry's inode, size and times.
-	rootState := "find /etc/oac-node /var/lib/oac-node-install /etc/systemd/system -printf '%p %i %m %s %T@ %C@\\n' | sort"
+	// (The run's own record, in runs/, is the one file a rerun adds.)
+	rootState := "find /etc/oac-node /var/lib/oac-node-install /etc/systemd/system -path /var/lib/oac-node-install/runs -prune -o -printf '%p %i %m %s %T@ %C@\\n' | sort"
 	before := run(rootState)
 	res = run(rerun)
 	t.Logf("rerun:\n%s\n%s", res.Stdout, res.Stderr)
@@ -270,7 +292,8 @@ func lifecycle(t *testing.T, bin string, core *devcore, h *testhost.Host, bus bo
 		"  registration:  registered, node ", "  core:          " + core.url + ": connected, provider ready",
 		"    network:     oac-node-" + core.installationID, "    image:       sha256:",
 		"    node root:   /var/lib/oac-node/.oac/nodes/" + core.installationID,
-		"\ncommand on this host: /usr/local/sbin/oac-node-install (oac-node-install "} {
+		"\ncommand on this host: /usr/local/sbin/oac-node-install (oac-node-install ",
+		"\nEvery install and uninstall run's output: journalctl -t oac-node-install, and the last 10 runs in /var/lib/oac-node-install/runs."} {
 		if !strings.Contains(string(res.Stdout), want) {
 			t.Errorf("status lacks %q", want)
 		}
@@ -325,6 +348,9 @@ func lifecycle(t *testing.T, bin string, core *devcore, h *testhost.Host, bus bo
 	t.Logf("uninstall (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
 	if res.Status != 0 {
 		t.Fatalf("uninstall exited %d", res.Status)
+	}
+	if !strings.Contains(string(res.Stdout), "Removed the command /usr/local/sbin/oac-node-install: no node remains on this host.") {
+		t.Errorf("the uninstall of the last node does not say that the command on PATH was removed")
 	}
 	// A second uninstall finds nothing left to do.
 	res = run(filepath.Join(bin, "oac-node-install") + " uninstall --installation-id " + core.installationID)

@@ -38,6 +38,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	if os.Geteuid() != 0 {
 		return workflow.Refuse(errors.New("installing a node requires root; rerun the same command with sudo"))
 	}
+	c.record("install", f.installationID.String())
 	c.warnInsecure(f)
 	if err := checkSource(f); err != nil {
 		return err
@@ -58,7 +59,11 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	// systemd's bus is dialled below, before it).
 	var readTok func() (string, error)
 	if f.tokenStdin {
-		readTok = func() (string, error) { return readToken(ctx, c.stdin, c.stderr) }
+		readTok = func() (string, error) {
+			tok, err := readToken(ctx, c.stdin, c.stderr)
+			c.rec.secret(tok)
+			return tok, err
+		}
 	}
 	opts, err := installOptions(f)
 	if err != nil {

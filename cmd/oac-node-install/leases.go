@@ -65,9 +65,10 @@ func printLeases(w io.Writer, nodes []status.NodeLeases) {
 }
 
 func printNode(w io.Writer, n status.NodeLeases) {
-	fmt.Fprintf(w, "  node %s (%s)\n", field(n.InstallationID.String()), field(n.NodeRoot))
+	color := colorFor(w)
+	fmt.Fprintf(w, "  %s (%s)\n", paint(color, styleBold, "node "+field(n.InstallationID.String())), field(n.NodeRoot))
 	if n.Error != "" {
-		fmt.Fprintf(w, "    error: %s\n", field(n.Error))
+		fmt.Fprintf(w, "    %s %s\n", paint(color, styleRed+styleBold, "error:"), field(n.Error))
 	}
 	if len(n.Generations) == 0 && n.Error == "" {
 		fmt.Fprintln(w, "    no generation records")
@@ -80,7 +81,8 @@ func printNode(w io.Writer, n status.NodeLeases) {
 func printGeneration(w io.Writer, g lease.GenerationReport) {
 	fmt.Fprintf(w, "    generation %d\n", g.Generation)
 	l := g.Lease
-	line := field(string(l.State))
+	color := colorFor(w)
+	line := paint(color, conditionStyle(string(l.State)), field(string(l.State)))
 	if l.Reason != "" {
 		line += ": " + field(l.Reason)
 	}
@@ -103,7 +105,7 @@ func printGeneration(w io.Writer, g lease.GenerationReport) {
 		fmt.Fprintf(w, "      refused:  %s: %s\n", field(p.Path), field(p.Reason))
 	}
 	for i, n := range g.Next {
-		label := "      next:    "
+		label := "      " + paint(color, styleGold+styleBold, "next:") + "    "
 		if i > 0 {
 			label = "               "
 		}

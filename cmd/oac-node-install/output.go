@@ -34,8 +34,9 @@ const (
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
+	// A file, or a writer that records what is written to one (runlog.go).
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok || f.Fd() == ^uintptr(0) {
 		return false
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/status"
 )
 
@@ -65,6 +66,9 @@ func (c *cli) runStatus(ctx context.Context, f inspectFlags) error {
 		printStatus(c.stdout, doc.Installations)
 		if cmd := doc.Command; cmd != nil && len(doc.Installations) > 0 {
 			fmt.Fprintf(c.stdout, "\ncommand on this host: %s (oac-node-install %s, written %s)\n", field(cmd.Path), field(cmd.Version), stamp(cmd.Written))
+		}
+		if kept, _ := safefile.Exists(runsPath(c.host())); kept || len(doc.Installations) > 0 {
+			fmt.Fprintf(c.stdout, "\n%s\n", runLogLine(c.host()))
 		}
 	}
 	if err != nil {

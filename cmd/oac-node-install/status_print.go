@@ -27,9 +27,10 @@ func printStatus(w io.Writer, insts []status.Installation) {
 		case s.Uninstalled:
 			cond += " (uninstalled)"
 		}
-		fmt.Fprintf(w, "installation %s: %s\n", field(s.InstallationID.String()), cond)
+		color := colorFor(w)
+		fmt.Fprintf(w, "%s: %s\n", paint(color, styleBold, "installation "+field(s.InstallationID.String())), paint(color, conditionStyle(s.Condition), cond))
 		if s.Next != "" {
-			fmt.Fprintf(w, "  next:          %s\n", field(s.Next))
+			fmt.Fprintf(w, "  %s          %s\n", paint(color, styleGold+styleBold, "next:"), field(s.Next))
 		}
 		if s.Unit != nil {
 			fmt.Fprintf(w, "  unit:          %s\n", unitLine(s.Unit))
@@ -173,7 +174,7 @@ func printReport(w io.Writer, ws status.WorkflowStatus) {
 	if ws.Running != nil {
 		cond = "running"
 	}
-	fmt.Fprintf(w, "  %s: %s\n", field(name), cond)
+	fmt.Fprintf(w, "  %s: %s\n", field(name), paint(colorFor(w), conditionStyle(cond), cond))
 	if p := ws.Running; p != nil {
 		if p.Command == "" && p.UID < 0 {
 			// The locker exited; a process it started holds the lock.
@@ -228,6 +229,22 @@ func printReport(w io.Writer, ws status.WorkflowStatus) {
 		fmt.Fprintf(w, "    last cut:      %s\n", field(t.String()))
 	}
 	fmt.Fprintf(w, "    journal:       %s\n", field(r.Journal))
+}
+
+// conditionStyle is how a terminal shows an installation's condition, a
+// workflow's or a lease's state: good green, running cyan, resumable gold,
+// anything else (needs attention, failed, needs inspection, a lease that
+// is not ok) red. The words are the same without colour.
+func conditionStyle(cond string) string {
+	switch cond {
+	case status.ConditionOK, "complete":
+		return styleGreen
+	case status.ConditionRunning:
+		return styleCyan
+	case "resumable":
+		return styleGold
+	}
+	return styleRed + styleBold
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -24,6 +24,7 @@ func (c *cli) runUninstall(ctx context.Context, f *installerFlags) error {
 	if os.Geteuid() != 0 {
 		return workflow.Refuse(errors.New("uninstalling a node requires root; rerun the same command with sudo"))
 	}
+	c.record("uninstall", f.installationID.String())
 	bin, err := privsep.Capture()
 	if err != nil {
 		return err

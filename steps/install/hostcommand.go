@@ -120,6 +120,9 @@ func RemoveCommand(db *bookkeeping.DB, out io.Writer) error {
 		if err := safefile.RemoveWritten(rec.Path); err != nil {
 			return fmt.Errorf("remove %s: %w", rec.Path, err)
 		}
+		// The operator typed oac-node-install from PATH a moment ago: the
+		// next one finds no such command, and must know why.
+		fmt.Fprintf(out, "Removed the command %s: no node remains on this host. The next installation brings it back; until then `oac-node-install` is not on PATH.\n", rec.Path)
 	}
 	return db.ForgetCommand()
 }

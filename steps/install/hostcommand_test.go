@@ -85,6 +85,9 @@ func TestTheCommandOnTheHost(t *testing.T) {
 	if _, err := os.Lstat(h.Command()); !os.IsNotExist(err) {
 		t.Errorf("the command is still there: %v", err)
 	}
+	if want := "Removed the command " + h.Command() + ": no node remains on this host."; !strings.Contains(out.String(), want) {
+		t.Errorf("the removal says %q, want %q", out.String(), want)
+	}
 	if _, ok := recordedCommand(t, h); ok {
 		t.Error("the command is still recorded")
 	}

@@ -68,6 +68,30 @@ var phaseOf = map[workflow.State]string{
 	workflow.InstallHostRecords: "Record the installation",
 }
 
+// statePhases maps each state of def to the phase it belongs to: the
+// label of the nearest state at or before it that phaseOf names (none for
+// the states before the first), so that a run resumed in the middle of a
+// phase prints that phase's heading before its steps.
+func statePhases(def *workflow.Definition) map[workflow.State]string {
+	m := map[workflow.State]string{}
+	label := ""
+	for _, sd := range def.States {
+		if l, ok := phaseOf[sd.Name]; ok {
+			label = l
+		}
+		m[sd.Name] = label
+	}
+	return m
+}
+
+// orPhase is a phase's name for a sentence.
+func orPhase(label string) string {
+	if label == "" {
+		return "the host checks"
+	}
+	return label
+}
+
 // Run installs the node or reruns an installation. The checks that read
 // nothing of the host's records come first (platform, systemd, SELinux, a
 // token in the environment), then the token (ReadToken), then the host
@@ -346,12 +370,28 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		}
 		changed = append(changed, fmt.Sprintf("the journal of the run before the home %s went (%s kept aside as a receipt)", c.Host.Home(), path))
 	}
+	// A run that continues an interrupted one says so once, before the
+	// first step it runs; its steps are printed under their own phases,
+	// and a phase the interrupted run finished is not printed again.
+	resuming, _ := workflow.InspectJournal(path, workflow.Lookup)
+	if resuming != nil && (resuming.Condition == workflow.Complete || len(resuming.Completed) == 0) {
+		resuming = nil
+	}
+	phases := statePhases(workflow.InstallDefinition())
 	r := &workflow.Runner{
 		Def: workflow.InstallDefinition(), Steps: Steps(env), Journal: path,
 		Binding: workflow.Binding{Version: c.Version, InstallationID: o.InstallationID.String(), Generation: conf.Generation,
 			SpecificationDigest: conf.SpecificationDigest},
 		Observe: func(p workflow.Progress) {
-			if label, ok := phaseOf[p.State]; ok && (p.Phase == workflow.PhaseBegin || p.Phase == workflow.PhaseResumed || p.Phase == workflow.PhaseVerified) {
+			if p.Phase != workflow.PhaseBegin && p.Phase != workflow.PhaseResumed && p.Phase != workflow.PhaseVerified {
+				return
+			}
+			if resuming != nil {
+				fmt.Fprintf(c.outOrDiscard(), "\nResuming the interrupted installation at %s (%s): its %d steps before are done.\n",
+					p.Step, orPhase(phases[p.State]), len(resuming.Completed))
+				resuming = nil
+			}
+			if label := phases[p.State]; label != "" {
 				phase(label)
 			}
 		},

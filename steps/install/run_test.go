@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -307,7 +308,34 @@ func TestRunReportSaysFreshResumedOrConverged(t *testing.T) {
 		t.Fatalf("a rerun that starts over and fails: %+v %v", rep, err)
 	}
 	f.systemd.Fail("start", unit, nil)
-	if rep, err = f.install(t, nil); err != nil || rep.Condition != workflow.Complete || rep.Run != workflow.RunResumed {
+	f.out.Reset()
+	var phases []string
+	if rep, err = f.install(t, func(c *Command) { c.Phase = func(l string) { phases = append(phases, l) } }); err != nil || rep.Condition != workflow.Complete || rep.Run != workflow.RunResumed {
 		t.Fatalf("the rerun after the failure: %+v %v\n%s", rep, err, f.out.String())
+	}
+	// The resumed run says where it resumes, and prints only the phases
+	// of the steps it runs, each step under its own phase (after the
+	// checks every run makes).
+	if want := "\nResuming the interrupted installation at start (Start the node service): its "; !strings.Contains(f.out.String(), want) {
+		t.Errorf("the resumed run does not say where it resumes (%q):\n%s", want, f.out.String())
+	}
+	want := []string{"Read Core's deployment specification", "Check host requirements", "Start the node service", "Wait for Core connection and provider readiness"}
+	if got := slices.Compact(slices.Clone(phases)); !slices.Equal(got, want) {
+		t.Errorf("the resumed run's phases: %q, want %q", phases, want)
+	}
+}
+
+// Each state belongs to the phase of the nearest labelled state at or
+// before it, so that a run resumed inside a phase prints its heading.
+func TestEveryStateHasItsPhase(t *testing.T) {
+	m := statePhases(workflow.InstallDefinition())
+	for state, want := range map[workflow.State]string{
+		workflow.InstallAccount: "Prepare the service account", "downloads": "Download and verify node files",
+		"helper": "Download and verify node files", "network": "Check the sandbox runtime",
+		"start": "Start the node service", "summary": "Wait for Core connection and provider readiness", "preflight": "",
+	} {
+		if got, ok := m[state]; !ok || got != want {
+			t.Errorf("state %s: phase %q (%v), want %q", state, got, ok, want)
+		}
 	}
 }
