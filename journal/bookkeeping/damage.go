@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
 
@@ -284,4 +285,42 @@ func guard(fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// ErrHoldsNothing is returned by OpenReadOnly for a database file that
+// provably never held a record (heldNothing): the installer's own first run
+// stopped while creating it (a full disk, a crash). It matches
+// fs.ErrNotExist, since a host with such a file is a host without
+// bookkeeping; Open replaces the file.
+var ErrHoldsNothing = fmt.Errorf("installer bookkeeping holds nothing yet: its creation was interrupted (%w)", fs.ErrNotExist)
+
+// heldNothing reports whether the file at path provably never held a
+// record: it is empty, or its newest valid meta page is one bbolt writes
+// when it creates a file (transaction id 0 or 1) — the schema, which the
+// first transaction writes before any record, was never committed.
+// Anything else, damaged or not, is not known to be empty.
+func heldNothing(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if fi.Size() == 0 {
+		return true
+	}
+	m0, err0 := readMeta(f, 0)
+	if err0 != nil {
+		return false
+	}
+	newest := m0.txid
+	if m1, err1 := readMeta(f, int64(m0.pageSize)); err1 == nil {
+		newest = max(newest, m1.txid)
+	} else if _, ok := err1.(*readError); ok {
+		return false
+	}
+	return newest <= 1
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
 )
@@ -62,6 +65,7 @@ func readAll(db *DB) error {
 
 // A damaged file is an ErrDamaged error from Open and OpenReadOnly, never
 // a panic, a SIGBUS or a new empty database; the file is left as it was.
+// (An empty file is not damaged: TestAnInterruptedCreationIsMadeAnew.)
 func TestDamagedDatabaseIsAnError(t *testing.T) {
 	path, good := damageFixture(t)
 	f, err := os.Open(path)
@@ -81,7 +85,6 @@ func TestDamagedDatabaseIsAnError(t *testing.T) {
 		name   string
 		damage func([]byte) []byte
 	}{
-		{"empty", func([]byte) []byte { return nil }},
 		{"one byte", func(b []byte) []byte { return b[:1] }},
 		{"half a meta page", func(b []byte) []byte { return b[:40] }},
 		{"one page", func(b []byte) []byte { return b[:page] }},
@@ -151,4 +154,70 @@ func TestFlippedBytesNeverCrash(t *testing.T) {
 		db.Close()
 	}
 	t.Logf("400 damaged copies: %d refused at open, %d failed a read", refused, readErrs)
+}
+
+// A file the installer's own first run left while creating it — empty
+// (the disk was full at bbolt's first write) or initialized by bbolt with
+// no transaction committed (full at the schema's) — provably never held a
+// record: OpenReadOnly treats it as no bookkeeping (fs.ErrNotExist, the
+// file untouched), Open makes it anew. A file with a committed transaction
+// stays refused (TestDamagedDatabaseIsAnError).
+func TestAnInterruptedCreationIsMadeAnew(t *testing.T) {
+	initialized := func(t *testing.T) []byte {
+		p := filepath.Join(t.TempDir(), "fresh.db")
+		bdb, err := bolt.Open(p, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bdb.Close()
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	for _, tc := range []struct {
+		name string
+		data func(t *testing.T) []byte
+	}{
+		{"empty", func(*testing.T) []byte { return nil }},
+		{"initialized, no transaction", initialized},
+		{"initialized, cut after the meta pages", func(t *testing.T) []byte {
+			data := initialized(t)
+			return data[:len(data)/2]
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tc.data(t)
+			path := filepath.Join(t.TempDir(), "installer.db")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if db, err := OpenReadOnly(path); !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, ErrHoldsNothing) {
+				if err == nil {
+					db.Close()
+				}
+				t.Fatalf("OpenReadOnly: %v, want ErrHoldsNothing (fs.ErrNotExist)", err)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+				t.Fatal("OpenReadOnly changed the file")
+			}
+			db, err := Open(path)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if err := db.PutAccount(Account{Name: "oac-node", Created: true, UID: 999}); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			ro, err := OpenReadOnly(path)
+			if err != nil {
+				t.Fatalf("OpenReadOnly after Open: %v", err)
+			}
+			defer ro.Close()
+			if a, ok, err := ro.Account(); err != nil || !ok || a.UID != 999 {
+				t.Fatalf("the record written after the file was made anew: %+v %v %v", a, ok, err)
+			}
+		})
+	}
 }

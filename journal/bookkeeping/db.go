@@ -55,6 +55,15 @@ func Open(path string) (*DB, error) {
 		if !fi.Mode().IsRegular() {
 			return nil, fmt.Errorf("open installer bookkeeping %s: not a regular file", path)
 		}
+		if heldNothing(path) {
+			// An earlier first run stopped while creating it (a full
+			// disk, a crash): no record was ever in it, so it is made
+			// anew rather than refused as damaged.
+			if err := os.Remove(path); err != nil {
+				return nil, fmt.Errorf("open installer bookkeeping %s: replace the file an interrupted first run left: %w", path, err)
+			}
+			return Open(path)
+		}
 		if err := checkFile(path); err != nil {
 			return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
 		}

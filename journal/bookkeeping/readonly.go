@@ -21,6 +21,9 @@ func OpenReadOnly(path string) (*DB, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("open installer bookkeeping %s: not a regular file", path)
 	}
+	if heldNothing(path) {
+		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, ErrHoldsNothing)
+	}
 	if err := checkFile(path); err != nil {
 		return nil, fmt.Errorf("open installer bookkeeping %s: %w", path, err)
 	}
