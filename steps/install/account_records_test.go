@@ -230,3 +230,58 @@ func TestAnAccountRecordWithoutGID(t *testing.T) {
 		t.Errorf("after the rerun: %+v %v", acct, err)
 	}
 }
+
+// A run whose useradd stopped half-way (/etc full, the run killed) leaves
+// the account without its group, the group alone, or the whole account
+// without the run having recorded it. The bookkeeping says the installer
+// set out to create it, so the rerun removes what is there and creates it
+// again (never refusing its own account as foreign), and completes.
+func TestAHalfCreatedAccountIsMadeAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		left  func(f *runFixture, t *testing.T)
+		calls []string
+	}{
+		{"account without its group", func(f *runFixture, t *testing.T) {
+			f.editDatabase(t, "passwd", adding("oac-node:x:999:999::/var/lib/oac-node:/usr/sbin/nologin"))
+		}, []string{"userdel oac-node"}},
+		{"its group alone", func(f *runFixture, t *testing.T) {
+			f.editDatabase(t, "group", adding("oac-node:x:999:"))
+		}, []string{"groupdel oac-node"}},
+		{"the whole account, not recorded", func(f *runFixture, t *testing.T) {
+			f.editDatabase(t, "group", adding("oac-node:x:999:"))
+			f.editDatabase(t, "passwd", adding("oac-node:x:999:999::/var/lib/oac-node:/usr/sbin/nologin"))
+		}, []string{"userdel oac-node"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			f.accts.Fail("create", errors.New("useradd: cannot write /etc/group: No space left on device"))
+			if _, err := f.install(t, nil); err == nil {
+				t.Fatal("the install whose useradd failed succeeded")
+			}
+			tc.left(f, t)
+			before := len(f.accts.Calls())
+			rep, err := f.install(t, nil)
+			if err != nil || rep.Condition != workflow.Complete {
+				t.Fatalf("the rerun: %v\n%s", err, f.out.String())
+			}
+			calls := f.accts.Calls()[before:]
+			for _, want := range append(tc.calls, "useradd") {
+				if !strings.Contains(strings.Join(calls, "\n"), want) {
+					t.Errorf("the rerun's account commands %q lack %q", calls, want)
+				}
+			}
+			if groups, _ := accounts.Under(f.host.Root).GroupNames(layout.Account); !strings.Contains(strings.Join(groups, ","), "docker") {
+				t.Errorf("the account's groups after the rerun: %v", groups)
+			}
+			db, err := bookkeeping.OpenReadOnly(f.host.Bookkeeping())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if rec, ok, err := db.Account(); err != nil || !ok || !rec.Created || rec.UID <= 0 {
+				t.Errorf("the account record after the rerun: %+v %v %v", rec, ok, err)
+			}
+		})
+	}
+}

@@ -238,3 +238,40 @@ func TestUninstallForceWithAnAdoptedAccountGone(t *testing.T) {
 		t.Errorf("the bookkeeping remains: %v", err)
 	}
 }
+
+// A removal whose userdel stopped half-way (/etc full) leaves the account
+// gone from passwd but its own group and its name in docker's member list
+// behind. The uninstall (its rerun) removes both, so that a later install
+// does not meet "group oac-node exists".
+func TestAHalfRemovedAccountIsFinished(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	// The first uninstall's userdel fails; it had removed the passwd line.
+	f.accts.Fail("delete", errors.New("userdel: cannot write /etc/group: No space left on device"))
+	if _, err := f.uninstall(t, false); err == nil {
+		t.Fatal("the uninstall whose userdel failed succeeded")
+	}
+	p := filepath.Join(f.host.Root, "etc", "passwd")
+	data, err := os.ReadFile(p)
+	must(t, err)
+	var kept []string
+	for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if !strings.HasPrefix(l, layout.Account+":") {
+			kept = append(kept, l)
+		}
+	}
+	must(t, os.WriteFile(p, []byte(strings.Join(kept, "\n")+"\n"), 0o644))
+	if names, _ := f.dbs.GroupNames(layout.Account); len(names) == 0 {
+		t.Fatal("the fixture's account is in no group")
+	}
+	rep, err := f.uninstall(t, false)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("uninstall: %v", err)
+	}
+	if _, err := f.dbs.LookupGroup(layout.Account); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("the group %s stayed: %v", layout.Account, err)
+	}
+	if names, _ := f.dbs.GroupNames(layout.Account); len(names) != 0 {
+		t.Errorf("%s is still a member of %v", layout.Account, names)
+	}
+}
