@@ -101,7 +101,11 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	})
 	c.result.ran(rep)
 	if err == nil && rep != nil && rep.Condition != workflow.Complete {
-		err = fmt.Errorf("the installation stopped in state %s (%s); rerun the same command", rep.State, rep.Condition)
+		again := "rerun the same command"
+		if r, rerr := recall(host, f.installationID); rerr == nil && r.complete {
+			again = "rerun `" + shortCommand(programName(), f.installationID) + "`"
+		}
+		err = fmt.Errorf("the installation stopped in state %s (%s); %s", rep.State, rep.Condition, again)
 	}
 	if err != nil && interruption(ctx) != nil {
 		return &interruptedRun{err: err, next: resumeAdvice(host, f)}
@@ -134,6 +138,9 @@ func resumeAdvice(h layout.Host, f *installerFlags) string {
 	}
 	cmd := installCommand{program: programName(), sourceURL: f.sourceURL, bundle: f.bundle, coreURL: f.coreURL,
 		allowInsecureOrigin: f.allowInsecureOrigin, coreCA: f.coreCA, provider: f.provider, installationID: id}
+	if r, err := recall(h, id); err == nil && r.complete {
+		cmd.short = true
+	}
 	return "to continue, run `" + cmd.String() + "` (the node has its credential: no enrollment token is needed), or rerun the same command."
 }
 

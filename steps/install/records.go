@@ -225,18 +225,13 @@ func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
 		rec.CoreCASHA256, ca, nodeCACopy(rec))
 }
 
-// nodeCACopy says how to get the Core CA back from the node's copy. The
-// copy is in the node root, which the service account can write: it is
-// read as that account into a file of root's, never passed to root by its
-// path, and the command checks its sha256 against the host record like any
-// --core-ca file.
+// nodeCACopy says where the Core CA comes from. Root's copy beside the
+// host record is what a rerun without --core-ca reads; the node root's copy
+// is never named: the service account can write it, and neither reading it
+// as that account on root's terminal nor passing its path to root is safe.
 func nodeCACopy(rec hostrecord.Record) string {
-	root := rec.NodeRoot
-	if root == "" {
-		root = layout.Default.NodeRoot(rec.InstallationID)
-	}
-	return fmt.Sprintf("the node keeps a copy, read it as the node account: sudo -u %s cat %s > core-ca.pem, then pass --core-ca with core-ca.pem's absolute path",
-		layout.Account, layout.Node{Root: root}.CoreCA())
+	return fmt.Sprintf("pass the file the node was installed with, from a directory only root can write; once root keeps its copy (%s) a rerun needs no --core-ca",
+		layout.Default.EtcDir()+"/"+string(rec.InstallationID)+".core-ca.pem")
 }
 
 // readHostRecord reads the host record of installation id (root's).

@@ -299,6 +299,9 @@ func (s *Installation) continueInstall(a advisor, r *workflow.Report) string {
 	if !ok {
 		return withToken + " (the host record " + a.host.Record(s.InstallationID) + " holds a value the command does not accept: inspect it)"
 	}
+	if !strings.Contains(cmd, ConsolePlaceholder) {
+		return "continue the installation without a token, since the node has its credential: " + cmd
+	}
 	return "continue the installation without a token, since the node has its credential (for " + ConsolePlaceholder + " give the --source-url of the command Web generated: this host does not record it): " + cmd
 }
 
