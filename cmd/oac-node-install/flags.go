@@ -26,7 +26,7 @@ type installerFlags struct {
 	// fill in a rerun's flags: `--installation-id <id>` alone, or no flag
 	// when the host has exactly one installation, continues it as given
 	// first (recall.go).
-	host func() layout.Host
+	host                func() layout.Host
 	sourceURL           string
 	bundle              string
 	coreURL             string

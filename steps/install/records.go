@@ -244,7 +244,7 @@ func readHostRecord(h layout.Host, id ident.InstallationID) (hostrecord.Record, 
 }
 
 // discardRecords removes root's records of an installation that never
-// registered: its host record, its bookkeeping entry, and its journal,
+// registered: its host record (with root's Core CA copy), its bookkeeping entry, and its journal,
 // kept aside as a receipt so that the next run starts anew.
 func discardRecords(h layout.Host, id ident.InstallationID, journalPath string) error {
 	// The journal first: cut off after it, the records left make the new
@@ -263,7 +263,7 @@ func discardRecords(h layout.Host, id ident.InstallationID, journalPath string) 
 		return err
 	}
 	for _, f := range files {
-		if f.Kind != bookkeeping.FileRecord {
+		if f.Kind != bookkeeping.FileRecord && f.Kind != bookkeeping.FileCoreCA {
 			continue
 		}
 		if err := safefile.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
