@@ -102,7 +102,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	c.result.ran(rep)
 	if err == nil && rep != nil && rep.Condition != workflow.Complete {
 		again := "rerun the same command"
-		if r, rerr := recall(host, f.installationID); rerr == nil && r.complete {
+		if install.ShortRerun(host, f.installationID) != "" {
 			again = "rerun `" + shortCommand(programName(), f.installationID) + "`"
 		}
 		err = fmt.Errorf("the installation stopped in state %s (%s); %s", rep.State, rep.Condition, again)

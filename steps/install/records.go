@@ -289,3 +289,26 @@ func discardRecords(h layout.Host, id ident.InstallationID, journalPath string) 
 	}
 	return nil
 }
+
+// ShortRerun is the command that continues installation id when root's
+// records hold all it was given and the node has its credential (no
+// token is needed): `sudo oac-node-install --installation-id <id>`; ""
+// otherwise (a node not registered needs its token, an installation
+// recorded before its source was, or taken over, its full command once).
+func ShortRerun(h layout.Host, id ident.InstallationID) string {
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if err != nil {
+		return ""
+	}
+	inst, err := db.GetInstallation(id)
+	db.Close()
+	if err != nil || !inst.Registered || (inst.SourceURL == "" && inst.Bundle == "") {
+		return ""
+	}
+	if inst.CoreCA != "" {
+		if ok, err := safefile.Exists(hostrecord.CoreCACopy(h, id)); err != nil || !ok {
+			return ""
+		}
+	}
+	return "sudo oac-node-install --installation-id " + string(id)
+}
