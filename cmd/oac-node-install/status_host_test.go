@@ -275,6 +275,19 @@ func TestStatusNeedsAttention(t *testing.T) {
 			h.systemd.Stop(context.Background(), unit)
 			h.systemd.Reload(context.Background())
 		}, exitAttention, "rerun the install command", "inactive (dead), not-found"},
+		// Root's records hold the source: the short command repairs it.
+		{"unit file gone, settings recorded", func(t *testing.T, h *statusHost) {
+			db, err := bookkeeping.Open(h.host.Bookkeeping())
+			must(t, err)
+			inst, err := db.GetInstallation(testID)
+			must(t, err)
+			inst.SourceURL = "https://console.example.com"
+			must(t, db.PutInstallation(inst))
+			must(t, db.Close())
+			os.Remove(h.host.Unit(testID))
+			h.systemd.Stop(context.Background(), unit)
+			h.systemd.Reload(context.Background())
+		}, exitAttention, "rerun sudo oac-node-install --installation-id " + testID + ": systemd has no unit", "inactive (dead), not-found"},
 		{"removed in Core", func(t *testing.T, h *statusHost) {
 			h.core.set(func(c *fakeCore) { c.status = http.StatusUnauthorized })
 			h.systemd.SetProperties(unit, systemd.UnitProperties{ActiveState: "failed", SubState: "failed", Result: "exit-code",
