@@ -86,7 +86,7 @@ func (f *installerFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.bundle, flagBundle, "", "absolute directory of an offline bundle (instead of --source-url)")
 	fs.StringVar(&f.coreURL, flagCoreURL, "", "Core's public origin, e.g. https://core.example.com")
 	fs.StringVar(&f.provider, flagProvider, "", "sandbox provider the command expects: docker or microsandbox")
-	fs.StringVar(&f.installationIDArg, flagInstallationID, "", "the node's installation id from Web (canonical UUID; required)")
+	fs.StringVar(&f.installationIDArg, flagInstallationID, "", "the node's installation id from Web (canonical UUID; required, except for a rerun on a host with one node; a rerun needs no other flag)")
 	fs.StringVar(&f.coreCA, flagCoreCA, "", "absolute path of a PEM file with the CA that signs Core's certificate")
 	fs.BoolVar(&f.allowInsecureOrigin, flagAllowInsecureOrigin, false, "allow plain http to an origin that is not loopback")
 	fs.BoolVar(&f.uninstall, flagUninstall, false, "remove the node (with --installation-id, and --force)")
