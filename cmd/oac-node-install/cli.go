@@ -139,8 +139,20 @@ func (c *cli) rootCommand() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Geteuid() == 0 {
+				// Root's records fill in a rerun's flags (recall.go).
+				f.host = c.host
+			}
 			if cmd.Flags().NFlag() == 0 {
-				return cmd.Help()
+				// With no flag, root reruns the host's one installation
+				// (`sudo oac-node-install`); anyone else, or on a host
+				// with none or several, gets the help.
+				if f.host == nil {
+					return cmd.Help()
+				}
+				if _, ok := soleInstallation(f.host()); !ok {
+					return cmd.Help()
+				}
 			}
 			if f.json && f.mode() != modeHelper {
 				// Even a refusal of the command line is a result.

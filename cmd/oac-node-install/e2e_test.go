@@ -283,6 +283,25 @@ func lifecycle(t *testing.T, bin string, core *devcore, h *testhost.Host, bus bo
 		t.Errorf("the rerun of a healthy node changed root's records or journals:\nbefore:\n%s\nafter:\n%s", before.Stdout, after.Stdout)
 	}
 	noReloadPending("the rerun")
+	// Root remembers what the installation was given: the rerun needs
+	// only the installation id, or nothing on a host with one node; a
+	// flag that differs from the record is refused, naming it.
+	for _, short := range []string{"/usr/local/sbin/oac-node-install --installation-id " + core.installationID, "/usr/local/sbin/oac-node-install"} {
+		res = run(short)
+		t.Logf("%s (exit %d):\n%s\n%s", short, res.Status, res.Stdout, res.Stderr)
+		if res.Status != 0 || !strings.Contains(string(res.Stdout), "No change: the node is installed, registered and running.") {
+			t.Errorf("%s: exit %d", short, res.Status)
+		}
+	}
+	differ := "/usr/local/sbin/oac-node-install --installation-id " + core.installationID + " --source-url https://other.example.com"
+	res = run(differ)
+	t.Logf("%s (exit %d):\n%s\n%s", differ, res.Status, res.Stdout, res.Stderr)
+	if res.Status == 0 || !strings.Contains(string(res.Stderr), "was installed with --source-url "+core.url+", but this command says --source-url https://other.example.com") {
+		t.Errorf("a different --source-url: exit %d", res.Status)
+	}
+	if after := run(rootState); string(after.Stdout) != string(before.Stdout) {
+		t.Errorf("the short reruns changed root's records or journals:\nbefore:\n%s\nafter:\n%s", before.Stdout, after.Stdout)
+	}
 	res = run(filepath.Join(bin, "oac-node-install") + " status")
 	t.Logf("status (exit %d):\n%s\n%s", res.Status, res.Stdout, res.Stderr)
 	if res.Status != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openagentcore/oac-node-install/steps/host/privsep"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
+	"github.com/openagentcore/oac-node-install/steps/record/layout"
 )
 
 // installerFlags is the original installer's command line (CONTRACT §4.4),
@@ -21,6 +22,11 @@ import (
 // (the default), uninstall (--uninstall) or the generation helper
 // (--generation-action, hidden; run by oac-node).
 type installerFlags struct {
+	// host, when set (the root command line's), is the host whose records
+	// fill in a rerun's flags: `--installation-id <id>` alone, or no flag
+	// when the host has exactly one installation, continues it as given
+	// first (recall.go).
+	host                func() layout.Host
 	sourceURL           string
 	bundle              string
 	coreURL             string
@@ -80,7 +86,7 @@ func (f *installerFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.bundle, flagBundle, "", "absolute directory of an offline bundle (instead of --source-url)")
 	fs.StringVar(&f.coreURL, flagCoreURL, "", "Core's public origin, e.g. https://core.example.com")
 	fs.StringVar(&f.provider, flagProvider, "", "sandbox provider the command expects: docker or microsandbox")
-	fs.StringVar(&f.installationIDArg, flagInstallationID, "", "the node's installation id from Web (canonical UUID; required)")
+	fs.StringVar(&f.installationIDArg, flagInstallationID, "", "the node's installation id from Web (canonical UUID; required, except for a rerun on a host with one node; a rerun needs no other flag)")
 	fs.StringVar(&f.coreCA, flagCoreCA, "", "absolute path of a PEM file with the CA that signs Core's certificate")
 	fs.BoolVar(&f.allowInsecureOrigin, flagAllowInsecureOrigin, false, "allow plain http to an origin that is not loopback")
 	fs.BoolVar(&f.uninstall, flagUninstall, false, "remove the node (with --installation-id, and --force)")
@@ -157,6 +163,11 @@ func (f *installerFlags) validate(fs *pflag.FlagSet) error {
 	if err := validUTF8(fs); err != nil {
 		return err
 	}
+	if f.installationIDArg == "" && f.host != nil && f.mode() == modeInstall {
+		if id, ok := soleInstallation(f.host()); ok {
+			f.installationIDArg = id.String()
+		}
+	}
 	if f.installationIDArg == "" {
 		return usagef("--installation-id is required")
 	}
@@ -171,7 +182,23 @@ func (f *installerFlags) validate(fs *pflag.FlagSet) error {
 	case modeUninstall:
 		return nil
 	}
-	return f.validateInstall()
+	if f.host == nil {
+		return f.validateInstall()
+	}
+	r, err := recall(f.host(), id)
+	if err != nil {
+		return err
+	}
+	if err := f.fillFromRecord(r, fs.Changed); err != nil {
+		return err
+	}
+	if err := f.validateInstall(); err != nil {
+		if !r.found && f.sourceURL == "" && f.bundle == "" {
+			return usagef("%v: this host does not record installation %s (a new node, or an installation stopped before it recorded itself): run the full command Web generated", err, id)
+		}
+		return err
+	}
+	return f.agreeWithRecord(r)
 }
 
 // onlyAllowed refuses a flag that the run's mode does not take.

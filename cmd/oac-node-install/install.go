@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -105,7 +106,11 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	})
 	c.result.ran(rep)
 	if err == nil && rep != nil && rep.Condition != workflow.Complete {
-		err = fmt.Errorf("the installation stopped in state %s (%s); rerun the same command", rep.State, rep.Condition)
+		again := "rerun the same command"
+		if install.ShortRerun(host, f.installationID) != "" {
+			again = "rerun `" + shortCommand(programName(), f.installationID) + "`"
+		}
+		err = fmt.Errorf("the installation stopped in state %s (%s); %s", rep.State, rep.Condition, again)
 	}
 	if err != nil && interruption(ctx) != nil {
 		return &interruptedRun{err: err, next: resumeAdvice(host, f)}
@@ -138,6 +143,9 @@ func resumeAdvice(h layout.Host, f *installerFlags) string {
 	}
 	cmd := installCommand{program: programName(), sourceURL: f.sourceURL, bundle: f.bundle, coreURL: f.coreURL,
 		allowInsecureOrigin: f.allowInsecureOrigin, coreCA: f.coreCA, provider: f.provider, installationID: id}
+	if r, err := recall(h, id); err == nil && r.complete {
+		cmd.short = true
+	}
 	return "to continue, run `" + cmd.String() + "` (the node has its credential: no enrollment token is needed), or rerun the same command."
 }
 
@@ -191,9 +199,9 @@ func proxySettings() (func(*http.Request) (*url.URL, error), error) {
 // file is opened without blocking (a FIFO put there after a check cannot
 // hang the run) and checked through the descriptor it is read from.
 func readCA(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	f, err := openRootOwned(path)
 	if err != nil {
-		return nil, workflow.Refusef("--core-ca: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -221,4 +229,82 @@ func coreRoots(ca []byte) (*trust.Roots, error) {
 		return nil, workflow.Refuse(errors.New("--core-ca holds no PEM certificate"))
 	}
 	return roots, nil
+}
+
+// caCopyAdvice is what an operator does with a --core-ca file that is not
+// safely root's: a copy made by root into a directory only root writes.
+const caCopyAdvice = "copy the file as root into a directory only root can write, for example `sudo install -m 0644 <file> /root/core-ca.pem`, and pass that path"
+
+// openRootOwned opens the file at the absolute path for reading as root
+// does safely with a path others may have had a hand in: it walks the path
+// from / with openat and O_NOFOLLOW, so no symbolic link is followed, and
+// accepts a component only when it is owned by root and its directory
+// cannot be changed by anyone but root: a directory owned by root that
+// neither others nor a group other than root's can write, or a sticky one
+// (like /tmp) whose entry is root's, which nobody else can rename or
+// replace. Root would otherwise read what a user's link points at (the
+// service account's /etc/shadow link).
+func openRootOwned(path string) (*os.File, error) {
+	comps := strings.Split(strings.Trim(path, "/"), "/")
+	dir, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, workflow.Refusef("--core-ca: open /: %w", err)
+	}
+	defer func() { unix.Close(dir) }()
+	var dirSt unix.Stat_t
+	if err := unix.Fstat(dir, &dirSt); err != nil {
+		return nil, workflow.Refusef("--core-ca: stat /: %w", err)
+	}
+	walked := ""
+	for i, c := range comps {
+		if c == "" {
+			continue
+		}
+		last := i == len(comps)-1
+		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_DIRECTORY | unix.O_CLOEXEC
+		if last {
+			flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+		}
+		fd, err := unix.Openat(dir, c, flags, 0)
+		if errors.Is(err, unix.ELOOP) || (!last && errors.Is(err, unix.ENOTDIR)) {
+			return nil, workflow.Refusef("--core-ca %s: %s/%s is a symbolic link or not a directory, which root does not follow; %s", path, walked, c, caCopyAdvice)
+		}
+		if err != nil {
+			return nil, workflow.Refusef("--core-ca: %w", &os.PathError{Op: "open", Path: walked + "/" + c, Err: err})
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return nil, workflow.Refusef("--core-ca: stat %s/%s: %w", walked, c, err)
+		}
+		if why := unsafeEntry(dirSt, st); why != "" {
+			unix.Close(fd)
+			return nil, workflow.Refusef("--core-ca %s: %s/%s %s, so root cannot trust what it reads there; %s", path, walked, c, why, caCopyAdvice)
+		}
+		walked += "/" + c
+		if last {
+			return os.NewFile(uintptr(fd), path), nil
+		}
+		unix.Close(dir)
+		dir, dirSt = fd, st
+	}
+	return nil, workflow.Refusef("--core-ca %s names no file", path)
+}
+
+// unsafeEntry says why an entry (st) of directory dir could have been
+// changed by someone other than root, or "" when it could not.
+func unsafeEntry(dir, st unix.Stat_t) string {
+	switch {
+	case dir.Uid != 0:
+		return fmt.Sprintf("is in a directory owned by uid %d", dir.Uid)
+	case st.Uid != 0:
+		return fmt.Sprintf("is owned by uid %d", st.Uid)
+	case dir.Mode&unix.S_ISVTX != 0:
+		return "" // sticky: only root renames or replaces root's entry
+	case dir.Mode&0o002 != 0:
+		return "is in a directory anybody can write"
+	case dir.Mode&0o020 != 0 && dir.Gid != 0:
+		return fmt.Sprintf("is in a directory group %d can write", dir.Gid)
+	}
+	return ""
 }

@@ -49,14 +49,20 @@ func installCommandFromRecord(host layout.Host, id ident.InstallationID, rec *ho
 	if !id.Valid() {
 		return c, false
 	}
+	if r, err := recall(host, id); err == nil && r.complete {
+		c.short = true
+		return c, true
+	}
 	if rec.CoreCASHA256 != "" {
-		c.coreCA = layout.Node{Root: host.NodeRoot(id)}.CoreCA()
-		if !plainAbs(c.coreCA) {
-			return c, false
-		}
+		// Never the node root's copy: the service account can write it.
+		c.coreCA = coreCAPlaceholder
 	}
 	return c, true
 }
+
+// coreCAPlaceholder stands for the Core CA file an installation recorded
+// before root kept its own copy was given.
+const coreCAPlaceholder = "<Core CA file, in a directory only root can write>"
 
 // installCommand is an install command line without a token; each value
 // is one the install command accepts.
@@ -70,6 +76,9 @@ type installCommand struct {
 	coreCA              string
 	provider            string // "" when the command names none
 	installationID      ident.InstallationID
+	// short: root's records hold everything else, so the command is
+	// only the installation id (recall.go).
+	short bool
 }
 
 // consolePlaceholder stands for the console URL the host does not record.
@@ -78,6 +87,9 @@ const consolePlaceholder = status.ConsolePlaceholder
 // String is the command as the operator types it: every value quoted for
 // the shell where it needs to be.
 func (c installCommand) String() string {
+	if c.short {
+		return shortCommand(c.program, c.installationID)
+	}
 	args := []string{"sudo", c.program}
 	switch {
 	case c.bundle != "":
@@ -91,7 +103,11 @@ func (c installCommand) String() string {
 	if c.allowInsecureOrigin {
 		args = append(args, "--"+flagAllowInsecureOrigin)
 	}
-	if c.coreCA != "" {
+	switch c.coreCA {
+	case "":
+	case coreCAPlaceholder:
+		args = append(args, "--"+flagCoreCA, "'"+c.coreCA+"'")
+	default:
 		args = append(args, "--"+flagCoreCA, shellWord(c.coreCA))
 	}
 	if c.provider != "" {

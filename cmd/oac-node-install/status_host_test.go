@@ -24,6 +24,7 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/host/systemd"
 	"github.com/openagentcore/oac-node-install/steps/host/systemd/systemdtest"
 	"github.com/openagentcore/oac-node-install/steps/install"
+	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/steps/status"
 	"github.com/openagentcore/oac-node-install/steps/testsupport/treetest"
@@ -274,6 +275,19 @@ func TestStatusNeedsAttention(t *testing.T) {
 			h.systemd.Stop(context.Background(), unit)
 			h.systemd.Reload(context.Background())
 		}, exitAttention, "rerun the install command", "inactive (dead), not-found"},
+		// Root's records hold the source: the short command repairs it.
+		{"unit file gone, settings recorded", func(t *testing.T, h *statusHost) {
+			db, err := bookkeeping.Open(h.host.Bookkeeping())
+			must(t, err)
+			inst, err := db.GetInstallation(testID)
+			must(t, err)
+			inst.SourceURL = "https://console.example.com"
+			must(t, db.PutInstallation(inst))
+			must(t, db.Close())
+			os.Remove(h.host.Unit(testID))
+			h.systemd.Stop(context.Background(), unit)
+			h.systemd.Reload(context.Background())
+		}, exitAttention, "rerun sudo oac-node-install --installation-id " + testID + ": systemd has no unit", "inactive (dead), not-found"},
 		{"removed in Core", func(t *testing.T, h *statusHost) {
 			h.core.set(func(c *fakeCore) { c.status = http.StatusUnauthorized })
 			h.systemd.SetProperties(unit, systemd.UnitProperties{ActiveState: "failed", SubState: "failed", Result: "exit-code",
@@ -655,9 +669,24 @@ func TestStatusNamesTheCommandThatContinuesAnInstallation(t *testing.T) {
 			must(t, os.Remove(h.node.Registered()))
 			h.failInstallAt(t, "register")
 		}, func(h *statusHost) string {
-			return "sudo oac-node-install --source-url <console URL> --core-url " + h.core.URL + " --allow-insecure-origin --core-ca " + h.node.CoreCA() +
-				" --provider docker --installation-id " + testID
-		}, "", ""},
+			return "sudo oac-node-install --source-url <console URL> --core-url " + h.core.URL + " --allow-insecure-origin --core-ca '" + coreCAPlaceholder +
+				"' --provider docker --installation-id " + testID
+		}, "", layout.NodesRel},
+		{"root's records hold the source and the Core CA", func(t *testing.T, h *statusHost) {
+			h.writeRecord(t, func(r map[string]any) { r["core_ca"], r["core_ca_sha256"] = h.node.CoreCA(), testDigest })
+			db, err := bookkeeping.Open(h.host.Bookkeeping())
+			must(t, err)
+			inst, err := db.GetInstallation(testID)
+			must(t, err)
+			inst.SourceURL, inst.CoreCA = "https://console.example.com", testDigest
+			must(t, db.PutInstallation(inst))
+			must(t, db.Close())
+			must(t, os.WriteFile(hostrecord.CoreCACopy(h.host, testID), []byte("pem"), 0o644))
+			must(t, os.Remove(h.node.Registered()))
+			h.failInstallAt(t, "register")
+		}, func(h *statusHost) string {
+			return "continue the installation without a token, since the node has its credential: sudo oac-node-install --installation-id " + testID
+		}, "", "<console URL>"},
 		{"before the node's identity", func(t *testing.T, h *statusHost) {
 			must(t, os.Remove(h.node.Registered()))
 			must(t, os.Remove(h.node.Identity()))
@@ -703,9 +732,17 @@ func TestStatusNamesTheCommandThatContinuesAnInstallation(t *testing.T) {
 			}
 			// The command the operator runs, the console URL filled in,
 			// is an install command of the same options, without a token.
+			// The short command is filled in from root's records.
 			line := strings.ReplaceAll(want, "<console URL>", "https://console.example.com")
+			short := strings.HasPrefix(line, "continue the")
+			if short {
+				line = line[strings.Index(line, "sudo "):]
+			}
 			args := strings.Fields(line)[2:]
 			f := &installerFlags{}
+			if short {
+				f.host = func() layout.Host { return h.host }
+			}
 			fs := pflag.NewFlagSet("oac-node-install", pflag.ContinueOnError)
 			f.bind(fs)
 			must(t, fs.Parse(args))
@@ -713,6 +750,9 @@ func TestStatusNamesTheCommandThatContinuesAnInstallation(t *testing.T) {
 			opts, err := installOptions(f)
 			must(t, err)
 			wantOpts := install.Options{InstallationID: testID, SourceURL: "https://console.example.com", CoreURL: h.core.URL, Provider: "docker"}
+			if short {
+				wantOpts.CoreCA = []byte("pem")
+			}
 			if !reflect.DeepEqual(opts, wantOpts) || f.tokenStdin || f.mode() != modeInstall {
 				t.Errorf("the command %q parses to %+v (token %v), want %+v", line, opts, f.tokenStdin, wantOpts)
 			}

@@ -12,9 +12,10 @@ import (
 
 // Kinds of files the installer writes on the host.
 const (
-	FileUnit   = "unit"   // /etc/systemd/system/oac-node-<id>.service
-	FileEnv    = "env"    // the unit's environment file
-	FileRecord = "record" // /etc/oac-node/<id>.json
+	FileUnit   = "unit"    // /etc/systemd/system/oac-node-<id>.service
+	FileEnv    = "env"     // the unit's environment file
+	FileRecord = "record"  // /etc/oac-node/<id>.json
+	FileCoreCA = "core-ca" // /etc/oac-node/<id>.core-ca.pem, root's copy of --core-ca
 )
 
 // File is a host file the installer wrote for one installation.

@@ -19,6 +19,13 @@ type Installation struct {
 	EnvFile             string               `json:"env_file"`
 	AllowInsecureOrigin bool                 `json:"allow_insecure_origin,omitempty"`
 	CoreCA              string               `json:"core_ca,omitempty"`
+	// SourceURL (the console's origin) or Bundle (an offline bundle's
+	// directory) is where the installation's files came from, recorded so
+	// that a rerun needs only the installation id. Both are empty for an
+	// installation recorded before they were, or taken over from the
+	// platform's installer, until a run given the source records it.
+	SourceURL string `json:"source_url,omitempty"`
+	Bundle    string `json:"bundle,omitempty"`
 	// Registered is set once the install workflow's register step is
 	// done: Core enrolled the node. It is root's record of that fact
 	// (the node root's registered.json is the account's).

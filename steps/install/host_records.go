@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
+	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
@@ -28,6 +29,16 @@ func HostRecord(d Data) hostrecord.Record {
 	return rec
 }
 
+// recordedSource is where the installation's files come from as the
+// bookkeeping records it: the bundle's directory for an offline install
+// (whose SourceURL is Core's origin, derived), else the console's origin.
+func recordedSource(o Options) (sourceURL, bundle string) {
+	if o.Bundle != "" {
+		return "", o.Bundle
+	}
+	return o.SourceURL, ""
+}
+
 // hostRecordsStep records the installation in the bookkeeping, then
 // writes /etc/oac-node/<id>.json (0644) and the empty Docker configuration
 // directory /run/oac-node-docker (0755).
@@ -48,12 +59,22 @@ func (s hostRecordsStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Re
 	if len(o.CoreCA) > 0 {
 		inst.CoreCA = sha256Hex(o.CoreCA)
 	}
+	inst.SourceURL, inst.Bundle = recordedSource(o)
 	if err := db.PutInstallation(inst); err != nil {
 		return workflow.Result{}, err
 	}
 	path := d.Host().Record(o.InstallationID)
 	if err := db.AddFile(bookkeeping.File{Path: path, InstallationID: o.InstallationID, Kind: bookkeeping.FileRecord}); err != nil {
 		return workflow.Result{}, err
+	}
+	if len(o.CoreCA) > 0 {
+		ca := hostrecord.CoreCACopy(d.Host(), o.InstallationID)
+		if err := db.AddFile(bookkeeping.File{Path: ca, InstallationID: o.InstallationID, Kind: bookkeeping.FileCoreCA}); err != nil {
+			return workflow.Result{}, err
+		}
+		if err := safefile.AtomicWrite(ca, o.CoreCA, 0o644); err != nil {
+			return workflow.Result{}, err
+		}
 	}
 	if err := hostrecord.Write(d.Host(), HostRecord(d)); err != nil {
 		return workflow.Result{}, err
@@ -76,6 +97,7 @@ func expectedInstallation(d Data) bookkeeping.Installation {
 	if len(o.CoreCA) > 0 {
 		inst.CoreCA = sha256Hex(o.CoreCA)
 	}
+	inst.SourceURL, inst.Bundle = recordedSource(o)
 	return inst
 }
 
@@ -105,6 +127,12 @@ func (s hostRecordsStep) Check(ctx context.Context, _ workflow.Facts) (workflow.
 	}
 	if data, err := os.ReadFile(path); err != nil || !bytes.Equal(data, want) {
 		return notDone, workflow.Result{}, nil
+	}
+	if ca := d.Options().CoreCA; len(ca) > 0 {
+		copyPath := hostrecord.CoreCACopy(d.Host(), id)
+		if data, err := os.ReadFile(copyPath); err != nil || !bytes.Equal(data, ca) || !recordsFile(db, id, copyPath) {
+			return notDone, workflow.Result{}, nil
+		}
 	}
 	if fi, err := os.Lstat(d.Host().DockerConfig()); err != nil || !fi.IsDir() {
 		return notDone, workflow.Result{}, nil

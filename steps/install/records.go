@@ -227,18 +227,13 @@ func checkHostRecordCommand(rec hostrecord.Record, o Options) error {
 		rec.CoreCASHA256, ca, nodeCACopy(rec))
 }
 
-// nodeCACopy says how to get the Core CA back from the node's copy. The
-// copy is in the node root, which the service account can write: it is
-// read as that account into a file of root's, never passed to root by its
-// path, and the command checks its sha256 against the host record like any
-// --core-ca file.
+// nodeCACopy says where the Core CA comes from. Root's copy beside the
+// host record is what a rerun without --core-ca reads; the node root's copy
+// is never named: the service account can write it, and neither reading it
+// as that account on root's terminal nor passing its path to root is safe.
 func nodeCACopy(rec hostrecord.Record) string {
-	root := rec.NodeRoot
-	if root == "" {
-		root = layout.Default.NodeRoot(rec.InstallationID)
-	}
-	return fmt.Sprintf("the node keeps a copy, read it as the node account: sudo -u %s cat %s > core-ca.pem, then pass --core-ca with core-ca.pem's absolute path",
-		layout.Account, layout.Node{Root: root}.CoreCA())
+	return fmt.Sprintf("pass the file the node was installed with, from a directory only root can write; once root keeps its copy (%s) a rerun needs no --core-ca",
+		layout.Default.EtcDir()+"/"+string(rec.InstallationID)+".core-ca.pem")
 }
 
 // readHostRecord reads the host record of installation id (root's).
@@ -251,7 +246,7 @@ func readHostRecord(h layout.Host, id ident.InstallationID) (hostrecord.Record, 
 }
 
 // discardRecords removes root's records of an installation that never
-// registered: its host record, its bookkeeping entry, and its journal,
+// registered: its host record (with root's Core CA copy), its bookkeeping entry, and its journal,
 // kept aside as a receipt so that the next run starts anew.
 func discardRecords(h layout.Host, id ident.InstallationID, journalPath string) error {
 	// The journal first: cut off after it, the records left make the new
@@ -270,7 +265,7 @@ func discardRecords(h layout.Host, id ident.InstallationID, journalPath string) 
 		return err
 	}
 	for _, f := range files {
-		if f.Kind != bookkeeping.FileRecord {
+		if f.Kind != bookkeeping.FileRecord && f.Kind != bookkeeping.FileCoreCA {
 			continue
 		}
 		if err := safefile.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -295,4 +290,27 @@ func discardRecords(h layout.Host, id ident.InstallationID, journalPath string) 
 		return err
 	}
 	return nil
+}
+
+// ShortRerun is the command that continues installation id when root's
+// records hold all it was given and the node has its credential (no
+// token is needed): `sudo oac-node-install --installation-id <id>`; ""
+// otherwise (a node not registered needs its token, an installation
+// recorded before its source was, or taken over, its full command once).
+func ShortRerun(h layout.Host, id ident.InstallationID) string {
+	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if err != nil {
+		return ""
+	}
+	inst, err := db.GetInstallation(id)
+	db.Close()
+	if err != nil || !inst.Registered || (inst.SourceURL == "" && inst.Bundle == "") {
+		return ""
+	}
+	if inst.CoreCA != "" {
+		if ok, err := safefile.Exists(hostrecord.CoreCACopy(h, id)); err != nil || !ok {
+			return ""
+		}
+	}
+	return "sudo oac-node-install --installation-id " + string(id)
 }

@@ -246,9 +246,9 @@ func refusalCases() []refusalCase {
 		{name: "registered: no Core CA", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
 			want: "installed with --core-ca (a CA bundle with sha256 "},
 		{name: "registered: no Core CA, the node's copy named", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
-			want: "read it as the node account: sudo -u oac-node cat "},
+			want: "from a directory only root can write; once root keeps its copy (/etc/oac-node/"},
 		{name: "registered: no Core CA, the copy's path", registered: true, edit: func(f *runFixture, c *Command) { c.Options.CoreCA = nil },
-			want: filepath.Join(layout.NodesRel, generationtest.InstallationID, layout.CoreCAFile) + " > core-ca.pem"},
+			want: generationtest.InstallationID + ".core-ca.pem) a rerun needs no --core-ca"},
 		{name: "registered: provider assertion", registered: true, edit: func(f *runFixture, c *Command) { c.Options.Provider = "microsandbox" },
 			want: "this command says --provider microsandbox: rerun it with --provider docker"},
 		{name: "registered: record of another installation", registered: true, setup: func(t *testing.T, f *runFixture) {

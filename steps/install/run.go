@@ -335,7 +335,9 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	// From here on the command changes the host: a failure names what this
 	// run changed before it (CONTRACT §10, "Nothing was changed.").
 	var changed []string
-	after := func(err error) error { return workflow.AfterChanges(err, changed, nextInstall(err)) }
+	after := func(err error) error {
+		return workflow.AfterChanges(err, changed, nextInstall(err, ShortRerun(c.Host, o.InstallationID)))
+	}
 	dir := c.Host.JournalDir(o.InstallationID)
 	dirExisted, _ := safefile.Exists(dir)
 	if err := safefile.MkdirAll(dir, 0o700); err != nil {
@@ -449,12 +451,17 @@ func runChanges(err error) []string {
 // nextInstall is the next command after a failure that came after a
 // change: the rerun continues from where the run stopped, once what a
 // refusal names is dealt with.
-func nextInstall(err error) string {
+// short, when not "", is the rerun command root's records make enough.
+func nextInstall(err error, short string) string {
+	again := "the same command"
+	if short != "" {
+		again = "`" + short + "`"
+	}
 	var r *workflow.Refusal
 	if errors.As(err, &r) {
-		return "Once that is dealt with, rerun the same command to continue the installation."
+		return "Once that is dealt with, rerun " + again + " to continue the installation."
 	}
-	return "Rerun the same command to continue the installation."
+	return "Rerun " + again + " to continue the installation."
 }
 
 // refusalOf is a refusal before the first change as a workflow.Refusal.

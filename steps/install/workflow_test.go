@@ -207,7 +207,7 @@ func TestInstallWorkflowWithAServiceAccountChild(t *testing.T) {
 	groups, _ := db.Groups()
 	files, _ := db.Files(generationtest.InstallationID)
 	db.Close()
-	if !ok || !acct.Created || acct.UID != u.UID || len(groups) != 1 || groups[0].Name != "docker" || len(files) != 2 {
+	if !ok || !acct.Created || acct.UID != u.UID || len(groups) != 1 || groups[0].Name != "docker" || len(files) != 3 || files[0].Kind != bookkeeping.FileCoreCA {
 		t.Errorf("bookkeeping: account %+v groups %+v files %+v", acct, groups, files)
 	}
 	if data, _ := os.ReadFile(f.journal); bytes.Contains(data, []byte(f.env.Tok)) {

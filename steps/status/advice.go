@@ -175,7 +175,7 @@ func (s *Installation) attention(a advisor) string {
 		return "the node was removed in Core (HTTP 401); remove it from this host: sudo oac-node-install --uninstall --installation-id " + id.String()
 	}
 	if u := s.Unit; u != nil && u.Reachable {
-		if next := unitNext(u, unit); next != "" {
+		if next := unitNext(u, unit, s.rerun(a)); next != "" {
 			return next
 		}
 	}
@@ -191,7 +191,7 @@ func (s *Installation) attention(a advisor) string {
 }
 
 // unitNext is what to do about a node unit that is not active, or "".
-func unitNext(u *UnitStatus, unit string) string {
+func unitNext(u *UnitStatus, unit, rerun string) string {
 	how := u.ActiveState
 	if u.SubState != "" {
 		how += " (" + u.SubState + ")"
@@ -203,7 +203,7 @@ func unitNext(u *UnitStatus, unit string) string {
 	case u.LoadState == "masked":
 		return "the unit is masked: sudo systemctl unmask " + unit
 	case u.LoadState != "loaded":
-		return "rerun the install command Web generated for this node: systemd has no unit " + unit + " (" + u.LoadState + ")"
+		return rerun + ": systemd has no unit " + unit + " (" + u.LoadState + ")"
 	case u.ActiveState == "active" && u.UnitFileState == "disabled":
 		return "the node service runs but is disabled, so it will not start at boot: sudo systemctl enable " + unit
 	case u.ActiveState == "active":
@@ -299,7 +299,23 @@ func (s *Installation) continueInstall(a advisor, r *workflow.Report) string {
 	if !ok {
 		return withToken + " (the host record " + a.host.Record(s.InstallationID) + " holds a value the command does not accept: inspect it)"
 	}
+	if !strings.Contains(cmd, ConsolePlaceholder) {
+		return "continue the installation without a token, since the node has its credential: " + cmd
+	}
 	return "continue the installation without a token, since the node has its credential (for " + ConsolePlaceholder + " give the --source-url of the command Web generated: this host does not record it): " + cmd
+}
+
+// rerun is how status names the install command that repairs a registered
+// node: the short command when root's records hold everything the
+// installation was given (Options.InstallCommand says so by naming no
+// console URL), else the command Web generated.
+func (s *Installation) rerun(a advisor) string {
+	if s.record != nil && s.recordErr == nil && a.installCommand != nil {
+		if cmd, ok := a.installCommand(a.host, s.InstallationID, s.record); ok && !strings.Contains(cmd, ConsolePlaceholder) && !strings.Contains(cmd, "<") {
+			return "rerun " + cmd
+		}
+	}
+	return "rerun the install command Web generated for this node"
 }
 
 // hasCredential reports whether the node has its credential, so that the

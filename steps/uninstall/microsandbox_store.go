@@ -42,7 +42,7 @@ func removeStores(in NodeOptions, req Input, facts map[string]string) (workflow.
 	var kept []string
 	for _, st := range stores {
 		if facts[FactCore] == CoreForced || req.Force {
-			in.logf("keep the microsandbox store %s (Core did not confirm the removal); remove it with `sudo -u %s rm -rf %s`", st, layout.Account, st)
+			in.logf("keep the microsandbox store %s (Core did not confirm the removal); remove it as the node account, away from this terminal, with `sudo systemd-run --uid=%s --wait --collect --quiet rm -rf %s`", st, layout.Account, st)
 			kept = append(kept, st)
 			continue
 		}

@@ -427,7 +427,7 @@ func TestUninstallForceKeepsTheStoreAndTheAccount(t *testing.T) {
 		t.Fatalf("%v %v\n%s", rep, err, f.out.String())
 	}
 	out := f.out.String()
-	for _, want := range []string{"skip the Core check", "sudo -u oac-node rm -rf " + f.store, "--force"} {
+	for _, want := range []string{"skip the Core check", "sudo systemd-run --uid=oac-node --wait --collect --quiet rm -rf " + f.store, "--force"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q:\n%s", want, out)
 		}

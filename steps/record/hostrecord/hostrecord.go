@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
@@ -124,4 +125,12 @@ func Decode(path string, data []byte) (Record, error) {
 func Missing(h layout.Host, id ident.InstallationID) string {
 	return fmt.Sprintf("the installer's bookkeeping %s records installation %s, but its host record %s is missing; restore the record from a backup of /etc, or remove the node in Web and run `sudo oac-node-install --uninstall --installation-id %s --force`",
 		h.Bookkeeping(), id, h.Record(id), id)
+}
+
+// CoreCACopy is root's copy of the installation's --core-ca file, beside
+// its host record (0644, root's, in root's /etc/oac-node): a rerun reads
+// the Core CA from it, never from the node root's copy, which the service
+// account can write.
+func CoreCACopy(h layout.Host, id ident.InstallationID) string {
+	return filepath.Join(h.EtcDir(), string(id)+".core-ca.pem")
 }
