@@ -285,27 +285,3 @@ func TestAHalfCreatedAccountIsMadeAgain(t *testing.T) {
 		})
 	}
 }
-
-// The first run stopped while creating installer.db (/etc full): the file
-// is empty, alone in /etc/oac-node. The rerun, and the check command
-// before it, take it for no bookkeeping; the rerun makes it anew and
-// completes.
-func TestAnEmptyBookkeepingFromTheFirstRunIsMadeAnew(t *testing.T) {
-	f := newRunFixture(t)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(os.MkdirAll(f.host.EtcDir(), 0o755))
-	must(os.WriteFile(f.host.Bookkeeping(), nil, 0o600))
-	probe := Probe{Options: f.options(), Host: f.host}
-	if c := probe.account(); c.Err != nil {
-		t.Errorf("the check command's account check: %v", c.Err)
-	}
-	rep, err := f.install(t, nil)
-	if err != nil || rep.Condition != workflow.Complete {
-		t.Fatalf("install: %v\n%s", err, f.out.String())
-	}
-}

@@ -171,19 +171,15 @@ func (p Probe) account() Check {
 			return c
 		}
 		db, err := bookkeeping.OpenReadOnly(path)
-		switch {
-		case errors.Is(err, bookkeeping.ErrHoldsNothing):
-			// An interrupted first run's file: no account recorded.
-		case err != nil:
+		if err != nil {
 			c.Err = err
 			return c
-		default:
-			rec, recorded, err = db.Account()
-			db.Close()
-			if err != nil {
-				c.Err = err
-				return c
-			}
+		}
+		rec, recorded, err = db.Account()
+		db.Close()
+		if err != nil {
+			c.Err = err
+			return c
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		c.Err = err

@@ -26,8 +26,6 @@ func CheckBookkeeping(h layout.Host, id ident.InstallationID) error {
 	}
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	switch {
-	case errors.Is(err, bookkeeping.ErrHoldsNothing):
-		return nil // an interrupted first run's: the run makes it anew
 	case errors.Is(err, bookkeeping.ErrDamaged):
 		return workflow.Refuse(fmt.Errorf("%w; %s", err, bookkeeping.DamagedAdvice(h.Bookkeeping(), id)))
 	case err != nil:
