@@ -313,17 +313,5 @@ func removeRemnants(ctx context.Context, e *Env) error {
 	} else if !errors.Is(err, accounts.ErrNotFound) {
 		return err
 	}
-	orphan, alone, err := e.DBs.ShadowOnly(layout.Account)
-	switch {
-	case err != nil:
-		return err
-	case orphan && alone:
-		e.Printf("remove the shadow entry of %s (left by an interrupted removal)", layout.Account)
-		return e.Adapter.RemoveShadowOrphans(ctx)
-	case orphan:
-		// pwconv would change more than this entry here: the operator
-		// decides, line by line.
-		e.Printf("the shadow entry of %s stayed (left by an interrupted removal); remove it with `sudo pwck`, answering y for the line of %s only", layout.Account, layout.Account)
-	}
 	return nil
 }

@@ -261,14 +261,6 @@ func TestAHalfRemovedAccountIsFinished(t *testing.T) {
 		}
 	}
 	must(t, os.WriteFile(p, []byte(strings.Join(kept, "\n")+"\n"), 0o644))
-	// shadow keeps an entry for every account, the removed one's too.
-	var shadow []string
-	for _, l := range append(kept, layout.Account+":x:") {
-		name, _, _ := strings.Cut(l, ":")
-		shadow = append(shadow, name+":!:20000:0:99999:7:::")
-	}
-	sp := filepath.Join(f.host.Root, "etc", "shadow")
-	must(t, os.WriteFile(sp, []byte(strings.Join(shadow, "\n")+"\n"), 0o640))
 	if names, _ := f.dbs.GroupNames(layout.Account); len(names) == 0 {
 		t.Fatal("the fixture's account is in no group")
 	}
@@ -281,10 +273,5 @@ func TestAHalfRemovedAccountIsFinished(t *testing.T) {
 	}
 	if names, _ := f.dbs.GroupNames(layout.Account); len(names) != 0 {
 		t.Errorf("%s is still a member of %v", layout.Account, names)
-	}
-	left, err := os.ReadFile(sp)
-	must(t, err)
-	if strings.Contains(string(left), layout.Account+":") || strings.Count(string(left), "\n") != len(kept) {
-		t.Errorf("shadow after the uninstall:\n%s", left)
 	}
 }

@@ -34,11 +34,6 @@ type Adapter interface {
 	// alone by a creation or a removal that stopped half-way). A missing
 	// group is ErrNotFound; the primary group of an account is ErrInUse.
 	DeleteGroup(ctx context.Context) error
-	// RemoveShadowOrphans removes the shadow entries of accounts passwd
-	// does not have (pwconv). Callers run it only when that is all it
-	// does: every passwd entry has its shadow entry and its password
-	// there ("x").
-	RemoveShadowOrphans(ctx context.Context) error
 }
 
 // ErrExists is returned when the account or its group already exists.
@@ -103,17 +98,12 @@ func (c Commands) DeleteServiceAccount(ctx context.Context) error {
 	return c.run(ctx, "userdel", map[int]error{6: ErrNotFound, 8: ErrInUse}, layout.Account)
 }
 
-func (c Commands) DeleteGroup(ctx context.Context) error {
-	return c.run(ctx, "groupdel", map[int]error{6: ErrNotFound, 8: ErrInUse}, layout.Account)
-}
-
-func (c Commands) RemoveShadowOrphans(ctx context.Context) error {
-	return c.run(ctx, "pwconv", nil)
-}
-
 // run executes program with args and a fixed environment. A non-zero exit
 // status is an error naming the command, the status and the program's own
 // message, wrapping the sentinel exits maps it to.
+func (c Commands) DeleteGroup(ctx context.Context) error {
+	return c.run(ctx, "groupdel", map[int]error{6: ErrNotFound, 8: ErrInUse}, layout.Account)
+}
 
 func (c Commands) run(ctx context.Context, program string, exits map[int]error, args ...string) error {
 	path := c.Path

@@ -15,7 +15,6 @@
 //	RemoveFromGroup       gpasswd --delete oac-node <group>
 //	DeleteServiceAccount  userdel oac-node
 //	DeleteGroup           groupdel oac-node
-//	RemoveShadowOrphans   pwconv
 //
 // Commands is the real Adapter: it runs those programs directly (no shell)
 // from the installer's fixed PATH, with a fixed environment and standard
