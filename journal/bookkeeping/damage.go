@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
@@ -299,21 +298,8 @@ var ErrHoldsNothing = fmt.Errorf("installer bookkeeping holds nothing yet: its c
 // record: it is empty, or its newest valid meta page is one bbolt writes
 // when it creates a file (transaction id 0 or 1) — the schema, which the
 // first transaction writes before any record, was never committed.
-// Anything else, damaged or not, is not known to be empty; so is a file
-// with anything beside it in its directory (a host record, the platform's
-// account.json): the installer writes those only after its bookkeeping,
-// so such a file was emptied or cut later, and its records are not
-// guessed at.
+// Anything else, damaged or not, is not known to be empty.
 func heldNothing(path string) bool {
-	ents, err := os.ReadDir(filepath.Dir(path))
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if e.Name() != filepath.Base(path) {
-			return false
-		}
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false

@@ -40,11 +40,6 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	if err := checkRecorded(s.d.Databases(), rec, recorded, s.d.Options().InstallationID); err != nil {
 		return workflow.Result{}, workflow.Unchanged(err)
 	}
-	if creationUnconfirmed(rec, recorded) {
-		if err := s.undoUnconfirmed(ctx); err != nil {
-			return workflow.Result{}, err
-		}
-	}
 	home := s.d.Host().Home()
 	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)
 	if err != nil {
@@ -97,42 +92,6 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 		}
 		return workflow.Result{Facts: map[string]string{factUID: fmt.Sprint(u.UID)}}, nil
 	}
-}
-
-// creationUnconfirmed reports whether the bookkeeping says an earlier run
-// set out to create the account (the record is written before useradd)
-// and never confirmed it (the uid is recorded only after useradd
-// succeeded). Whatever that run's useradd left — nothing, the whole
-// account, or half of it when /etc filled up or the run was killed: an
-// account without its group or shadow entry, its group alone — is the
-// installer's own, and is made again rather than adopted or refused.
-func creationUnconfirmed(rec bookkeeping.Account, recorded bool) bool {
-	return recorded && rec.Created && rec.UID <= 0
-}
-
-// undoUnconfirmed removes what an unconfirmed creation left of the account
-// and its own group, so that useradd starts from nothing.
-func (s accountStep) undoUnconfirmed(ctx context.Context) error {
-	dbs := s.d.Databases()
-	_, err := dbs.LookupUser(layout.Account)
-	switch {
-	case err == nil:
-		s.d.Printf("remove the account %s that an interrupted run began to create, to create it again", layout.Account)
-		if err := s.d.Accounts().DeleteServiceAccount(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
-			return fmt.Errorf("remove the half-created account %s: %w", layout.Account, err)
-		}
-	case !errors.Is(err, accounts.ErrNotFound):
-		return err
-	}
-	if _, err := dbs.LookupGroup(layout.Account); err == nil {
-		s.d.Printf("remove the group %s that an interrupted run began to create, to create it again", layout.Account)
-		if err := s.d.Accounts().DeleteGroup(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
-			return fmt.Errorf("remove the half-created group %s: %w", layout.Account, err)
-		}
-	} else if !errors.Is(err, accounts.ErrNotFound) {
-		return err
-	}
-	return dbs.Sync()
 }
 
 // RecordedAccount is the bookkeeping's account record as
@@ -317,9 +276,6 @@ func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 	}
 	if err := checkRecorded(s.d.Databases(), rec, recorded, s.d.Options().InstallationID); err != nil {
 		return 0, workflow.Result{}, workflow.Unchanged(err)
-	}
-	if creationUnconfirmed(rec, recorded) {
-		return notDone, workflow.Result{}, nil // Run makes it again
 	}
 	home := s.d.Host().Home()
 	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)

@@ -316,9 +316,7 @@ func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
 				if err := os.MkdirAll(f.host.EtcDir(), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				// Not empty: an empty file alone is what a first run
-				// stopped while creating it leaves, and is made anew.
-				if err := os.WriteFile(f.host.Bookkeeping(), bytes.Repeat([]byte{0xff}, 8192), 0o600); err != nil {
+				if err := os.WriteFile(f.host.Bookkeeping(), nil, 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}

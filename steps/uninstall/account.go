@@ -104,9 +104,6 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 				return workflow.Result{}, err
 			}
 		}
-		if err := removeRemnants(ctx, e); err != nil {
-			return workflow.Result{}, err
-		}
 		if err := safefile.RemoveTree(e.HostPaths.Home()); err != nil {
 			return workflow.Result{}, fmt.Errorf("remove the account's home: %w", err)
 		}
@@ -281,37 +278,4 @@ func ProcRunning(procfs string) Processes {
 		}
 		return false, nil
 	}
-}
-
-// removeRemnants removes what a userdel that stopped half-way (/etc full,
-// the run killed) left of the account the installer created, once the
-// account itself is gone: its name in other groups' member lists and its
-// own group. userdel does both when it completes; a rerun finds the
-// account gone and would otherwise leave them for every later install to
-// trip over ("group oac-node exists").
-func removeRemnants(ctx context.Context, e *Env) error {
-	if _, err := e.DBs.LookupUser(layout.Account); err == nil {
-		return nil // still there: userdel did not run or failed before passwd
-	} else if !errors.Is(err, accounts.ErrNotFound) {
-		return err
-	}
-	groups, err := e.DBs.GroupNames(layout.Account)
-	if err != nil {
-		return err
-	}
-	for _, g := range groups {
-		e.Printf("remove %s from the group %s (left by an interrupted removal)", layout.Account, g)
-		if err := e.Adapter.RemoveFromGroup(ctx, g); err != nil && !errors.Is(err, accounts.ErrNotFound) {
-			return err
-		}
-	}
-	if _, err := e.DBs.LookupGroup(layout.Account); err == nil {
-		e.Printf("remove the group %s (left by an interrupted removal)", layout.Account)
-		if err := e.Adapter.DeleteGroup(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
-			return err
-		}
-	} else if !errors.Is(err, accounts.ErrNotFound) {
-		return err
-	}
-	return nil
 }

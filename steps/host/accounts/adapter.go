@@ -30,10 +30,6 @@ type Adapter interface {
 	// home. A missing account is ErrNotFound; a process still running as
 	// the account is ErrInUse.
 	DeleteServiceAccount(ctx context.Context) error
-	// DeleteGroup deletes the account's own group layout.Account (left
-	// alone by a creation or a removal that stopped half-way). A missing
-	// group is ErrNotFound; the primary group of an account is ErrInUse.
-	DeleteGroup(ctx context.Context) error
 }
 
 // ErrExists is returned when the account or its group already exists.
@@ -101,10 +97,6 @@ func (c Commands) DeleteServiceAccount(ctx context.Context) error {
 // run executes program with args and a fixed environment. A non-zero exit
 // status is an error naming the command, the status and the program's own
 // message, wrapping the sentinel exits maps it to.
-func (c Commands) DeleteGroup(ctx context.Context) error {
-	return c.run(ctx, "groupdel", map[int]error{6: ErrNotFound, 8: ErrInUse}, layout.Account)
-}
-
 func (c Commands) run(ctx context.Context, program string, exits map[int]error, args ...string) error {
 	path := c.Path
 	if path == "" {

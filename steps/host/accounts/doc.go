@@ -14,7 +14,6 @@
 //	AddToGroup            usermod --append --groups <group> oac-node
 //	RemoveFromGroup       gpasswd --delete oac-node <group>
 //	DeleteServiceAccount  userdel oac-node
-//	DeleteGroup           groupdel oac-node
 //
 // Commands is the real Adapter: it runs those programs directly (no shell)
 // from the installer's fixed PATH, with a fixed environment and standard
