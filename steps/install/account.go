@@ -45,6 +45,15 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	if err != nil {
 		return workflow.Result{}, err
 	}
+	if halfMade(rec, recorded, facts) {
+		s.d.Printf("remove the account %s that an earlier run's useradd left without its group, to create it anew", layout.Account)
+		if err := s.d.Accounts().DeleteServiceAccount(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
+			return workflow.Result{}, err
+		}
+		if facts, err = adoptionFacts(s.d.Databases(), home, rec, recorded); err != nil {
+			return workflow.Result{}, err
+		}
+	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {
 		return workflow.Result{}, workflow.Unchanged(workflow.Refuse(err))
@@ -198,6 +207,17 @@ func adoptionFacts(dbs accounts.Databases, home string, rec bookkeeping.Account,
 	return facts, nil
 }
 
+// halfMade reports whether the account is the installer's own, left
+// half-made by a useradd cut off after it wrote /etc/passwd and before
+// /etc/group (a full /etc): the bookkeeping recorded the creation before
+// useradd ran (created, no uid yet: the adoption rules found no account
+// then) and the account's primary gid names no group. Such an account is
+// no foreign one to refuse; Run deletes it (userdel removes what useradd
+// wrote to /etc/passwd and /etc/shadow) and creates it anew.
+func halfMade(rec bookkeeping.Account, recorded bool, facts accounts.Facts) bool {
+	return recorded && rec.Created && rec.UID <= 0 && facts.User != nil && facts.PrimaryGroup == ""
+}
+
 // created completes a creation: the databases made durable (an earlier
 // run's useradd may not be), the uid recorded and the home made.
 func (s accountStep) created(db *bookkeeping.DB) (workflow.Result, error) {
@@ -281,6 +301,9 @@ func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)
 	if err != nil {
 		return 0, workflow.Result{}, err
+	}
+	if halfMade(rec, recorded, facts) {
+		return notDone, workflow.Result{}, nil // Run makes it anew
 	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {
