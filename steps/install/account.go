@@ -60,7 +60,14 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	}
 	switch decision {
 	case accounts.Create:
-		if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true}); err != nil {
+		if _, err := s.d.Databases().LookupGroup(layout.Account); err == nil {
+			// Decide found no group of the name but ownGroup's.
+			s.d.Printf("remove the group %s that an earlier run's useradd left without the account, to create both anew", layout.Account)
+			if err := s.d.Accounts().DeleteServiceGroup(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
+				return workflow.Result{}, err
+			}
+		}
+		if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true, NoGroupBefore: true}); err != nil {
 			return workflow.Result{}, err
 		}
 		shell, err := accounts.FindNologin()
@@ -204,6 +211,9 @@ func adoptionFacts(dbs accounts.Databases, home string, rec bookkeeping.Account,
 	if facts.User == nil && recorded && rec.Created {
 		facts.HomeExists = false // the home an interrupted creation made is ours
 	}
+	if ownGroup(rec, recorded, facts) {
+		facts.GroupExists = false // the account step removes it and makes both anew
+	}
 	return facts, nil
 }
 
@@ -216,6 +226,14 @@ func adoptionFacts(dbs accounts.Databases, home string, rec bookkeeping.Account,
 // wrote to /etc/passwd and /etc/shadow) and creates it anew.
 func halfMade(rec bookkeeping.Account, recorded bool, facts accounts.Facts) bool {
 	return recorded && rec.Created && rec.UID <= 0 && facts.User != nil && facts.PrimaryGroup == ""
+}
+
+// ownGroup reports whether the group named oac-node, found with no
+// account, is the installer's own: left by a useradd cut off after it
+// wrote /etc/group, the bookkeeping having recorded the creation (no uid
+// yet) while no such group existed.
+func ownGroup(rec bookkeeping.Account, recorded bool, facts accounts.Facts) bool {
+	return recorded && rec.Created && rec.UID <= 0 && rec.NoGroupBefore && facts.User == nil && facts.GroupExists
 }
 
 // created completes a creation: the databases made durable (an earlier

@@ -280,3 +280,64 @@ func TestARerunRedoesItsOwnHalfMadeAccount(t *testing.T) {
 		t.Errorf("the account %+v, its group %+v: %v", u, g, err)
 	}
 }
+
+// groupOnlyUseradd is useradd cut off after it wrote /etc/group and
+// before /etc/passwd: the account's group is there, the account is not.
+type groupOnlyUseradd struct{ *accountstest.Fake }
+
+func (c groupOnlyUseradd) CreateServiceAccount(ctx context.Context, shell string) error {
+	if err := c.Fake.CreateServiceAccount(ctx, shell); err != nil {
+		return err
+	}
+	p := filepath.Join(c.Root, "etc/passwd")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var kept []string
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(l, layout.Account+":") {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(kept, "")), 0o644); err != nil {
+		return err
+	}
+	return errors.New("useradd: failure while writing changes to /etc/passwd: No space left on device")
+}
+
+// The group the installer's own useradd left without the account: the
+// bookkeeping recorded, with the creation, that no group of the name was
+// there before; the rerun removes that group and creates the account
+// anew, instead of failing "group oac-node exists" at every rerun.
+func TestARerunRedoesItsOwnGroupWithoutAccount(t *testing.T) {
+	f := newRunFixture(t)
+	if _, err := f.install(t, func(c *Command) { c.Accounts = groupOnlyUseradd{f.accts} }); err == nil || !strings.Contains(err.Error(), "No space left") {
+		t.Fatalf("the first run: %v\n%s", err, f.out.String())
+	}
+	if _, err := accounts.Under(f.host.Root).LookupGroup(layout.Account); err != nil {
+		t.Fatalf("the half-made account's group: %v", err)
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("the rerun: %v\n%s", err, f.out.String())
+	}
+	u := f.nodeAccount(t)
+	g, err := accounts.Under(f.host.Root).LookupGroup(layout.Account)
+	if err != nil || g.GID != u.GID {
+		t.Errorf("the account %+v, its group %+v: %v", u, g, err)
+	}
+}
+
+// A group oac-node that was there before the installer, without an
+// account: install refuses before any change, naming the command that
+// removes it (useradd --user-group would fail on it), and never removes
+// that group itself.
+func TestAForeignGroupWithoutAccountRefuses(t *testing.T) {
+	f := newRunFixture(t)
+	f.editDatabase(t, "group", adding("oac-node:x:4321:"))
+	f.refusesUnchanged(t, nil, "group oac-node", "sudo groupdel oac-node")
+	if g, err := accounts.Under(f.host.Root).LookupGroup(layout.Account); err != nil || g.GID != 4321 {
+		t.Errorf("the foreign group: %+v %v", g, err)
+	}
+}
