@@ -316,7 +316,9 @@ func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
 				if err := os.MkdirAll(f.host.EtcDir(), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(f.host.Bookkeeping(), nil, 0o600); err != nil {
+				// Not bbolt's, and not empty: an empty file alone is the
+				// first run's own (TestInstallMakesAnEmptyBookkeepingAnew).
+				if err := os.WriteFile(f.host.Bookkeeping(), bytes.Repeat([]byte{0xff}, 4096), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -334,6 +336,27 @@ func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
 				t.Errorf("Core was asked %d times", n)
 			}
 		})
+	}
+}
+
+// An empty installer.db, alone in /etc/oac-node, is what a first run
+// leaves when the disk fills as it creates the file: it held nothing, so
+// the rerun makes it anew and completes, instead of refusing it as
+// damaged at every rerun.
+func TestInstallMakesAnEmptyBookkeepingAnew(t *testing.T) {
+	f := newRunFixture(t)
+	if err := os.MkdirAll(f.host.EtcDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.host.Bookkeeping(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("install: %v\n%s", err, f.out.String())
+	}
+	if u := f.nodeAccount(t); u.UID <= 0 {
+		t.Errorf("the account: %+v", u)
 	}
 }
 

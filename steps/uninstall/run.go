@@ -246,6 +246,9 @@ func readRecords(h layout.Host, id ident.InstallationID) (bookkeeping.Installati
 		return bookkeeping.Installation{}, false, nil
 	}
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if errors.Is(err, os.ErrNotExist) {
+		return bookkeeping.Installation{}, false, nil // bookkeeping.ErrHoldsNothing
+	}
 	if err != nil {
 		return bookkeeping.Installation{}, false, err
 	}
