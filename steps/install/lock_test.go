@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -554,4 +555,31 @@ func TestARegisteredNodeWithoutItsIdentityRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.refusesUnchanged(t, nil, "identity.json", "--uninstall --force")
+}
+
+// A host lock path that is not a regular file — a directory, a FIFO, a
+// symbolic link — is refused before any change, naming what is there and
+// the command that removes it.
+func TestInstallRefusesAHostLockThatIsNotAFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		what string
+	}{
+		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }, "a directory"},
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "a FIFO"},
+		{"symlink", func(p string) error { return os.Symlink("/dev/null", p) }, "a symbolic link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			p := f.host.HostLock()
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.make(p); err != nil {
+				t.Fatal(err)
+			}
+			f.refusesUnchanged(t, nil, p, tc.what, "sudo rm")
+		})
+	}
 }
