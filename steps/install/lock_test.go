@@ -20,6 +20,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -581,5 +582,37 @@ func TestInstallRefusesAHostLockThatIsNotAFile(t *testing.T) {
 			}
 			f.refusesUnchanged(t, nil, p, tc.what, "sudo rm")
 		})
+	}
+}
+
+// lockRemover removes the host lock file once useradd ran, as an
+// operator's `rm /run/oac-node.lock` during an install would.
+type lockRemover struct {
+	*accountstest.Fake
+	path string
+}
+
+func (l lockRemover) CreateServiceAccount(ctx context.Context, shell string) error {
+	if err := l.Fake.CreateServiceAccount(ctx, shell); err != nil {
+		return err
+	}
+	return os.Remove(l.path)
+}
+
+// The host lock file removed while an install holds it: another command
+// could take a new lock at that path meanwhile, so the install stops
+// before its next step, naming the lock; the rerun completes.
+func TestInstallStopsWhenItsHostLockIsReplaced(t *testing.T) {
+	f := newRunFixture(t)
+	_, err := f.install(t, func(c *Command) { c.Accounts = lockRemover{f.accts, f.host.HostLock()} })
+	if !errors.Is(err, safefile.ErrLockReplaced) || !strings.Contains(err.Error(), "the host lock") {
+		t.Fatalf("install: %v, want the host lock's replacement\n%s", err, f.out.String())
+	}
+	if f.systemd.Enabled(layout.UnitName(generationtest.InstallationID)) {
+		t.Error("the install went on to enable the unit")
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("the rerun: %v\n%s", err, f.out.String())
 	}
 }

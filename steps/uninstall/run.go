@@ -173,7 +173,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		}
 	}
 	r := &workflow.Runner{
-		Def: workflow.UninstallDefinition(), Steps: Steps(e), Journal: path,
+		Def: workflow.UninstallDefinition(), Steps: install.LockGuarded(Steps(e), lock.Verify), Journal: path,
 		Binding: workflow.Binding{Version: c.Version, InstallationID: id.String()},
 	}
 	rep, err := r.Run(ctx)
