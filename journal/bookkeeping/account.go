@@ -21,6 +21,11 @@ type Account struct {
 	// GID is the account's primary gid; 0 in a record written before the
 	// installer recorded it (only the uid is then known).
 	GID int `json:"gid,omitempty"`
+	// NoGroupBefore is true in a record of an intended creation written
+	// while no group of the account's name existed: a group of that name
+	// found with no account by a rerun (useradd cut off after it wrote
+	// /etc/group) is then the installer's own, to remove and make anew.
+	NoGroupBefore bool `json:"no_group_before,omitempty"`
 	// HomeMode is an adopted account's home directory mode before the
 	// installer changed it, or nil when it changed nothing.
 	HomeMode *os.FileMode `json:"home_mode,omitempty"`

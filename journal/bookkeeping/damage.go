@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
@@ -298,8 +299,21 @@ var ErrHoldsNothing = fmt.Errorf("installer bookkeeping holds nothing yet: its c
 // record: it is empty, or its newest valid meta page is one bbolt writes
 // when it creates a file (transaction id 0 or 1) — the schema, which the
 // first transaction writes before any record, was never committed.
-// Anything else, damaged or not, is not known to be empty.
+// Anything else, damaged or not, is not known to be empty. The file must
+// also be alone in its directory: the first run creates it before it
+// writes any host record or environment file next to it, so a file
+// beside them is one that held records (an emptied file on an installed
+// host, lost by the file system) and is damaged, never made anew.
 func heldNothing(path string) bool {
+	names, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if n.Name() != filepath.Base(path) {
+			return false
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false

@@ -221,3 +221,33 @@ func TestAnInterruptedCreationIsMadeAnew(t *testing.T) {
 		})
 	}
 }
+
+// An empty file beside a host record is not one the first run left while
+// creating it (the first run writes no record before the bookkeeping): it
+// held records the file system lost, so it is refused as damaged, by
+// OpenReadOnly and Open alike, and left as it is.
+func TestAnEmptyFileBesideRecordsIsDamaged(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "installer.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "0b6c1f0e-5d1a-4c8e-9a7b-3f2d1e0c9b8a.json"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if db, err := OpenReadOnly(path); !errors.Is(err, ErrDamaged) {
+		if err == nil {
+			db.Close()
+		}
+		t.Errorf("OpenReadOnly: %v, want ErrDamaged", err)
+	}
+	if db, err := Open(path); !errors.Is(err, ErrDamaged) {
+		if err == nil {
+			db.Close()
+		}
+		t.Errorf("Open: %v, want ErrDamaged", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Errorf("the file after the refusals: %v %v", fi, err)
+	}
+}

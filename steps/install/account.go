@@ -45,13 +45,29 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 	if err != nil {
 		return workflow.Result{}, err
 	}
+	if halfMade(rec, recorded, facts) {
+		s.d.Printf("remove the account %s that an earlier run's useradd left without its group, to create it anew", layout.Account)
+		if err := s.d.Accounts().DeleteServiceAccount(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
+			return workflow.Result{}, err
+		}
+		if facts, err = adoptionFacts(s.d.Databases(), home, rec, recorded); err != nil {
+			return workflow.Result{}, err
+		}
+	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {
 		return workflow.Result{}, workflow.Unchanged(workflow.Refuse(err))
 	}
 	switch decision {
 	case accounts.Create:
-		if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true}); err != nil {
+		if _, err := s.d.Databases().LookupGroup(layout.Account); err == nil {
+			// Decide found no group of the name but ownGroup's.
+			s.d.Printf("remove the group %s that an earlier run's useradd left without the account, to create both anew", layout.Account)
+			if err := s.d.Accounts().DeleteServiceGroup(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
+				return workflow.Result{}, err
+			}
+		}
+		if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true, NoGroupBefore: true}); err != nil {
 			return workflow.Result{}, err
 		}
 		shell, err := accounts.FindNologin()
@@ -195,7 +211,29 @@ func adoptionFacts(dbs accounts.Databases, home string, rec bookkeeping.Account,
 	if facts.User == nil && recorded && rec.Created {
 		facts.HomeExists = false // the home an interrupted creation made is ours
 	}
+	if ownGroup(rec, recorded, facts) {
+		facts.GroupExists = false // the account step removes it and makes both anew
+	}
 	return facts, nil
+}
+
+// halfMade reports whether the account is the installer's own, left
+// half-made by a useradd cut off after it wrote /etc/passwd and before
+// /etc/group (a full /etc): the bookkeeping recorded the creation before
+// useradd ran (created, no uid yet: the adoption rules found no account
+// then) and the account's primary gid names no group. Such an account is
+// no foreign one to refuse; Run deletes it (userdel removes what useradd
+// wrote to /etc/passwd and /etc/shadow) and creates it anew.
+func halfMade(rec bookkeeping.Account, recorded bool, facts accounts.Facts) bool {
+	return recorded && rec.Created && rec.UID <= 0 && facts.User != nil && facts.PrimaryGroup == ""
+}
+
+// ownGroup reports whether the group named oac-node, found with no
+// account, is the installer's own: left by a useradd cut off after it
+// wrote /etc/group, the bookkeeping having recorded the creation (no uid
+// yet) while no such group existed.
+func ownGroup(rec bookkeeping.Account, recorded bool, facts accounts.Facts) bool {
+	return recorded && rec.Created && rec.UID <= 0 && rec.NoGroupBefore && facts.User == nil && facts.GroupExists
 }
 
 // created completes a creation: the databases made durable (an earlier
@@ -281,6 +319,9 @@ func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 	facts, err := adoptionFacts(s.d.Databases(), home, rec, recorded)
 	if err != nil {
 		return 0, workflow.Result{}, err
+	}
+	if halfMade(rec, recorded, facts) {
+		return notDone, workflow.Result{}, nil // Run makes it anew
 	}
 	decision, err := accounts.Decide(facts)
 	if err != nil {

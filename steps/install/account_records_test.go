@@ -11,6 +11,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -228,5 +229,115 @@ func TestAnAccountRecordWithoutGID(t *testing.T) {
 	defer db.Close()
 	if acct, _, err := db.Account(); err != nil || acct.GID != 999 || acct.UID != 999 {
 		t.Errorf("after the rerun: %+v %v", acct, err)
+	}
+}
+
+// passwdOnlyUseradd is useradd cut off by a full /etc after it wrote
+// /etc/passwd and before /etc/group: the account is there, its own group
+// is not.
+type passwdOnlyUseradd struct{ *accountstest.Fake }
+
+func (c passwdOnlyUseradd) CreateServiceAccount(ctx context.Context, shell string) error {
+	if err := c.Fake.CreateServiceAccount(ctx, shell); err != nil {
+		return err
+	}
+	p := filepath.Join(c.Root, "etc/group")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var kept []string
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(l, layout.Account+":") {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(kept, "")), 0o644); err != nil {
+		return err
+	}
+	return errors.New("useradd: failure while writing changes to /etc/group: No space left on device")
+}
+
+// The installer's own half-made account (the bookkeeping recorded
+// created: true before useradd, which a full /etc cut off after
+// /etc/passwd): the rerun is not refused as for a foreign account; it
+// deletes the half-made account and creates it anew, with its group.
+func TestARerunRedoesItsOwnHalfMadeAccount(t *testing.T) {
+	f := newRunFixture(t)
+	if _, err := f.install(t, func(c *Command) { c.Accounts = passwdOnlyUseradd{f.accts} }); err == nil || !strings.Contains(err.Error(), "No space left") {
+		t.Fatalf("the first run: %v\n%s", err, f.out.String())
+	}
+	if _, err := accounts.Under(f.host.Root).LookupGroup(layout.Account); !errors.Is(err, accounts.ErrNotFound) {
+		t.Fatalf("the half-made account's group: %v", err)
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("the rerun: %v\n%s", err, f.out.String())
+	}
+	u := f.nodeAccount(t)
+	g, err := accounts.Under(f.host.Root).LookupGroup(layout.Account)
+	if err != nil || g.GID != u.GID {
+		t.Errorf("the account %+v, its group %+v: %v", u, g, err)
+	}
+}
+
+// groupOnlyUseradd is useradd cut off after it wrote /etc/group and
+// before /etc/passwd: the account's group is there, the account is not.
+type groupOnlyUseradd struct{ *accountstest.Fake }
+
+func (c groupOnlyUseradd) CreateServiceAccount(ctx context.Context, shell string) error {
+	if err := c.Fake.CreateServiceAccount(ctx, shell); err != nil {
+		return err
+	}
+	p := filepath.Join(c.Root, "etc/passwd")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var kept []string
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(l, layout.Account+":") {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(kept, "")), 0o644); err != nil {
+		return err
+	}
+	return errors.New("useradd: failure while writing changes to /etc/passwd: No space left on device")
+}
+
+// The group the installer's own useradd left without the account: the
+// bookkeeping recorded, with the creation, that no group of the name was
+// there before; the rerun removes that group and creates the account
+// anew, instead of failing "group oac-node exists" at every rerun.
+func TestARerunRedoesItsOwnGroupWithoutAccount(t *testing.T) {
+	f := newRunFixture(t)
+	if _, err := f.install(t, func(c *Command) { c.Accounts = groupOnlyUseradd{f.accts} }); err == nil || !strings.Contains(err.Error(), "No space left") {
+		t.Fatalf("the first run: %v\n%s", err, f.out.String())
+	}
+	if _, err := accounts.Under(f.host.Root).LookupGroup(layout.Account); err != nil {
+		t.Fatalf("the half-made account's group: %v", err)
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("the rerun: %v\n%s", err, f.out.String())
+	}
+	u := f.nodeAccount(t)
+	g, err := accounts.Under(f.host.Root).LookupGroup(layout.Account)
+	if err != nil || g.GID != u.GID {
+		t.Errorf("the account %+v, its group %+v: %v", u, g, err)
+	}
+}
+
+// A group oac-node that was there before the installer, without an
+// account: install refuses before any change, naming the command that
+// removes it (useradd --user-group would fail on it), and never removes
+// that group itself.
+func TestAForeignGroupWithoutAccountRefuses(t *testing.T) {
+	f := newRunFixture(t)
+	f.editDatabase(t, "group", adding("oac-node:x:4321:"))
+	f.refusesUnchanged(t, nil, "group oac-node", "sudo groupdel oac-node")
+	if g, err := accounts.Under(f.host.Root).LookupGroup(layout.Account); err != nil || g.GID != 4321 {
+		t.Errorf("the foreign group: %+v %v", g, err)
 	}
 }

@@ -52,6 +52,9 @@ func HostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile
 		return nil, err
 	}
 	l, err := safefile.TryLock(h.HostLock(), 0o600)
+	if errors.Is(err, safefile.ErrUnsafe) {
+		return nil, notALockFile(h.HostLock(), err)
+	}
 	if err == nil || !errors.Is(err, safefile.ErrLocked) {
 		return l, err
 	}
@@ -61,8 +64,34 @@ func HostLock(ctx context.Context, h layout.Host, phase func(string)) (*safefile
 	wctx, cancel := context.WithTimeout(ctx, HostLockWait)
 	defer cancel()
 	l, err = safefile.LockContext(wctx, h.HostLock(), 0o600)
+	if errors.Is(err, safefile.ErrUnsafe) {
+		return nil, notALockFile(h.HostLock(), err)
+	}
 	if err != nil {
 		return nil, workflow.Refusef("another node installation on this host holds %s: %w", h.HostLock(), err)
 	}
 	return l, nil
+}
+
+// notALockFile is the refusal of a lock path that is not a regular file
+// (safefile.ErrUnsafe: a directory, a FIFO, a device, a symbolic link):
+// the installer never makes one, and flock on it would guard nothing, so
+// the command stops before any change and names how to remove it.
+func notALockFile(path string, err error) error {
+	what := "not a regular file"
+	if fi, lerr := os.Lstat(path); lerr == nil {
+		switch m := fi.Mode(); {
+		case m&os.ModeSymlink != 0:
+			what = "a symbolic link"
+		case m.IsDir():
+			what = "a directory"
+		case m&os.ModeNamedPipe != 0:
+			what = "a FIFO"
+		case m&os.ModeSocket != 0:
+			what = "a socket"
+		case m&os.ModeDevice != 0:
+			what = "a device"
+		}
+	}
+	return workflow.Refusef("the lock path %s is %s, not the lock file the installer makes there (%v). Check that no program uses it, remove it (sudo rm -r %s), then run the command again", path, what, err, path)
 }

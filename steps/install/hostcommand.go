@@ -124,6 +124,12 @@ func RemoveCommand(db *bookkeeping.DB, out io.Writer) error {
 		// next one finds no such command, and must know why.
 		fmt.Fprintf(out, "Removed the command %s: no node remains on this host. The next installation brings it back; until then `oac-node-install` is not on PATH.\n", rec.Path)
 	}
+	// A copy write cut off before its rename leaves its temporary file
+	// (the command's size) whatever is at the path: the installer's own
+	// name in a directory only root may change, removed with the record.
+	if err := dir.Remove("." + filepath.Base(rec.Path) + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the interrupted copy of %s: %w", rec.Path, err)
+	}
 	return db.ForgetCommand()
 }
 

@@ -148,3 +148,41 @@ func TestTheCommandOnTheHostConvergedWritesNothing(t *testing.T) {
 		t.Errorf("installer.db written by a converged run (mtime %v → %v)", before.ModTime(), after.ModTime())
 	}
 }
+
+// A copy write cut off before its rename leaves the temporary file
+// .oac-node-install.tmp (the size of the command) beside the command: the
+// last node's uninstall removes it whatever it finds at the command's
+// path — the recorded copy, an older one (the record names the bytes the
+// cut-off write was to leave), a changed one or none.
+func TestRemoveCommandRemovesAnInterruptedCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		there func(h layout.Host)
+	}{
+		{"the recorded copy", func(layout.Host) {}},
+		{"an older copy", func(h layout.Host) { os.WriteFile(h.Command(), []byte("build 0"), 0o755) }},
+		{"no copy", func(h layout.Host) { os.Remove(h.Command()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := commandHost(t)
+			var out bytes.Buffer
+			KeepCommand(h, []byte("build 1"), "v1", &out)
+			tc.there(h)
+			tmp := filepath.Join(filepath.Dir(h.Command()), ".oac-node-install.tmp")
+			if err := os.WriteFile(tmp, []byte("build 1, cut off"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db, err := bookkeeping.Open(h.Bookkeeping())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := RemoveCommand(db, &out); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
+				t.Errorf("the interrupted copy %s stays: %v (%s)", tmp, err, out.String())
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/asaccount"
 	"github.com/openagentcore/oac-node-install/steps/generation/generationtest"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts/accountstest"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
 	"github.com/openagentcore/oac-node-install/workflow"
 )
@@ -316,7 +318,9 @@ func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
 				if err := os.MkdirAll(f.host.EtcDir(), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(f.host.Bookkeeping(), nil, 0o600); err != nil {
+				// Not bbolt's, and not empty: an empty file alone is the
+				// first run's own (TestInstallMakesAnEmptyBookkeepingAnew).
+				if err := os.WriteFile(f.host.Bookkeeping(), bytes.Repeat([]byte{0xff}, 4096), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -334,6 +338,27 @@ func TestInstallRefusesADamagedBookkeeping(t *testing.T) {
 				t.Errorf("Core was asked %d times", n)
 			}
 		})
+	}
+}
+
+// An empty installer.db, alone in /etc/oac-node, is what a first run
+// leaves when the disk fills as it creates the file: it held nothing, so
+// the rerun makes it anew and completes, instead of refusing it as
+// damaged at every rerun.
+func TestInstallMakesAnEmptyBookkeepingAnew(t *testing.T) {
+	f := newRunFixture(t)
+	if err := os.MkdirAll(f.host.EtcDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.host.Bookkeeping(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("install: %v\n%s", err, f.out.String())
+	}
+	if u := f.nodeAccount(t); u.UID <= 0 {
+		t.Errorf("the account: %+v", u)
 	}
 }
 
@@ -531,4 +556,63 @@ func TestARegisteredNodeWithoutItsIdentityRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.refusesUnchanged(t, nil, "identity.json", "--uninstall --force")
+}
+
+// A host lock path that is not a regular file — a directory, a FIFO, a
+// symbolic link — is refused before any change, naming what is there and
+// the command that removes it.
+func TestInstallRefusesAHostLockThatIsNotAFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		what string
+	}{
+		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }, "a directory"},
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "a FIFO"},
+		{"symlink", func(p string) error { return os.Symlink("/dev/null", p) }, "a symbolic link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			p := f.host.HostLock()
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.make(p); err != nil {
+				t.Fatal(err)
+			}
+			f.refusesUnchanged(t, nil, p, tc.what, "sudo rm")
+		})
+	}
+}
+
+// lockRemover removes the host lock file once useradd ran, as an
+// operator's `rm /run/oac-node.lock` during an install would.
+type lockRemover struct {
+	*accountstest.Fake
+	path string
+}
+
+func (l lockRemover) CreateServiceAccount(ctx context.Context, shell string) error {
+	if err := l.Fake.CreateServiceAccount(ctx, shell); err != nil {
+		return err
+	}
+	return os.Remove(l.path)
+}
+
+// The host lock file removed while an install holds it: another command
+// could take a new lock at that path meanwhile, so the install stops
+// before its next step, naming the lock; the rerun completes.
+func TestInstallStopsWhenItsHostLockIsReplaced(t *testing.T) {
+	f := newRunFixture(t)
+	_, err := f.install(t, func(c *Command) { c.Accounts = lockRemover{f.accts, f.host.HostLock()} })
+	if !errors.Is(err, safefile.ErrLockReplaced) || !strings.Contains(err.Error(), "the host lock") {
+		t.Fatalf("install: %v, want the host lock's replacement\n%s", err, f.out.String())
+	}
+	if f.systemd.Enabled(layout.UnitName(generationtest.InstallationID)) {
+		t.Error("the install went on to enable the unit")
+	}
+	rep, err := f.install(t, nil)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("the rerun: %v\n%s", err, f.out.String())
+	}
 }

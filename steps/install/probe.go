@@ -171,13 +171,15 @@ func (p Probe) account() Check {
 			return c
 		}
 		db, err := bookkeeping.OpenReadOnly(path)
-		if err != nil {
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			c.Err = err
 			return c
 		}
-		rec, recorded, err = db.Account()
-		db.Close()
-		if err != nil {
+		if err == nil { // else bookkeeping.ErrHoldsNothing: no record
+			rec, recorded, err = db.Account()
+			db.Close()
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			c.Err = err
 			return c
 		}

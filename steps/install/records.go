@@ -26,6 +26,8 @@ func CheckBookkeeping(h layout.Host, id ident.InstallationID) error {
 	}
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
 	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil // bookkeeping.ErrHoldsNothing: the account step makes it anew
 	case errors.Is(err, bookkeeping.ErrDamaged):
 		return workflow.Refuse(fmt.Errorf("%w; %s", err, bookkeeping.DamagedAdvice(h.Bookkeeping(), id)))
 	case err != nil:

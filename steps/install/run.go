@@ -381,7 +381,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	}
 	phases := statePhases(workflow.InstallDefinition())
 	r := &workflow.Runner{
-		Def: workflow.InstallDefinition(), Steps: Steps(env), Journal: path,
+		Def: workflow.InstallDefinition(), Steps: LockGuarded(Steps(env), lock.Verify), Journal: path,
 		Binding: workflow.Binding{Version: c.Version, InstallationID: o.InstallationID.String(), Generation: conf.Generation,
 			SpecificationDigest: conf.SpecificationDigest},
 		Observe: func(p workflow.Progress) {

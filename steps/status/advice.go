@@ -1,12 +1,14 @@
 package status
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
+	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/noderoot"
 	"github.com/openagentcore/oac-node-install/steps/record/hostrecord"
 	"github.com/openagentcore/oac-node-install/steps/record/ident"
@@ -51,6 +53,30 @@ func (s *Installation) keptAccountNext() string {
 	default:
 		return "the uninstallation kept the account " + layout.Account + " while a process ran as it (see `pgrep -u " + layout.Account + "`): once none runs, finish it: " + rerun
 	}
+}
+
+// groupLeftNext names, once an uninstallation completed, the group
+// oac-node that stays without its account, with its memberships: a userdel
+// that ended early (a full /etc) leaves them, and every later install
+// refuses the group; "" when there is none.
+func (s *Installation) groupLeftNext(a advisor) string {
+	if !s.uninstalled() {
+		return ""
+	}
+	dbs := accounts.Under(a.host.Root)
+	if _, err := dbs.LookupUser(layout.Account); !errors.Is(err, accounts.ErrNotFound) {
+		return ""
+	}
+	if _, err := dbs.LookupGroup(layout.Account); err != nil {
+		return ""
+	}
+	cmds := []string{"sudo groupdel " + layout.Account}
+	if member, err := dbs.GroupNames(layout.Account); err == nil {
+		for _, g := range member {
+			cmds = append(cmds, "sudo gpasswd --delete "+layout.Account+" "+g)
+		}
+	}
+	return "the group " + layout.Account + " remains without its account (an uninstallation's userdel ended early), and every install refuses it: once nothing needs it, remove it: " + strings.Join(cmds, "; ")
 }
 
 // installed reports whether the installation is meant to be running: its
@@ -128,6 +154,9 @@ func (s *Installation) attention(a advisor) string {
 		}
 	}
 	if next := s.keptAccountNext(); next != "" && !rootRunning {
+		return next
+	}
+	if next := s.groupLeftNext(a); next != "" && !rootRunning {
 		return next
 	}
 	if s.recordErr != nil {

@@ -24,7 +24,7 @@ type UnitReader interface {
 	Close() error
 }
 
-func dialSystemd(ctx context.Context) (UnitReader, error) { return systemd.Dial(ctx) }
+func dialSystemd(ctx context.Context) (UnitReader, error) { return systemd.DialPrivateFirst(ctx) }
 
 // systemdTimeout bounds status's connection to systemd and each query.
 const systemdTimeout = 5 * time.Second

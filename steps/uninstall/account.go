@@ -104,6 +104,9 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 				return workflow.Result{}, err
 			}
 		}
+		if err := s.removeRemnants(ctx, db, rec); err != nil {
+			return workflow.Result{}, err
+		}
 		if err := safefile.RemoveTree(e.HostPaths.Home()); err != nil {
 			return workflow.Result{}, fmt.Errorf("remove the account's home: %w", err)
 		}
@@ -127,6 +130,52 @@ func (s accountStep) Run(ctx context.Context, facts workflow.Facts) (workflow.Re
 		}
 	}
 	return workflow.Result{Event: workflow.EventAccountHandled}, db.DeleteAccount()
+}
+
+// removeRemnants finishes a userdel of the account the installer created
+// that ended after it wrote /etc/passwd (a full /etc): the account's
+// memberships of the groups the installer added it to and its own group
+// (the recorded gid, or any while the record has none) stay, and would
+// make every later install's useradd fail "group oac-node exists". The
+// step is reached only with the account gone and its uid no one's
+// (ownDeletion), so the group is the one useradd made for it.
+func (s accountStep) removeRemnants(ctx context.Context, db *bookkeeping.DB, rec bookkeeping.Account) error {
+	e := s.e
+	if _, err := e.DBs.LookupUser(layout.Account); err == nil {
+		return nil // the userdel above failed as a whole
+	}
+	groups, err := db.Groups()
+	if err != nil {
+		return err
+	}
+	member, err := e.DBs.GroupNames(layout.Account)
+	if err != nil {
+		return fmt.Errorf("the service account's groups: %w", err)
+	}
+	for _, g := range groups {
+		if slices.Contains(member, g.Name) {
+			e.Printf("remove the membership of the deleted account %s from the group %s", layout.Account, g.Name)
+			if err := e.Adapter.RemoveFromGroup(ctx, g.Name); err != nil {
+				return err
+			}
+		}
+	}
+	g, err := e.DBs.LookupGroup(layout.Account)
+	if errors.Is(err, accounts.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the service account's group: %w", err)
+	}
+	if rec.GID != 0 && g.GID != rec.GID {
+		e.Printf("keep the group %s: its gid %d is not the recorded %d", layout.Account, g.GID, rec.GID)
+		return nil
+	}
+	e.Printf("remove the group %s that the deleted account's userdel left", layout.Account)
+	if err := e.Adapter.DeleteServiceGroup(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // ownDeletion reports whether m is what this step leaves when it is cut

@@ -238,3 +238,54 @@ func TestUninstallForceWithAnAdoptedAccountGone(t *testing.T) {
 		t.Errorf("the bookkeeping remains: %v", err)
 	}
 }
+
+// passwdOnlyUserdel is userdel cut off by a full /etc after it wrote
+// /etc/passwd and before /etc/group: the account's line is gone, its own
+// group and its memberships stay.
+type passwdOnlyUserdel struct{ *accountstest.Fake }
+
+func (c passwdOnlyUserdel) DeleteServiceAccount(ctx context.Context) error {
+	p := filepath.Join(c.Root, "etc/passwd")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var kept []string
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(l, layout.Account+":") {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(kept, "")), 0o644); err != nil {
+		return err
+	}
+	return errors.New("userdel: failure while writing changes to /etc/group: No space left on device")
+}
+
+// userdel that left the account's own group and its memberships: the
+// rerun finishes what the installer made (the bookkeeping says it created
+// the account), so that a later install's useradd finds no group of its
+// name, and the host is as before the installation.
+func TestUninstallFinishesAHalfDoneUserdel(t *testing.T) {
+	f := newHostFixture(t)
+	f.install(t)
+	c := f.command(false)
+	c.Accounts = passwdOnlyUserdel{f.accts}
+	if _, err := Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "No space left") {
+		t.Fatalf("the first run: %v", err)
+	}
+	if _, err := f.dbs.LookupGroup(layout.Account); err != nil {
+		t.Fatalf("the half-done userdel left no group: %v", err)
+	}
+	f.out.Reset()
+	rep, err := f.uninstall(t, false)
+	if err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("the rerun: %v %v\n%s", rep, err, f.out.String())
+	}
+	if _, err := f.dbs.LookupGroup(layout.Account); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("the group %s after the rerun: %v\n%s", layout.Account, err, f.out.String())
+	}
+	if d := f.leftovers(t); d != "" {
+		t.Errorf("the host differs from before the installation:\n%s\n%s", d, f.out.String())
+	}
+}

@@ -100,3 +100,25 @@ func TestUninstallNeedsCoreWhenRootRecordsARegistration(t *testing.T) {
 		t.Fatalf("uninstall --force: %v %v", rep, err)
 	}
 }
+
+// An empty installer.db alone in /etc/oac-node is what a first install
+// leaves when the disk fills as it creates the file: it held nothing, so
+// uninstall treats the host as one without bookkeeping (no record: the
+// refusal names --force) and --force completes, instead of refusing the
+// file as damaged at every attempt.
+func TestUninstallTakesAnEmptyBookkeepingForNone(t *testing.T) {
+	f := newHostFixture(t)
+	must(t, os.MkdirAll(f.host.EtcDir(), 0o755))
+	must(t, os.WriteFile(f.host.Bookkeeping(), nil, 0o600))
+	_, err := f.uninstall(t, false)
+	if err == nil || errors.Is(err, bookkeeping.ErrDamaged) || !strings.Contains(err.Error(), "--force") ||
+		!strings.HasSuffix(workflow.Message(err), "Nothing was changed.") {
+		t.Fatalf("uninstall: %v, want the no-record refusal", err)
+	}
+	if rep, err := f.uninstall(t, true); err != nil || rep.Condition != workflow.Complete {
+		t.Fatalf("uninstall --force: %v %v\n%s", rep, err, f.out.String())
+	}
+	if _, err := os.Lstat(f.host.Bookkeeping()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the empty installer.db stays after uninstall --force: %v", err)
+	}
+}

@@ -173,7 +173,7 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 		}
 	}
 	r := &workflow.Runner{
-		Def: workflow.UninstallDefinition(), Steps: Steps(e), Journal: path,
+		Def: workflow.UninstallDefinition(), Steps: install.LockGuarded(Steps(e), lock.Verify), Journal: path,
 		Binding: workflow.Binding{Version: c.Version, InstallationID: id.String()},
 	}
 	rep, err := r.Run(ctx)
@@ -246,6 +246,9 @@ func readRecords(h layout.Host, id ident.InstallationID) (bookkeeping.Installati
 		return bookkeeping.Installation{}, false, nil
 	}
 	db, err := bookkeeping.OpenReadOnly(h.Bookkeeping())
+	if errors.Is(err, os.ErrNotExist) {
+		return bookkeeping.Installation{}, false, nil // bookkeeping.ErrHoldsNothing
+	}
 	if err != nil {
 		return bookkeeping.Installation{}, false, err
 	}

@@ -30,6 +30,11 @@ type Adapter interface {
 	// home. A missing account is ErrNotFound; a process still running as
 	// the account is ErrInUse.
 	DeleteServiceAccount(ctx context.Context) error
+	// DeleteServiceGroup deletes the group of the account's name, which a
+	// userdel cut off after it wrote /etc/passwd leaves (with /etc/group,
+	// /etc/gshadow and /etc/shadow unwritten; a later useradd then fails
+	// "group oac-node exists"). A missing group is ErrNotFound.
+	DeleteServiceGroup(ctx context.Context) error
 }
 
 // ErrExists is returned when the account or its group already exists.
@@ -92,6 +97,10 @@ func (c Commands) RemoveFromGroup(ctx context.Context, group string) error {
 
 func (c Commands) DeleteServiceAccount(ctx context.Context) error {
 	return c.run(ctx, "userdel", map[int]error{6: ErrNotFound, 8: ErrInUse}, layout.Account)
+}
+
+func (c Commands) DeleteServiceGroup(ctx context.Context) error {
+	return c.run(ctx, "groupdel", map[int]error{6: ErrNotFound}, layout.Account)
 }
 
 // run executes program with args and a fixed environment. A non-zero exit

@@ -16,7 +16,7 @@ func standIns(t *testing.T) (dir, log string) {
 	t.Helper()
 	dir = t.TempDir()
 	log = filepath.Join(dir, "log")
-	for _, p := range []string{"useradd", "usermod", "gpasswd", "userdel"} {
+	for _, p := range []string{"useradd", "usermod", "gpasswd", "userdel", "groupdel"} {
 		script := "#!/bin/sh\nprintf '%s' \"$0\" >>" + log + "\nfor a in \"$@\"; do printf ' [%s]' \"$a\" >>" + log + "; done\n" +
 			"printf ' env=%s\\n' \"$(/usr/bin/env | /usr/bin/sort | /usr/bin/tr '\\n' ' ')\" >>" + log + "\n" +
 			"if [ -f \"$0.exit\" ]; then echo \"${0##*/}: refused\" >&2; read s <\"$0.exit\"; exit $s; fi\n"
@@ -37,6 +37,7 @@ func TestCommandsRunTheContractCommands(t *testing.T) {
 		func() error { return c.AddToGroup(ctx, "docker") },
 		func() error { return c.RemoveFromGroup(ctx, "docker") },
 		func() error { return c.DeleteServiceAccount(ctx) },
+		func() error { return c.DeleteServiceGroup(ctx) },
 	} {
 		if err := call(); err != nil {
 			t.Fatal(err)
@@ -49,6 +50,7 @@ func TestCommandsRunTheContractCommands(t *testing.T) {
 		dir + "/usermod [--append] [--groups] [docker] [oac-node]",
 		dir + "/gpasswd [--delete] [oac-node] [docker]",
 		dir + "/userdel [oac-node]",
+		dir + "/groupdel [oac-node]",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("log:\n%s", b)
@@ -83,6 +85,7 @@ func TestCommandsClassifyExitStatus(t *testing.T) {
 		{"useradd: name in use", "useradd", "9", func(c Commands) error { return c.CreateServiceAccount(ctx, "/usr/sbin/nologin") }, ErrExists},
 		{"usermod: no such group", "usermod", "6", func(c Commands) error { return c.AddToGroup(ctx, "kvm") }, ErrNotFound},
 		{"userdel: no such user", "userdel", "6", func(c Commands) error { return c.DeleteServiceAccount(ctx) }, ErrNotFound},
+		{"groupdel: no such group", "groupdel", "6", func(c Commands) error { return c.DeleteServiceGroup(ctx) }, ErrNotFound},
 		{"userdel: still in use", "userdel", "8", func(c Commands) error { return c.DeleteServiceAccount(ctx) }, ErrInUse},
 		{"useradd: other failure", "useradd", "1", func(c Commands) error { return c.CreateServiceAccount(ctx, "/usr/sbin/nologin") }, nil},
 	} {

@@ -25,6 +25,8 @@ type Facts struct {
 	PrimaryGroup string
 	// Supplementary names the groups that list the account as a member.
 	Supplementary []string
+	// GroupExists says whether a group named oac-node exists.
+	GroupExists bool
 	// HomeExists says whether /var/lib/oac-node exists, as anything.
 	HomeExists bool
 	// RecordedUID is the uid the bookkeeping recorded when the installer
@@ -83,6 +85,9 @@ func Decide(f Facts) (Decision, error) {
 	name, home := layout.Account, layout.Default.Home()
 	u := f.User
 	if u == nil {
+		if f.GroupExists {
+			return 0, refusal("A group %s exists, but there is no account %s: it is left from an earlier installation or belongs to something else, and the installer makes the account with its own group of that name. Remove the group once you are sure nothing needs it (sudo groupdel %s), then run the command again.", name, name, name)
+		}
 		if f.HomeExists {
 			return 0, refusal("%s exists, but there is no account %s: it is left from an earlier installation or belongs to something else. Move it away, or remove it once you are sure nothing needs it (sudo rm -rf %s), then run the command again.", home, name, home)
 		}
@@ -146,6 +151,11 @@ func (d Databases) Facts(home string, recordedUID int) (Facts, error) {
 		f.HomeExists = true
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return f, fmt.Errorf("look at %s: %w", home, err)
+	}
+	if _, err := d.LookupGroup(layout.Account); err == nil {
+		f.GroupExists = true
+	} else if !errors.Is(err, ErrNotFound) {
+		return f, err
 	}
 	u, err := d.LookupUser(layout.Account)
 	if errors.Is(err, ErrNotFound) {

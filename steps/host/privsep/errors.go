@@ -31,6 +31,10 @@ const (
 // process group were stopped; rerunning the same command resumes.
 var ErrInterrupted = errors.New("interrupted; rerun the same command to continue")
 
+// ErrStopped is returned (wrapped) by Session.Call when its child stayed
+// stopped (SIGSTOP) for too long; the child and its group were ended.
+var ErrStopped = errors.New("stayed stopped")
+
 // ErrNoResult is returned (wrapped) by Run when the child ended without
 // reporting a result or an error, for example because it crashed or was
 // killed by someone else.

@@ -1,10 +1,12 @@
 package privsep
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 )
@@ -92,44 +94,89 @@ func (s *Session) Call(ctx context.Context, request any) (Result, error) {
 		_, err := s.c.p.reqW.Write(append(data, '\n'))
 		written <- err
 	}()
-	select {
-	case m := <-s.rd.finals:
-		<-written
-		return answer(s.o.Role, m)
-	case <-s.c.exited:
-		// The child ended, perhaps right after its answer: read what it
-		// sent before deciding.
-		s.end(false, ErrSessionEnded)
+	// The account can stop its own process (SIGSTOP): a child stopped for
+	// stoppedLimit is ended, so that the run does not wait for ever
+	// holding the host lock.
+	tick := time.NewTicker(stoppedPoll)
+	defer tick.Stop()
+	var stoppedSince time.Time
+	for {
 		select {
-		case m := <-s.rd.finals:
-			return answer(s.o.Role, m)
-		default:
-		}
-		if s.rd.protoErr != nil {
-			return Result{}, s.rd.protoErr
-		}
-		return Result{}, fmt.Errorf("%s as %s (%s): %w", s.o.Role, AccountName, s.c.cmd.ProcessState, ErrNoResult)
-	case <-s.rd.done:
-		// The result pipe carried a malformed message, or ended: the
-		// child is leaving, or stopped serving.
-		stop := s.rd.protoErr != nil
-		if !stop {
-			select {
-			case <-s.c.exited:
-			case <-time.After(drainDelay):
-				stop = true
+		case <-tick.C:
+			if !processStopped(s.c.pid) {
+				stoppedSince = time.Time{}
+				continue
 			}
+			if stoppedSince.IsZero() {
+				stoppedSince = time.Now()
+			}
+			if time.Since(stoppedSince) < stoppedLimit {
+				continue
+			}
+			s.end(true, ErrStopped)
+			return Result{}, fmt.Errorf("%s as %s: the process %d %w for %s and was ended; a process of %s may have stopped it (see `ps -u %s -o pid,stat,args`): once none does, rerun the same command to continue",
+				s.o.Role, AccountName, s.c.pid, ErrStopped, stoppedLimit, AccountName, AccountName)
+		case m := <-s.rd.finals:
+			<-written
+			return answer(s.o.Role, m)
+		case <-s.c.exited:
+			// The child ended, perhaps right after its answer: read what it
+			// sent before deciding.
+			s.end(false, ErrSessionEnded)
+			select {
+			case m := <-s.rd.finals:
+				return answer(s.o.Role, m)
+			default:
+			}
+			if s.rd.protoErr != nil {
+				return Result{}, s.rd.protoErr
+			}
+			return Result{}, fmt.Errorf("%s as %s (%s): %w", s.o.Role, AccountName, s.c.cmd.ProcessState, ErrNoResult)
+		case <-s.rd.done:
+			// The result pipe carried a malformed message, or ended: the
+			// child is leaving, or stopped serving.
+			stop := s.rd.protoErr != nil
+			if !stop {
+				select {
+				case <-s.c.exited:
+				case <-time.After(drainDelay):
+					stop = true
+				}
+			}
+			s.end(stop, ErrSessionEnded)
+			if s.rd.protoErr != nil {
+				return Result{}, s.rd.protoErr
+			}
+			return Result{}, fmt.Errorf("%s as %s: %w", s.o.Role, AccountName, ErrNoResult)
+		case <-ctx.Done():
+		case <-sigs:
 		}
-		s.end(stop, ErrSessionEnded)
-		if s.rd.protoErr != nil {
-			return Result{}, s.rd.protoErr
-		}
-		return Result{}, fmt.Errorf("%s as %s: %w", s.o.Role, AccountName, ErrNoResult)
-	case <-ctx.Done():
-	case <-sigs:
+		break
 	}
 	s.end(true, ErrInterrupted)
 	return Result{}, fmt.Errorf("%s as %s: %w", s.o.Role, AccountName, ErrInterrupted)
+}
+
+// stoppedLimit is how long a call lets its child stay stopped: status's
+// deadline for its own child (status.DefaultTimeout), long enough for a
+// debugger's or the kernel's short stop.
+var stoppedLimit = 8 * time.Second
+
+// stoppedPoll is how often a call looks at its child's state.
+const stoppedPoll = 250 * time.Millisecond
+
+// processStopped reports whether pid is stopped by a signal or traced
+// (state T or t in /proc/pid/stat).
+func processStopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'T' || b[i+2] == 't'
 }
 
 // endedError is Call's error once the session has ended: ErrSessionEnded,

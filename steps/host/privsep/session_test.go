@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -149,5 +151,56 @@ func TestSessionInterrupted(t *testing.T) {
 	}
 	if _, err := s.Call(context.Background(), sleepRequest{}); !errors.Is(err, ErrSessionEnded) {
 		t.Errorf("call after the interrupt: %v, want ErrSessionEnded", err)
+	}
+}
+
+// A child the service account stops (SIGSTOP) does not hold the run for
+// ever: once it has stayed stopped for stoppedLimit, the call ends with
+// ErrStopped, naming the account's processes, and no process of the
+// child's group is left.
+func TestSessionEndsAStoppedChild(t *testing.T) {
+	needRoot(t)
+	defer func(d time.Duration) { stoppedLimit = d }(stoppedLimit)
+	stoppedLimit = 500 * time.Millisecond
+	o := baseOptions(t, "sleep")
+	o.Grace = 300 * time.Millisecond
+	var mu sync.Mutex
+	var pids []int
+	o.Progress = func(e Event) {
+		pid, _ := strconv.Atoi(e.Text)
+		mu.Lock()
+		defer mu.Unlock()
+		if pids = append(pids, pid); len(pids) == 1 {
+			syscall.Kill(pid, syscall.SIGSTOP)
+		}
+	}
+	s := startSession(t, o)
+	defer s.Close()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(context.Background(), sleepRequest{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "ps -u "+AccountName) {
+			t.Fatalf("error %v, want ErrStopped naming the account's processes", err)
+		}
+	case <-time.After(15 * time.Second):
+		mu.Lock()
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		mu.Unlock()
+		t.Fatal("the call still waits for a stopped child after 15 s")
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("the call ended after %s", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if live := liveGroupMembers(pids[0]); len(live) > 0 {
+		t.Errorf("process group %d still has %v", pids[0], live)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
@@ -73,16 +74,39 @@ func Dial(ctx context.Context) (*DBus, error) {
 	if errBus == nil {
 		return d, nil
 	}
-	d, errPrivate := dialWithin(ctx, "/run/systemd/private", sd.NewSystemdConnectionContext)
+	d, errPrivate := dialWithin(ctx, "/run/systemd/private", dialPrivateConn)
 	if errPrivate == nil {
 		return d, nil
 	}
 	return nil, fmt.Errorf("connect to systemd (system bus: %v; /run/systemd/private: %v): %w", errBus, errPrivate, ErrUnavailable)
 }
 
+// dialPrivateConn connects over /run/systemd/private; a test replaces it.
+var dialPrivateConn = sd.NewSystemdConnectionContext
+
+// DialPrivateFirst is Dial for a command that must answer within seconds
+// (status): as root it connects over /run/systemd/private first, as
+// systemctl does, so that a bus daemon that accepts and never answers
+// does not use up its time; then over the system bus. Not root, it is
+// Dial (only root may use the private socket).
+func DialPrivateFirst(ctx context.Context) (*DBus, error) {
+	if os.Geteuid() != 0 {
+		return Dial(ctx)
+	}
+	d, errPrivate := dialWithin(ctx, "/run/systemd/private", dialPrivateConn)
+	if errPrivate == nil {
+		return d, nil
+	}
+	d, errBus := dialWithin(ctx, "system bus", sd.NewSystemConnectionContext)
+	if errBus == nil {
+		return d, nil
+	}
+	return nil, fmt.Errorf("connect to systemd (/run/systemd/private: %v; system bus: %v): %w", errPrivate, errBus, ErrUnavailable)
+}
+
 // DialPrivate connects over /run/systemd/private only.
 func DialPrivate(ctx context.Context) (*DBus, error) {
-	d, err := dialWithin(ctx, "/run/systemd/private", sd.NewSystemdConnectionContext)
+	d, err := dialWithin(ctx, "/run/systemd/private", dialPrivateConn)
 	if err != nil {
 		return nil, fmt.Errorf("connect to systemd over /run/systemd/private: %v: %w", err, ErrUnavailable)
 	}

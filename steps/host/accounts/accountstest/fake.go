@@ -44,7 +44,7 @@ func New(root string) (*Fake, error) {
 var _ accounts.Adapter = (*Fake)(nil)
 
 // Fail makes the next call of verb ("create", "add-group", "remove-group",
-// "delete") fail with err.
+// "delete", "delete-group") fail with err.
 func (f *Fake) Fail(verb string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -150,7 +150,7 @@ func (f *Fake) AddToGroup(_ context.Context, group string) (err error) {
 	if err := f.begin("add-group", "usermod --append --groups "+group+" "+layout.Account); err != nil {
 		return err
 	}
-	return f.editMembers(group, func(m []string) ([]string, error) {
+	return f.editMembers(group, true, func(m []string) ([]string, error) {
 		if slices.Contains(m, layout.Account) {
 			return m, nil
 		}
@@ -165,7 +165,9 @@ func (f *Fake) RemoveFromGroup(_ context.Context, group string) (err error) {
 	if err := f.begin("remove-group", "gpasswd --delete "+layout.Account+" "+group); err != nil {
 		return err
 	}
-	return f.editMembers(group, func(m []string) ([]string, error) {
+	// gpasswd, unlike usermod, edits the member list whether or not the
+	// account exists.
+	return f.editMembers(group, false, func(m []string) ([]string, error) {
 		i := slices.Index(m, layout.Account)
 		if i < 0 {
 			return nil, fmt.Errorf("gpasswd: user %s is not a member of %s", layout.Account, group)
@@ -174,12 +176,12 @@ func (f *Fake) RemoveFromGroup(_ context.Context, group string) (err error) {
 	})
 }
 
-func (f *Fake) editMembers(group string, edit func([]string) ([]string, error)) error {
+func (f *Fake) editMembers(group string, needUser bool, edit func([]string) ([]string, error)) error {
 	pw, err := f.load("passwd")
 	if err != nil {
 		return err
 	}
-	if pw.find(layout.Account) < 0 {
+	if needUser && pw.find(layout.Account) < 0 {
 		return fmt.Errorf("user %s: %w", layout.Account, accounts.ErrNotFound)
 	}
 	gr, err := f.load("group")
@@ -237,5 +239,31 @@ func (f *Fake) DeleteServiceAccount(context.Context) (err error) {
 	if err := pw.save(); err != nil {
 		return err
 	}
+	return gr.save()
+}
+
+func (f *Fake) DeleteServiceGroup(context.Context) (err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.synced(&err)
+	if err := f.begin("delete-group", "groupdel "+layout.Account); err != nil {
+		return err
+	}
+	gr, err := f.load("group")
+	if err != nil {
+		return err
+	}
+	i := gr.find(layout.Account)
+	if i < 0 {
+		return fmt.Errorf("groupdel: group %s: %w", layout.Account, accounts.ErrNotFound)
+	}
+	pw, err := f.load("passwd")
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(pw.lines, func(l []string) bool { return len(l) > 3 && l[3] == gr.lines[i][2] }) {
+		return fmt.Errorf("groupdel: cannot remove the primary group of user of gid %s", gr.lines[i][2])
+	}
+	gr.lines = slices.Delete(gr.lines, i, i+1)
 	return gr.save()
 }
