@@ -86,7 +86,7 @@ func TestEndToEndFleet(t *testing.T) {
 	if err := os.MkdirAll(plugins, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(plugins, "oac_nsenter.py"), []byte(nsenterPipelining), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(plugins, "oac_nsenter.py"), []byte(nsenterPipelining(t)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	inv.WriteString("oac_nodes:\n  vars:\n    ansible_connection: oac_nsenter\n    ansible_become: false\n    oac_batch: 2\n" +
@@ -215,13 +215,29 @@ type node struct {
 
 const fleetOtherNode = "0f0e0d0c-0b0a-4908-8706-050403020100"
 
-const nsenterPipelining = `from ansible_collections.community.docker.plugins.connection.nsenter import Connection as _Nsenter
-
-
-class Connection(_Nsenter):
-    transport = 'oac_nsenter'
-    has_pipelining = True
-`
+// nsenterPipelining is community.docker's nsenter connection plugin (as
+// installed with Debian's ansible) under the name oac_nsenter, saying it
+// pipelines: its exec_command already feeds the module on standard input.
+func nsenterPipelining(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/python3", "-c", "import ansible, os; print(os.path.join(os.path.dirname(os.path.dirname(ansible.__file__)), 'ansible_collections/community/docker/plugins/connection/nsenter.py'))").Output()
+	if err != nil {
+		t.Fatalf("fleet: community.docker's nsenter connection plugin: %v", err)
+	}
+	src, err := os.ReadFile(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for _, r := range [][2]string{{"\nname: nsenter\n", "\nname: oac_nsenter\n"}, {"transport = 'community.docker.nsenter'", "transport = 'oac_nsenter'"},
+		{"has_pipelining = False", "has_pipelining = True"}} {
+		if !strings.Contains(s, r[0]) {
+			t.Fatalf("fleet: the nsenter plugin %s lacks %q", strings.TrimSpace(string(out)), r[0])
+		}
+		s = strings.Replace(s, r[0], r[1], 1)
+	}
+	return s
+}
 
 // scanSecrets fails when an enrollment token (oac_et_…) or a Core key is
 // in a file of the hosts' or the controller's temporary directories after
@@ -236,24 +252,29 @@ func scanSecrets(t *testing.T, play string, nodes []node, work string) {
 		}
 		needles = append(needles, strings.TrimSpace(string(key)))
 	}
+	// Ansible's temporary directories: on each host its remote temp
+	// (/run/ansible-tmp), root's ~/.ansible and what it made in /tmp and
+	// /var/tmp; on the controller the test's Ansible home and local temp,
+	// and the remote temp its delegated tasks use on localhost. Of /tmp
+	// and /var/tmp only Ansible's own entries: the test hosts share the
+	// machine's, where other tests keep their own token files.
 	var dirs []string
-	for _, n := range nodes {
-		for _, d := range []string{"/tmp", "/var/tmp", "/run/ansible-tmp", "/root/.ansible"} {
-			dirs = append(dirs, filepath.Join(fmt.Sprintf("/proc/%d/root", n.host.PID()), d))
-		}
-	}
-	// The controller: Ansible's home and local temp of the test, the
-	// remote temp its delegated tasks use on localhost, and the system's.
-	dirs = append(dirs, filepath.Join(work, "ansible"), filepath.Join(work, "tmp"), "/run/ansible-tmp")
-	// Of the machine's temp directory only Ansible's own: the rest is other
-	// tests' (their token files among them).
-	if ents, err := os.ReadDir(os.TempDir()); err == nil {
+	ansibleIn := func(root, dir string) {
+		ents, _ := os.ReadDir(filepath.Join(root, dir))
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "ansible") {
-				dirs = append(dirs, filepath.Join(os.TempDir(), e.Name()))
+			if strings.HasPrefix(e.Name(), "ansible") || strings.HasPrefix(e.Name(), ".ansible") {
+				dirs = append(dirs, filepath.Join(root, dir, e.Name()))
 			}
 		}
 	}
+	for _, n := range nodes {
+		root := fmt.Sprintf("/proc/%d/root", n.host.PID())
+		dirs = append(dirs, filepath.Join(root, "/run/ansible-tmp"), filepath.Join(root, "/root/.ansible"))
+		ansibleIn(root, "/tmp")
+		ansibleIn(root, "/var/tmp")
+	}
+	dirs = append(dirs, filepath.Join(work, "ansible"), filepath.Join(work, "tmp"), "/run/ansible-tmp", "/root/.ansible")
+	ansibleIn("/", os.TempDir())
 	files := 0
 	for _, d := range dirs {
 		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
