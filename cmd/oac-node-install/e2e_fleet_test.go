@@ -111,17 +111,17 @@ func TestEndToEndFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	play := func(name string) recap {
+	play := func(name string, flags ...string) recap {
 		t.Helper()
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, playbook, "-i", inventory, "--forks", strconv.Itoa(fleetHosts), name)
+		cmd := exec.CommandContext(ctx, playbook, append([]string{"-i", inventory, "--forks", strconv.Itoa(fleetHosts), name}, flags...)...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "ANSIBLE_HOME="+filepath.Join(work, "ansible"), "ANSIBLE_LOCAL_TEMP="+filepath.Join(work, "tmp"),
 			"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_CONFIG="+filepath.Join(dir, "ansible.cfg"),
 			"ANSIBLE_CONNECTION_PLUGINS="+plugins)
 		out, err := cmd.CombinedOutput()
 		r := parseRecap(string(out))
-		t.Logf("%s (%s):\n%s", name, time.Since(start).Round(time.Second), strings.Join(r.lines, "\n"))
+		t.Logf("%s %s (%s):\n%s", name, strings.Join(flags, " "), time.Since(start).Round(time.Second), strings.Join(r.lines, "\n"))
 		if err != nil || len(r.lines) != fleetHosts {
 			t.Fatalf("ansible-playbook %s: %v\n%s", name, err, out)
 		}
@@ -148,6 +148,17 @@ func TestEndToEndFleet(t *testing.T) {
 		return doc.Installations[0]
 	}
 
+	// Check mode on a fresh fleet: it says a change would be made and
+	// makes none (no work directory, no installation).
+	fresh := play("install.yml", "--check", "--diff")
+	for _, n := range nodes {
+		if fresh.changed[n.name] == 0 {
+			t.Errorf("%s: --check on a fresh host reports no change", n.name)
+		}
+		if res, _ := n.host.Exec(ctx, "test", "-e", fleetWorkDir); res.Status == 0 {
+			t.Errorf("%s: --check made the role's work directory %s", n.name, fleetWorkDir)
+		}
+	}
 	first := play("install.yml")
 	for _, n := range nodes {
 		if first.changed[n.name] == 0 {
@@ -161,6 +172,12 @@ func TestEndToEndFleet(t *testing.T) {
 	for _, n := range nodes {
 		if second.changed[n.name] != 0 {
 			t.Errorf("%s: the second run changed %d", n.name, second.changed[n.name])
+		}
+	}
+	converged := play("install.yml", "--check", "--diff")
+	for _, n := range nodes {
+		if converged.changed[n.name] != 0 {
+			t.Errorf("%s: --check on a converged host reports %d changes", n.name, converged.changed[n.name])
 		}
 	}
 	// The service account of fleet-1 rewrites its identity.json to name
