@@ -159,6 +159,21 @@ func TestEndToEndFleet(t *testing.T) {
 			t.Errorf("%s: --check made the role's work directory %s", n.name, fleetWorkDir)
 		}
 	}
+	// A wrong Core key: the token request is refused, reported once with
+	// Core's answer (the key itself hidden), and nothing is installed.
+	{
+		cmd := exec.CommandContext(ctx, playbook, "-i", inventory, "--limit", nodes[0].name, "install.yml", "-e", "oac_core_key=not-the-key")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "ANSIBLE_HOME="+filepath.Join(work, "ansible"), "ANSIBLE_LOCAL_TEMP="+filepath.Join(work, "tmp"),
+			"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_CONFIG="+filepath.Join(dir, "ansible.cfg"),
+			"ANSIBLE_CONNECTION_PLUGINS="+plugins)
+		out, err := cmd.CombinedOutput()
+		r := parseRecap(string(out))
+		t.Logf("install.yml with a wrong Core key:\n%s", strings.Join(r.lines, "\n"))
+		if err == nil || r.bad[nodes[0].name] == 0 || strings.Count(string(out), "Core's token API answered 401") != 1 || strings.Contains(string(out), "not-the-key") {
+			t.Errorf("a wrong Core key: want one failure naming Core's 401 and never the key (%v)\n%s", err, out)
+		}
+	}
 	first := play("install.yml")
 	for _, n := range nodes {
 		if first.changed[n.name] == 0 {
