@@ -72,8 +72,16 @@ type Installation struct {
 	Bookkeeping *BookkeepingStatus `json:"bookkeeping"`
 	// Unit is systemd's view of the node's unit; absent once uninstalled.
 	Unit *UnitStatus `json:"unit,omitempty"`
+	// RootRecord is what root's own records say of the node's
+	// registration: the node id root recorded in its install journal when
+	// Core answered the node's credential. A fleet tool decides whether a
+	// host needs an enrollment token, and which node it removes in Core,
+	// from this object only.
+	RootRecord *RootRecord `json:"root_record,omitempty"`
 	// Registration and Core are read as the service account; absent when
-	// the host has no node root for the installation.
+	// the host has no node root for the installation. They are the
+	// account's claims (Registration.Source "account"): the account
+	// writes the files they come from and can name any node in them.
 	Registration *Registration `json:"registration,omitempty"`
 	Core         *CoreView     `json:"core,omitempty"`
 	// Node is the node root's leases; absent when the host has no node root
@@ -88,6 +96,28 @@ type Installation struct {
 	// homeMissing: the service account exists (the recorded one) but its
 	// home, where every node root lives, does not.
 	homeMissing bool
+}
+
+// Sources of a status object: root's own records, or the service
+// account's claims.
+const (
+	SourceRoot    = "root"
+	SourceAccount = "account"
+)
+
+// RootRecord is an installation's registration as root recorded it.
+type RootRecord struct {
+	// Source is always "root".
+	Source string `json:"source"`
+	// NodeID is the node id root recorded in its install journal once Core
+	// confirmed, to the node's credential, that it knows the node; ""
+	// when root recorded none.
+	NodeID string `json:"node_id,omitempty"`
+	// Registered: root recorded a node id and the installation is not
+	// uninstalled since.
+	Registered bool `json:"registered"`
+	// Journal is root's journal the node id comes from.
+	Journal string `json:"journal,omitempty"`
 }
 
 // Made is where an installation's state lives on the host — the service

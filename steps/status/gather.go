@@ -69,7 +69,15 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 	for _, p := range paths {
 		// findJournals lists only directories named by a canonical id.
 		s := get(ident.InstallationID(filepath.Base(filepath.Dir(p))))
-		s.Workflows = append(s.Workflows, inspectWorkflow(p))
+		ws := inspectWorkflow(p)
+		s.Workflows = append(s.Workflows, ws)
+		// The node id comes from root's own install journal only: the
+		// account's journals and identity.json are the account's claims.
+		if filepath.Base(p) == "install.journal" {
+			if id := ws.Facts["node_id"]; id != "" && ident.CanonicalUUID(id) {
+				s.RootRecord = &RootRecord{Source: SourceRoot, NodeID: id, Journal: p}
+			}
+		}
 	}
 	books := readBookkeeping(host)
 	for _, id := range append(recordIDs(host), books.ids()...) {
@@ -112,6 +120,9 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 		leases := n.NodeLeases
 		s.Node = &leases
 		s.Registration = n.Registration
+		if s.Registration != nil {
+			s.Registration.Source = SourceAccount
+		}
 		if !s.uninstalled() {
 			s.Core = n.Core
 		}
@@ -132,6 +143,10 @@ func Gather(ctx context.Context, o Options) (Document, error) {
 	}
 	doc := Document{Format: Format, Installations: []Installation{}, Command: books.command}
 	for _, s := range byID {
+		if s.RootRecord == nil {
+			s.RootRecord = &RootRecord{Source: SourceRoot}
+		}
+		s.RootRecord.Registered = s.RootRecord.NodeID != "" && !s.uninstalled()
 		s.assess(advisor{host: host, installCommand: o.InstallCommand})
 		doc.Installations = append(doc.Installations, *s)
 	}

@@ -57,7 +57,10 @@ const (
 // Registration is the node's registration as its node root shows it. The
 // credential is never part of it.
 type Registration struct {
-	State string `json:"state"`
+	// Source is always "account": the service account's claim, never
+	// root's record (see RootRecord).
+	Source string `json:"source"`
+	State  string `json:"state"`
 	// NodeID is the node's id from state/node/identity.json.
 	NodeID string `json:"node_id,omitempty"`
 	// CoreURL is the Core the identity names.
