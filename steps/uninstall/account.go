@@ -144,6 +144,22 @@ func (s accountStep) removeRemnants(ctx context.Context, db *bookkeeping.DB, rec
 	if _, err := e.DBs.LookupUser(layout.Account); err == nil {
 		return nil // the userdel above failed as a whole
 	}
+	// Its shadow entry: harmless to a later useradd, which replaces it,
+	// but a remnant of the installer's all the same.
+	orphan, alone, err := e.DBs.ShadowOnly(layout.Account)
+	switch {
+	case err != nil:
+		return err
+	case orphan && alone:
+		e.Printf("remove the shadow entry of the deleted account %s", layout.Account)
+		if err := e.Adapter.RemoveShadowOrphans(ctx); err != nil {
+			return err
+		}
+	case orphan:
+		// pwconv would change more than this entry here: the operator
+		// decides, line by line.
+		e.Printf("the shadow entry of the deleted account %s stayed; remove it with `sudo pwck`, answering y for the line of %s only", layout.Account, layout.Account)
+	}
 	groups, err := db.Groups()
 	if err != nil {
 		return err

@@ -277,6 +277,20 @@ func TestUninstallFinishesAHalfDoneUserdel(t *testing.T) {
 	if _, err := f.dbs.LookupGroup(layout.Account); err != nil {
 		t.Fatalf("the half-done userdel left no group: %v", err)
 	}
+	// shadow keeps an entry for every account, the deleted one's too
+	// (written now: the fake's useradd keeps no shadow); the rerun's
+	// pwconv removes that entry only.
+	passwd, err := os.ReadFile(filepath.Join(f.host.Root, "etc", "passwd"))
+	must(t, err)
+	var shadow []string
+	for _, l := range append(strings.Split(strings.TrimRight(string(passwd), "\n"), "\n"), layout.Account+":x:") {
+		if name, _, _ := strings.Cut(l, ":"); name != "" {
+			shadow = append(shadow, name+":!:20000:0:99999:7:::")
+		}
+	}
+	sp := filepath.Join(f.host.Root, "etc", "shadow")
+	must(t, os.WriteFile(sp, []byte(strings.Join(shadow, "\n")+"\n"), 0o640))
+	t.Cleanup(func() { os.Remove(sp) })
 	f.out.Reset()
 	rep, err := f.uninstall(t, false)
 	if err != nil || rep.Condition != workflow.Complete {
@@ -285,6 +299,12 @@ func TestUninstallFinishesAHalfDoneUserdel(t *testing.T) {
 	if _, err := f.dbs.LookupGroup(layout.Account); !errors.Is(err, accounts.ErrNotFound) {
 		t.Errorf("the group %s after the rerun: %v\n%s", layout.Account, err, f.out.String())
 	}
+	left, err := os.ReadFile(sp)
+	must(t, err)
+	if strings.Contains(string(left), layout.Account+":") || strings.Count(string(left), "\n") != len(shadow)-1 {
+		t.Errorf("shadow after the rerun:\n%s", left)
+	}
+	must(t, os.Remove(sp))
 	if d := f.leftovers(t); d != "" {
 		t.Errorf("the host differs from before the installation:\n%s\n%s", d, f.out.String())
 	}

@@ -35,6 +35,11 @@ type Adapter interface {
 	// /etc/gshadow and /etc/shadow unwritten; a later useradd then fails
 	// "group oac-node exists"). A missing group is ErrNotFound.
 	DeleteServiceGroup(ctx context.Context) error
+	// RemoveShadowOrphans removes the shadow entries of accounts passwd
+	// does not have (pwconv). Callers run it only when that is all it
+	// does: every passwd entry has its shadow entry and its password
+	// there ("x").
+	RemoveShadowOrphans(ctx context.Context) error
 }
 
 // ErrExists is returned when the account or its group already exists.
@@ -97,6 +102,10 @@ func (c Commands) RemoveFromGroup(ctx context.Context, group string) error {
 
 func (c Commands) DeleteServiceAccount(ctx context.Context) error {
 	return c.run(ctx, "userdel", map[int]error{6: ErrNotFound, 8: ErrInUse}, layout.Account)
+}
+
+func (c Commands) RemoveShadowOrphans(ctx context.Context) error {
+	return c.run(ctx, "pwconv", nil)
 }
 
 func (c Commands) DeleteServiceGroup(ctx context.Context) error {

@@ -14,6 +14,8 @@
 //	AddToGroup            usermod --append --groups <group> oac-node
 //	RemoveFromGroup       gpasswd --delete oac-node <group>
 //	DeleteServiceAccount  userdel oac-node
+//	DeleteServiceGroup    groupdel oac-node
+//	RemoveShadowOrphans   pwconv
 //
 // Commands is the real Adapter: it runs those programs directly (no shell)
 // from the installer's fixed PATH, with a fixed environment and standard

@@ -182,3 +182,38 @@ func scan(path string, fields int, fn func([]string) bool) error {
 	}
 	return nil
 }
+
+// ShadowOnly reports whether shadow (beside passwd) holds an entry for name
+// that passwd does not, and whether removing the shadow entries passwd
+// lacks would change nothing else: every passwd entry has its password in
+// shadow ("x") and its shadow entry, and name is the only orphan.
+func (d Databases) ShadowOnly(name string) (orphan, alone bool, err error) {
+	users := map[string]bool{}
+	inShadow := true
+	if err := scan(d.Passwd, 7, func(f []string) bool {
+		users[f[0]] = true
+		inShadow = inShadow && f[1] == "x"
+		return true
+	}); err != nil {
+		return false, false, err
+	}
+	shadow := map[string]bool{}
+	orphans := 0
+	if _, err := os.Stat(filepath.Join(filepath.Dir(d.Passwd), "shadow")); errors.Is(err, os.ErrNotExist) {
+		return false, false, nil
+	}
+	if err := scan(filepath.Join(filepath.Dir(d.Passwd), "shadow"), 9, func(f []string) bool {
+		shadow[f[0]] = true
+		if !users[f[0]] {
+			orphans++
+			orphan = orphan || f[0] == name
+		}
+		return true
+	}); err != nil {
+		return false, false, err
+	}
+	for u := range users {
+		inShadow = inShadow && shadow[u]
+	}
+	return orphan, orphan && orphans == 1 && inShadow, nil
+}

@@ -267,3 +267,39 @@ func (f *Fake) DeleteServiceGroup(context.Context) (err error) {
 	gr.lines = slices.Delete(gr.lines, i, i+1)
 	return gr.save()
 }
+
+// RemoveShadowOrphans removes the shadow entries of accounts passwd lacks,
+// as pwconv does for them.
+func (f *Fake) RemoveShadowOrphans(context.Context) (err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.synced(&err)
+	if err := f.begin("pwconv", "pwconv"); err != nil {
+		return err
+	}
+	pw, err := f.load("passwd")
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(f.Root, "etc", "shadow")
+	data, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var kept []string
+	for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		name, _, _ := strings.Cut(l, ":")
+		if l == "" || pw.find(name) < 0 {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	out := strings.Join(kept, "\n")
+	if out != "" {
+		out += "\n"
+	}
+	return os.WriteFile(p, []byte(out), 0o640)
+}
