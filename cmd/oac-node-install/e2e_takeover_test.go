@@ -60,7 +60,10 @@ func (h *crashHost) platformLayout(t *testing.T) {
 	if uid < 0 {
 		t.Fatal("no oac-node account after the install")
 	}
-	for _, p := range []string{filepath.Join(etc, "oac-node", "installer.db"), filepath.Join(varLib, "oac-node-install")} {
+	// What this installer keeps of its own and the platform's does not
+	// write: the bookkeeping, root's copy of the Core CA, the journals.
+	for _, p := range []string{filepath.Join(etc, "oac-node", "installer.db"), filepath.Join(etc, "oac-node", id+".core-ca.pem"),
+		filepath.Join(varLib, "oac-node-install")} {
 		if err := os.RemoveAll(p); err != nil {
 			t.Fatal(err)
 		}
