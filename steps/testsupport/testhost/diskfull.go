@@ -3,10 +3,6 @@
 package testhost
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/openagentcore/oac-node-install/journal/diskfull"
@@ -22,25 +18,9 @@ func init() {
 	}
 }
 
-// mountFullDisks moves each copy to <name>.disk and mounts a disk-full file
-// system of it where the copy was, so the init script binds it as before.
+// mountFullDisks puts each copy on a disk-full file system (mountCopies).
 func (h *Host) mountFullDisks() error {
-	for _, name := range []string{"etc", "var-lib"} {
-		mp := filepath.Join(h.dir, name)
-		backing := mp + ".disk"
-		if err := os.Rename(mp, backing); err != nil {
-			return err
-		}
-		if err := os.Mkdir(mp, 0o755); err != nil {
-			return err
-		}
-		d, err := diskfull.Mount(backing, mp)
-		if err != nil {
-			return fmt.Errorf("copy of /%s: %w", strings.ReplaceAll(name, "-", "/"), err)
-		}
-		h.disks = append(h.disks, d)
-	}
-	return nil
+	return h.mountCopies(func(backing, mp string) (disk, error) { return diskfull.Mount(backing, mp) })
 }
 
 // FullDisk is the disk-full file system holding the host's /etc (name

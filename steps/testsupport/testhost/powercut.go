@@ -37,9 +37,14 @@ func init() {
 	}
 }
 
-// mountDisks moves each copy to <name>.disk and mounts a power-cut file
-// system of it where the copy was, so the init script binds it as before.
+// mountDisks puts each copy on a power-cut file system (mountCopies).
 func (h *Host) mountDisks() error {
+	return h.mountCopies(func(backing, mp string) (disk, error) { return powercut.Mount(backing, mp) })
+}
+
+// mountCopies moves each copy to <name>.disk and mounts a file system of it
+// (mount) where the copy was, so the init script binds it as before.
+func (h *Host) mountCopies(mount func(backing, mountpoint string) (disk, error)) error {
 	for _, name := range []string{"etc", "var-lib"} {
 		mp := filepath.Join(h.dir, name)
 		backing := mp + ".disk"
@@ -49,7 +54,7 @@ func (h *Host) mountDisks() error {
 		if err := os.Mkdir(mp, 0o755); err != nil {
 			return err
 		}
-		d, err := powercut.Mount(backing, mp)
+		d, err := mount(backing, mp)
 		if err != nil {
 			return fmt.Errorf("copy of /%s: %w", strings.ReplaceAll(name, "-", "/"), err)
 		}
