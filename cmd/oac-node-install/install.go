@@ -101,7 +101,7 @@ func (c *cli) runInstall(ctx context.Context, f *installerFlags) error {
 	rep, err := install.Run(ctx, install.Command{
 		Options: opts, Host: host, ReadToken: readTok, Environ: os.Environ(), Machine: unix.ByteSliceToString(uts.Machine[:]),
 		Core: install.CoreReader{Roots: roots, Proxy: proxyFunc}, Engine: engine, Accounts: accounts.Commands{},
-		Systemd: sd, Child: child.Run, EndChild: child.Close, Binary: bin.Mapped(), Proxy: proxy.FromEnviron(os.Environ()), Version: workflow.Version,
+		Systemd: sd, Child: child.Run, EndChild: child.Close, Binary: bin, Proxy: proxy.FromEnviron(os.Environ()), Version: workflow.Version,
 		Out: out, Phase: out.phase, Style: out.summaryStyle(),
 	})
 	c.result.ran(rep)

@@ -21,6 +21,21 @@ type Command struct {
 	SHA256  string    `json:"sha256"`
 	Version string    `json:"version"`
 	Written time.Time `json:"written"`
+	// File is the copy's inode as it was once written, or nil when not
+	// yet recorded: while the file there has this stamp, SHA256 still
+	// describes its bytes (a write, truncate, rename over or utimes
+	// changes the change time), so a rerun compares the file with its
+	// own bytes and hashes neither (the index's stat cache, as git's).
+	File *FileStamp `json:"file,omitempty"`
+}
+
+// FileStamp identifies a file's inode and its last change.
+type FileStamp struct {
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	Size    int64  `json:"size"`
+	MtimeNs int64  `json:"mtime_ns"`
+	CtimeNs int64  `json:"ctime_ns"`
 }
 
 // SetCommand records c as the command's copy on the host.

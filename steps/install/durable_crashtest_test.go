@@ -3,6 +3,7 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"path/filepath"
@@ -123,7 +124,7 @@ func TestTheCommandOnTheHostIsDurable(t *testing.T) {
 	// The bytes are synced under the temporary name they are written to
 	// (safefile.AtomicWrite), then renamed into place.
 	w := safefile.WatchSyncs(filepath.Join(dir, ".oac-node-install.tmp"), dir)
-	KeepCommand(h, []byte("build 1"), "v1", io.Discard)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", io.Discard)
 	for _, p := range w.Unsynced() {
 		t.Errorf("the command was written without fsync of %s", p)
 	}

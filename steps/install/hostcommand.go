@@ -1,6 +1,7 @@
 package install
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
+	"golang.org/x/sys/unix"
 )
 
 // KeepCommand leaves bin, the bytes of the installer that ran, as the
@@ -24,7 +26,7 @@ import (
 // installer's: it is kept, and so is a directory that is not root's alone.
 // The node is installed either way: a copy that cannot be kept is a
 // warning on out, never a failure.
-func KeepCommand(h layout.Host, bin []byte, version string, out io.Writer) {
+func KeepCommand(h layout.Host, bin Executable, version string, out io.Writer) {
 	changed, err := keepCommand(h, bin, version)
 	switch {
 	case err != nil:
@@ -34,7 +36,7 @@ func KeepCommand(h layout.Host, bin []byte, version string, out io.Writer) {
 	}
 }
 
-func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
+func keepCommand(h layout.Host, bin Executable, version string) (bool, error) {
 	path := h.Command()
 	dir, err := commandDir(path)
 	if err != nil {
@@ -42,8 +44,6 @@ func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
 	}
 	defer dir.Close()
 	name := filepath.Base(path)
-	sum := sha256.Sum256(bin)
-	digest := hex.EncodeToString(sum[:])
 	// Read-only first: a converged run leaves installer.db as it is (an
 	// open for writing writes it).
 	var rec bookkeeping.Command
@@ -56,28 +56,125 @@ func keepCommand(h layout.Host, bin []byte, version string) (bool, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
-	want := bookkeeping.Command{Path: path, SHA256: digest, Version: version}
-	held, err := fileDigest(dir, name)
+	held, err := compareFile(dir, name, bin)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return false, err
 	case !recorded || rec.Path != path:
 		return false, errors.New("a file the installer did not write is there; it is kept")
-	case held == digest && rec.SHA256 == digest && rec.Version == version:
+	case held.same && rec.Version == version && rec.File != nil && *rec.File == held.stamp:
+		// The file is the one recorded, untouched since (its stamp), so
+		// the recorded digest is its bytes', which are bin: nothing to
+		// hash, nothing to write.
 		return false, nil
-	case held == digest:
-		return false, setCommand(h, want)
+	case held.same:
+		// The same bytes, recorded before the stamp was (an older
+		// installer, or a run cut off after its copy): recorded now.
+		digest, err := digestOf(bin)
+		if err != nil {
+			return false, err
+		}
+		return false, setCommand(h, bookkeeping.Command{Path: path, SHA256: digest, Version: version, File: &held.stamp})
 	}
+	data := make([]byte, bin.Size())
+	if _, err := bin.ReadAt(data, 0); err != nil && err != io.EOF {
+		return false, fmt.Errorf("read the installer's bytes: %w", err)
+	}
+	want := bookkeeping.Command{Path: path, SHA256: digestOfBytes(data), Version: version}
 	// The record comes first: cut off between the two, the bookkeeping
 	// names a copy that is missing or older, which the next run replaces.
 	if err := setCommand(h, want); err != nil {
 		return false, err
 	}
-	if err := dir.AtomicWrite(name, bin, 0o755); err != nil {
+	if err := dir.AtomicWrite(name, data, 0o755); err != nil {
 		return false, err
 	}
-	return true, nil
+	// Then the new file's stamp (the rename changed its change time), so
+	// that reruns need not hash it; cut off before, the next run hashes
+	// once and records it.
+	st, err := dir.Lstat(name)
+	if err != nil {
+		return true, err
+	}
+	want.File = stampOf(&st)
+	return true, setCommand(h, want)
+}
+
+// Executable is the running installer's bytes (privsep.Binary, its sealed
+// copy), read through ReadAt.
+type Executable interface {
+	io.ReaderAt
+	Size() int64
+}
+
+// digestOf is the hex sha256 of bin's bytes.
+func digestOf(bin Executable) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(bin, 0, bin.Size())); err != nil {
+		return "", fmt.Errorf("read the installer's bytes: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// digestOfBytes is the hex sha256 of b.
+func digestOfBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// heldCopy is what compareFile found at the command's path.
+type heldCopy struct {
+	stamp bookkeeping.FileStamp
+	same  bool // its bytes are the running installer's
+}
+
+// compareFile opens the regular file name in dir (no link followed) and
+// compares its bytes with bin's: a size check, then both read into two
+// small buffers (the pages of bin's mapping are never touched, and a
+// memory compare costs a tenth of a hash).
+func compareFile(dir *safefile.Root, name string, bin Executable) (heldCopy, error) {
+	f, err := dir.OpenFile(name, safefile.Expect{UID: safefile.AnyUID})
+	if err != nil {
+		return heldCopy{}, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return heldCopy{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	held := heldCopy{stamp: *stampOf(&st)}
+	size := bin.Size()
+	if st.Size != size {
+		return held, nil
+	}
+	const chunk = 256 << 10
+	buf := make([]byte, 2*chunk)
+	a, b := buf[:chunk], buf[chunk:]
+	for off := int64(0); off < size; {
+		n := int(min(chunk, size-off))
+		if _, err := io.ReadFull(f, a[:n]); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return held, nil // shorter than its size a moment ago
+			}
+			return heldCopy{}, err
+		}
+		if _, err := bin.ReadAt(b[:n], off); err != nil && err != io.EOF {
+			return heldCopy{}, fmt.Errorf("read the installer's bytes: %w", err)
+		}
+		if !bytes.Equal(a[:n], b[:n]) {
+			return held, nil
+		}
+		off += int64(n)
+	}
+	held.same = true
+	return held, nil
+}
+
+// stampOf is st's inode and change stamp.
+func stampOf(st *unix.Stat_t) *bookkeeping.FileStamp {
+	return &bookkeeping.FileStamp{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size,
+		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}
 }
 
 // setCommand records c in the bookkeeping.

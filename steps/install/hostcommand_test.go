@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func recordedCommand(t *testing.T, h layout.Host) (bookkeeping.Command, bool) {
 func TestTheCommandOnTheHost(t *testing.T) {
 	h := commandHost(t)
 	var out bytes.Buffer
-	KeepCommand(h, []byte("build 1"), "v1", &out)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
 	st, err := os.Stat(h.Command())
 	if err != nil {
 		t.Fatalf("no command on the host: %v (%s)", err, out.String())
@@ -62,13 +63,13 @@ func TestTheCommandOnTheHost(t *testing.T) {
 	}
 
 	out.Reset()
-	KeepCommand(h, []byte("build 1"), "v1", &out)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
 	again, _ := os.Stat(h.Command())
 	if !os.SameFile(st, again) || out.Len() != 0 {
 		t.Errorf("the same bytes replaced the command (output %q)", out.String())
 	}
 
-	KeepCommand(h, []byte("build 2"), "v2", &out)
+	KeepCommand(h, bytes.NewReader([]byte("build 2")), "v2", &out)
 	if b, _ := os.ReadFile(h.Command()); string(b) != "build 2" {
 		t.Errorf("the command holds %q, want the last run's bytes", b)
 	}
@@ -100,13 +101,13 @@ func TestTheCommandOnTheHostKeepsWhatIsNotItsOwn(t *testing.T) {
 	h := commandHost(t)
 	os.WriteFile(h.Command(), []byte("the operator's"), 0o755)
 	var out bytes.Buffer
-	KeepCommand(h, []byte("build 1"), "v1", &out)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
 	if b, _ := os.ReadFile(h.Command()); string(b) != "the operator's" || !strings.Contains(out.String(), "Warning") {
 		t.Errorf("an unrecorded file: now %q, output %q", b, out.String())
 	}
 
 	h = commandHost(t)
-	KeepCommand(h, []byte("build 1"), "v1", &out)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
 	os.WriteFile(h.Command(), []byte("changed since"), 0o755)
 	db, err := bookkeeping.Open(h.Bookkeeping())
 	if err != nil {
@@ -124,7 +125,7 @@ func TestTheCommandOnTheHostKeepsWhatIsNotItsOwn(t *testing.T) {
 	h = commandHost(t)
 	os.Chmod(filepath.Dir(h.Command()), 0o777)
 	out.Reset()
-	KeepCommand(h, []byte("build 1"), "v1", &out)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
 	if _, err := os.Lstat(h.Command()); !os.IsNotExist(err) || !strings.Contains(out.String(), "unsafe mode") {
 		t.Errorf("a world-writable directory: %v, output %q", err, out.String())
 	}
@@ -134,14 +135,14 @@ func TestTheCommandOnTheHostKeepsWhatIsNotItsOwn(t *testing.T) {
 // a converged rerun leaves root's records byte for byte.
 func TestTheCommandOnTheHostConvergedWritesNothing(t *testing.T) {
 	h := commandHost(t)
-	KeepCommand(h, []byte("build 1"), "v1", io.Discard)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", io.Discard)
 	before, err := os.Stat(h.Bookkeeping())
 	if err != nil {
 		t.Fatal(err)
 	}
 	b1, _ := os.ReadFile(h.Bookkeeping())
 	time.Sleep(10 * time.Millisecond)
-	KeepCommand(h, []byte("build 1"), "v1", io.Discard)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", io.Discard)
 	after, _ := os.Stat(h.Bookkeeping())
 	b2, _ := os.ReadFile(h.Bookkeeping())
 	if !after.ModTime().Equal(before.ModTime()) || !bytes.Equal(b1, b2) {
@@ -166,7 +167,7 @@ func TestRemoveCommandRemovesAnInterruptedCopy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := commandHost(t)
 			var out bytes.Buffer
-			KeepCommand(h, []byte("build 1"), "v1", &out)
+			KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
 			tc.there(h)
 			tmp := filepath.Join(filepath.Dir(h.Command()), ".oac-node-install.tmp")
 			if err := os.WriteFile(tmp, []byte("build 1, cut off"), 0o600); err != nil {
@@ -184,5 +185,59 @@ func TestRemoveCommandRemovesAnInterruptedCopy(t *testing.T) {
 				t.Errorf("the interrupted copy %s stays: %v (%s)", tmp, err, out.String())
 			}
 		})
+	}
+}
+
+// The record holds the copy's stamp (inode, size, modification and change
+// times) once written, so that a converged rerun compares bytes and hashes
+// nothing; a record without it (an older installer's) gets it once,
+// without a new copy; a copy changed in place to other bytes of the same
+// size is replaced.
+func TestTheCommandOnTheHostStamp(t *testing.T) {
+	h := commandHost(t)
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", io.Discard)
+	stampNow := func() bookkeeping.FileStamp {
+		t.Helper()
+		st, err := os.Stat(h.Command())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		return bookkeeping.FileStamp{Dev: uint64(sys.Dev), Ino: sys.Ino, Size: sys.Size,
+			MtimeNs: time.Unix(sys.Mtim.Unix()).UnixNano(), CtimeNs: time.Unix(sys.Ctim.Unix()).UnixNano()}
+	}
+	c, _ := recordedCommand(t, h)
+	if c.File == nil || *c.File != stampNow() {
+		t.Fatalf("recorded stamp %+v, the file's %+v", c.File, stampNow())
+	}
+
+	// An older installer's record: no stamp.
+	db, err := bookkeeping.Open(h.Bookkeeping())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.File = nil
+	if err := db.SetCommand(c); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ino := stampNow().Ino
+	var out bytes.Buffer
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
+	if c, _ := recordedCommand(t, h); c.File == nil || *c.File != stampNow() || stampNow().Ino != ino || out.Len() != 0 {
+		t.Errorf("after a record without a stamp: recorded %+v, file %+v (inode %d before), output %q", c.File, stampNow(), ino, out.String())
+	}
+
+	// Other bytes of the same size, written in place.
+	if err := os.WriteFile(h.Command(), []byte("build 2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
+	if b, _ := os.ReadFile(h.Command()); string(b) != "build 1" || !strings.Contains(out.String(), "now") {
+		t.Errorf("a copy changed in place is %q after the run, output %q", b, out.String())
+	}
+	if c, _ := recordedCommand(t, h); c.File == nil || *c.File != stampNow() {
+		t.Errorf("after the replacement: recorded %+v, file %+v", c.File, stampNow())
 	}
 }

@@ -49,7 +49,7 @@ type Command struct {
 	// Binary is the bytes of the installer that runs (its sealed copy),
 	// kept as the command on the host once the node is installed; nil
 	// keeps none.
-	Binary []byte
+	Binary Executable
 	// Out receives the operator's output; Phase is told each phase.
 	Out   io.Writer
 	Phase func(label string)

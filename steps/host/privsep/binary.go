@@ -234,6 +234,11 @@ func (b *Binary) Bytes() []byte { return bytes.Clone(b.data) }
 // faults), without copying them; they are valid until Close.
 func (b *Binary) Mapped() []byte { return b.data }
 
+// ReadAt reads the captured bytes at off through the memfd (pread), not
+// the mapping: a reader that compares them never touches pages of the
+// mapping, each of which costs a fault the first time.
+func (b *Binary) ReadAt(p []byte, off int64) (int, error) { return b.f.ReadAt(p, off) }
+
 // Reader returns a new reader over the captured bytes, without copying them.
 func (b *Binary) Reader() *bytes.Reader { return bytes.NewReader(b.data) }
 
