@@ -78,10 +78,10 @@ func (s accountStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result
 		if err := s.d.Accounts().CreateServiceAccount(ctx, shell); err != nil {
 			return workflow.Result{}, err
 		}
-		return s.created(db)
+		return s.created(ctx, db)
 	default:
 		if recorded && rec.Created {
-			return s.created(db) // created by an earlier run
+			return s.created(ctx, db) // created by an earlier run
 		}
 		u := facts.User
 		switch {
@@ -238,13 +238,25 @@ func ownGroup(rec bookkeeping.Account, recorded bool, facts accounts.Facts) bool
 
 // created completes a creation: the databases made durable (an earlier
 // run's useradd may not be), the uid recorded and the home made.
-func (s accountStep) created(db *bookkeeping.DB) (workflow.Result, error) {
+func (s accountStep) created(ctx context.Context, db *bookkeeping.DB) (workflow.Result, error) {
 	u, err := s.d.Databases().LookupUser(layout.Account)
 	if err != nil {
 		return workflow.Result{}, fmt.Errorf("after useradd: %w", err)
 	}
 	if err := s.d.Databases().Sync(); err != nil {
 		return workflow.Result{}, err
+	}
+	// A useradd cut off after it wrote /etc/group and before /etc/gshadow
+	// (a full /etc) left the new group without its gshadow entry.
+	g, err := s.d.Databases().GshadowOf(layout.Account)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	if g.LacksGroup(layout.Account) {
+		s.d.Printf("give the group %s the /etc/gshadow entry an earlier run's useradd did not write", layout.Account)
+		if err := s.d.Accounts().RestrictGroup(ctx); err != nil {
+			return workflow.Result{}, err
+		}
 	}
 	if err := db.PutAccount(bookkeeping.Account{Name: layout.Account, Created: true, UID: u.UID, GID: u.GID}); err != nil {
 		return workflow.Result{}, err
@@ -334,6 +346,11 @@ func (s accountStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outc
 	if err := syscall.Lstat(home, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || st.Mode&0o7777 != 0o700 ||
 		int(st.Uid) != facts.User.UID || int(st.Gid) != facts.User.GID {
 		return notDone, workflow.Result{}, nil
+	}
+	if rec.Created {
+		if g, err := s.d.Databases().GshadowOf(layout.Account); err != nil || g.LacksGroup(layout.Account) {
+			return notDone, workflow.Result{}, err
+		}
 	}
 	return done, workflow.Result{Facts: map[string]string{factUID: fmt.Sprint(facts.User.UID)}}, nil
 }

@@ -3,6 +3,9 @@ package install
 import (
 	"context"
 	"errors"
+	"slices"
+
+	"github.com/openagentcore/oac-node-install/journal/bookkeeping"
 
 	"github.com/openagentcore/oac-node-install/steps/host/accounts"
 	"github.com/openagentcore/oac-node-install/steps/record/layout"
@@ -20,32 +23,49 @@ func (s groupStep) group() string {
 	return "docker"
 }
 
-func (s groupStep) member() (bool, error) {
+// member reports whether /etc/group lists the account in the group, and
+// done whether the step has nothing left to do: it does and /etc/gshadow
+// agrees, or the installer did not add it (ours reports whether the
+// bookkeeping records the addition). A usermod cut off between its
+// renames of /etc/group and /etc/gshadow (a full /etc) leaves the first
+// listing it and the second not: the step runs usermod again, which
+// completes gshadow.
+func (s groupStep) member(db *bookkeeping.DB) (in, done bool, err error) {
 	names, err := s.d.Databases().GroupNames(layout.Account)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	for _, n := range names {
-		if n == s.group() {
-			return true, nil
-		}
+	if !slices.Contains(names, s.group()) {
+		return false, false, nil
 	}
-	return false, nil
+	g, err := s.d.Databases().GshadowOf(layout.Account)
+	if err != nil || g.Member(s.group()) || db == nil {
+		return true, err == nil, err
+	}
+	groups, err := db.Groups()
+	if err != nil {
+		return true, false, err
+	}
+	ours := slices.ContainsFunc(groups, func(r bookkeeping.Group) bool { return r.Name == s.group() })
+	return true, !ours, nil
 }
 
 func (s groupStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, error) {
-	in, err := s.member()
-	if err != nil {
-		return workflow.Result{}, err
-	}
-	if in {
-		return workflow.Result{}, s.d.Databases().Sync() // an earlier run's usermod may not be durable
-	}
 	db, err := openBookkeeping(s.d)
 	if err != nil {
 		return workflow.Result{}, err
 	}
 	defer db.Close()
+	in, complete, err := s.member(db)
+	switch {
+	case err != nil:
+		return workflow.Result{}, err
+	case complete:
+		return workflow.Result{}, s.d.Databases().Sync() // an earlier run's usermod may not be durable
+	case in:
+		s.d.Printf("finish adding %s to the group %s (/etc/gshadow does not list it yet)", layout.Account, s.group())
+		return workflow.Result{}, s.d.Accounts().AddToGroup(ctx, s.group())
+	}
 	if err := db.AddGroup(s.group()); err != nil {
 		return workflow.Result{}, err
 	}
@@ -53,25 +73,34 @@ func (s groupStep) Run(ctx context.Context, _ workflow.Facts) (workflow.Result, 
 	return workflow.Result{}, s.d.Accounts().AddToGroup(ctx, s.group())
 }
 
-// Verify: the account is in the group (done) or not (not done).
-func (s groupStep) Verify(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	in, err := s.member()
+// Verify: the account is in the group (done, once an earlier usermod's
+// gshadow change is completed) or not (not done).
+func (s groupStep) Verify(ctx context.Context, facts workflow.Facts) (workflow.Outcome, workflow.Result, error) {
+	in, _, err := s.member(nil)
 	switch {
 	case err != nil:
 		return workflow.Unknown, workflow.Result{}, err
 	case in:
-		if err := s.d.Databases().Sync(); err != nil { // an earlier run's usermod may not be durable
+		res, err := s.Run(ctx, facts)
+		if err != nil {
 			return workflow.Unknown, workflow.Result{}, err
 		}
-		return workflow.Done, workflow.Result{}, nil
+		return workflow.Done, res, nil
 	}
 	return workflow.NotDone, workflow.Result{}, nil
 }
 
-// Check is Verify's member test.
+// Check is Verify's member test, read-only.
 func (s groupStep) Check(ctx context.Context, _ workflow.Facts) (workflow.Outcome, workflow.Result, error) {
-	in, err := s.member()
-	if errors.Is(err, accounts.ErrNotFound) || (err == nil && !in) {
+	db, ok, err := readBookkeeping(s.d.Host())
+	if err != nil {
+		return 0, workflow.Result{}, err
+	}
+	if ok {
+		defer db.Close()
+	}
+	in, complete, err := s.member(db)
+	if errors.Is(err, accounts.ErrNotFound) || (err == nil && !(in && complete)) {
 		return notDone, workflow.Result{}, nil
 	}
 	return done, workflow.Result{}, err

@@ -299,7 +299,11 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	if err := FirstRefusal(checks); err != nil {
 		return nil, err
 	}
-	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: c.Accounts,
+	adapter := c.Accounts
+	if adapter != nil && c.EndChild != nil {
+		adapter = childFreeAccounts{Adapter: adapter, end: c.EndChild}
+	}
+	env := &Env{Opts: o, HostPaths: c.Host, Conf: conf, ConfRaw: raw, Tok: c.Token, Adapter: adapter,
 		DBs: accounts.Under(c.Host.Root), Manager: c.Systemd, ProxyEnv: c.Proxy, Runner: c.Child, Out: c.Out, Style: c.Style,
 		UnlabelledNetwork: unlabelled, PlatformNode: platform}
 	if prechecked != nil {
@@ -527,4 +531,21 @@ func nodeSteps(e *NodeEnv) map[workflow.State]workflow.Step {
 		workflow.InstallRegister:       registerStep{e},
 		workflow.InstallWaitReady:      waitReadyStep{e},
 	}
+}
+
+// childFreeAccounts ends the run's own service-account child before the
+// account is deleted: userdel refuses an account that a process runs as,
+// and the run's checks ran in that child as the account (a half-made
+// account the account step deletes to make it anew). A later call starts
+// a child again, as the account then is.
+type childFreeAccounts struct {
+	accounts.Adapter
+	end func() error
+}
+
+func (a childFreeAccounts) DeleteServiceAccount(ctx context.Context) error {
+	if err := a.end(); err != nil {
+		return fmt.Errorf("end the service-account child before userdel: %w", err)
+	}
+	return a.Adapter.DeleteServiceAccount(ctx)
 }

@@ -164,7 +164,7 @@ func (s accountStep) removeRemnants(ctx context.Context, db *bookkeeping.DB, rec
 	if err != nil {
 		return err
 	}
-	member, err := e.DBs.GroupNames(layout.Account)
+	member, err := memberOf(e.DBs)
 	if err != nil {
 		return fmt.Errorf("the service account's groups: %w", err)
 	}
@@ -178,7 +178,7 @@ func (s accountStep) removeRemnants(ctx context.Context, db *bookkeeping.DB, rec
 	}
 	g, err := e.DBs.LookupGroup(layout.Account)
 	if errors.Is(err, accounts.ErrNotFound) {
-		return nil
+		return s.removeGshadowRemnant(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("the service account's group: %w", err)
@@ -191,7 +191,47 @@ func (s accountStep) removeRemnants(ctx context.Context, db *bookkeeping.DB, rec
 	if err := e.Adapter.DeleteServiceGroup(ctx); err != nil && !errors.Is(err, accounts.ErrNotFound) {
 		return err
 	}
+	return s.removeGshadowRemnant(ctx)
+}
+
+// removeGshadowRemnant removes the /etc/gshadow entry of the account's own
+// group that a userdel (or groupdel) cut off after it wrote /etc/group and
+// before /etc/gshadow leaves: grpconv, where that is all it changes;
+// otherwise the operator is told which line to remove.
+func (s accountStep) removeGshadowRemnant(ctx context.Context) error {
+	e := s.e
+	g, err := e.DBs.GshadowOf(layout.Account)
+	if err != nil {
+		return err
+	}
+	switch orphan, alone := g.Orphan(layout.Account); {
+	case orphan && alone:
+		e.Printf("remove the /etc/gshadow entry of the deleted group %s", layout.Account)
+		return e.Adapter.RemoveGshadowOrphans(ctx)
+	case orphan:
+		e.Printf("the /etc/gshadow entry of the deleted group %s stayed; remove it with `sudo grpck`, answering y for the line of %s only", layout.Account, layout.Account)
+	}
 	return nil
+}
+
+// memberOf lists the groups that list the account as a member in
+// /etc/group or in /etc/gshadow (a command cut off between the two leaves
+// only the second).
+func memberOf(dbs accounts.Databases) ([]string, error) {
+	names, err := dbs.GroupNames(layout.Account)
+	if err != nil {
+		return nil, err
+	}
+	g, err := dbs.GshadowOf(layout.Account)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range g.Members {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names, nil
 }
 
 // ownDeletion reports whether m is what this step leaves when it is cut
@@ -286,7 +326,7 @@ func (s accountStep) restoreAdopted(ctx context.Context, db *bookkeeping.DB, rec
 	if err != nil {
 		return err
 	}
-	member, err := e.DBs.GroupNames(layout.Account)
+	member, err := memberOf(e.DBs)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,14 @@ type Adapter interface {
 	// does: every passwd entry has its shadow entry and its password
 	// there ("x").
 	RemoveShadowOrphans(ctx context.Context) error
+	// RestrictGroup gives the account's own group the /etc/gshadow entry
+	// useradd makes ("oac-node:!::"), where a useradd cut off after it
+	// wrote /etc/group left none (gpasswd --restrict).
+	RestrictGroup(ctx context.Context) error
+	// RemoveGshadowOrphans removes the /etc/gshadow entries of groups
+	// /etc/group does not have (grpconv). Callers run it only when that is
+	// all it does (Gshadow.Orphan).
+	RemoveGshadowOrphans(ctx context.Context) error
 }
 
 // ErrExists is returned when the account or its group already exists.
@@ -106,6 +114,14 @@ func (c Commands) DeleteServiceAccount(ctx context.Context) error {
 
 func (c Commands) RemoveShadowOrphans(ctx context.Context) error {
 	return c.run(ctx, "pwconv", nil)
+}
+
+func (c Commands) RestrictGroup(ctx context.Context) error {
+	return c.run(ctx, "gpasswd", nil, "--restrict", layout.Account)
+}
+
+func (c Commands) RemoveGshadowOrphans(ctx context.Context) error {
+	return c.run(ctx, "grpconv", nil)
 }
 
 func (c Commands) DeleteServiceGroup(ctx context.Context) error {

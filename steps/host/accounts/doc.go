@@ -16,6 +16,8 @@
 //	DeleteServiceAccount  userdel oac-node
 //	DeleteServiceGroup    groupdel oac-node
 //	RemoveShadowOrphans   pwconv
+//	RestrictGroup         gpasswd --restrict oac-node
+//	RemoveGshadowOrphans  grpconv
 //
 // Commands is the real Adapter: it runs those programs directly (no shell)
 // from the installer's fixed PATH, with a fixed environment and standard

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -216,4 +217,83 @@ func (d Databases) ShadowOnly(name string) (orphan, alone bool, err error) {
 		inShadow = inShadow && shadow[u]
 	}
 	return orphan, orphan && orphans == 1 && inShadow, nil
+}
+
+// Gshadow is what /etc/gshadow (beside the group file) says of the
+// account's groups, as a shadow-utils command cut off between its renames
+// of /etc/group and /etc/gshadow leaves them apart (a full /etc): useradd,
+// usermod and userdel write /etc/group first.
+type Gshadow struct {
+	// Present: /etc/gshadow exists (a host without it has nothing to
+	// keep in step).
+	Present bool
+	// Entries are the groups it has an entry for.
+	Entries map[string]bool
+	// Members are the groups whose entry lists the user as a member or
+	// administrator.
+	Members []string
+	// Groups are the groups /etc/group has, and Passwords whether each
+	// one's password field there is "x" (all in gshadow).
+	Groups    map[string]bool
+	Passwords bool
+}
+
+// GshadowOf reads /etc/gshadow and /etc/group for user.
+func (d Databases) GshadowOf(user string) (Gshadow, error) {
+	g := Gshadow{Entries: map[string]bool{}, Groups: map[string]bool{}, Passwords: true}
+	p := filepath.Join(filepath.Dir(d.Group), "gshadow")
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return g, nil
+	}
+	g.Present = true
+	if err := scan(p, 4, func(f []string) bool {
+		g.Entries[f[0]] = true
+		for _, list := range []string{f[2], f[3]} {
+			if slices.Contains(strings.Split(list, ","), user) && !slices.Contains(g.Members, f[0]) {
+				g.Members = append(g.Members, f[0])
+			}
+		}
+		return true
+	}); err != nil {
+		return g, err
+	}
+	err := scan(d.Group, 4, func(f []string) bool {
+		g.Groups[f[0]] = true
+		g.Passwords = g.Passwords && f[1] == "x"
+		return true
+	})
+	return g, err
+}
+
+// Member reports whether gshadow lists the user in group (always true
+// without gshadow: nothing to keep in step).
+func (g Gshadow) Member(group string) bool {
+	return !g.Present || slices.Contains(g.Members, group)
+}
+
+// LacksGroup reports whether gshadow has no entry for a group that
+// /etc/group has.
+func (g Gshadow) LacksGroup(name string) bool {
+	return g.Present && g.Groups[name] && !g.Entries[name]
+}
+
+// Orphan reports whether gshadow has an entry for name, a group /etc/group
+// does not have, and alone whether grpconv would change nothing but
+// remove it: every group has its entry and its password there ("x"), and
+// name is the only entry without a group.
+func (g Gshadow) Orphan(name string) (orphan, alone bool) {
+	if !g.Present || !g.Entries[name] || g.Groups[name] {
+		return false, false
+	}
+	orphans := 0
+	for e := range g.Entries {
+		if !g.Groups[e] {
+			orphans++
+		}
+	}
+	complete := g.Passwords
+	for gr := range g.Groups {
+		complete = complete && g.Entries[gr]
+	}
+	return true, orphans == 1 && complete
 }

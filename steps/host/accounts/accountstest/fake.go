@@ -137,6 +137,9 @@ func (f *Fake) CreateServiceAccount(_ context.Context, shell string) (err error)
 	}
 	pw.lines = append(pw.lines, []string{name, "x", strconv.Itoa(id), strconv.Itoa(id), "", layout.Default.Home(), shell})
 	gr.lines = append(gr.lines, []string{name, "x", strconv.Itoa(id), ""})
+	if err := f.editGshadow(func(t *table) { t.lines = append(t.lines, []string{name, "!", "", ""}) }); err != nil {
+		return err
+	}
 	if err := pw.save(); err != nil {
 		return err
 	}
@@ -150,12 +153,55 @@ func (f *Fake) AddToGroup(_ context.Context, group string) (err error) {
 	if err := f.begin("add-group", "usermod --append --groups "+group+" "+layout.Account); err != nil {
 		return err
 	}
-	return f.editMembers(group, true, func(m []string) ([]string, error) {
+	if err := f.editMembers(group, true, func(m []string) ([]string, error) {
 		if slices.Contains(m, layout.Account) {
 			return m, nil
 		}
 		return append(m, layout.Account), nil
+	}); err != nil {
+		return err
+	}
+	return f.editGshadow(func(t *table) {
+		if i := t.find(group); i >= 0 && !slices.Contains(strings.Split(t.lines[i][3], ","), layout.Account) {
+			t.lines[i][3] = strings.Join(slices.DeleteFunc(append(strings.Split(t.lines[i][3], ","), layout.Account), func(m string) bool { return m == "" }), ",")
+		}
 	})
+}
+
+// editGshadow applies edit to /etc/gshadow when the host has one.
+func (f *Fake) editGshadow(edit func(*table)) error {
+	t, err := f.load("gshadow")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	edit(t)
+	var b strings.Builder
+	for _, l := range t.lines {
+		b.WriteString(strings.Join(l, ":") + "\n")
+	}
+	return os.WriteFile(t.path, []byte(b.String()), 0o640)
+}
+
+// dropMember removes the account from every gshadow member and
+// administrator list, reporting whether one listed it.
+func dropMember(t *table, group string) bool {
+	found := false
+	for _, l := range t.lines {
+		if group != "" && l[0] != group {
+			continue
+		}
+		for _, k := range []int{2, 3} {
+			list := strings.Split(l[k], ",")
+			if slices.Contains(list, layout.Account) {
+				found = true
+				l[k] = strings.Join(slices.DeleteFunc(list, func(m string) bool { return m == layout.Account }), ",")
+			}
+		}
+	}
+	return found
 }
 
 func (f *Fake) RemoveFromGroup(_ context.Context, group string) (err error) {
@@ -166,9 +212,16 @@ func (f *Fake) RemoveFromGroup(_ context.Context, group string) (err error) {
 		return err
 	}
 	// gpasswd, unlike usermod, edits the member list whether or not the
-	// account exists.
+	// account exists, and of gshadow even where group lists it no more.
+	inShadow := false
+	if err := f.editGshadow(func(t *table) { inShadow = dropMember(t, group) }); err != nil {
+		return err
+	}
 	return f.editMembers(group, false, func(m []string) ([]string, error) {
 		i := slices.Index(m, layout.Account)
+		if i < 0 && inShadow {
+			return m, nil
+		}
 		if i < 0 {
 			return nil, fmt.Errorf("gpasswd: user %s is not a member of %s", layout.Account, group)
 		}
@@ -235,7 +288,16 @@ func (f *Fake) DeleteServiceAccount(context.Context) (err error) {
 		}
 		kept = append(kept, l)
 	}
+	ownKept := slices.ContainsFunc(kept, func(l []string) bool { return l[0] == layout.Account })
 	gr.lines = kept
+	if err := f.editGshadow(func(t *table) {
+		dropMember(t, "")
+		if i := t.find(layout.Account); i >= 0 && !ownKept {
+			t.lines = slices.Delete(t.lines, i, i+1)
+		}
+	}); err != nil {
+		return err
+	}
 	if err := pw.save(); err != nil {
 		return err
 	}
@@ -265,7 +327,59 @@ func (f *Fake) DeleteServiceGroup(context.Context) (err error) {
 		return fmt.Errorf("groupdel: cannot remove the primary group of user of gid %s", gr.lines[i][2])
 	}
 	gr.lines = slices.Delete(gr.lines, i, i+1)
+	if err := f.editGshadow(func(t *table) {
+		if i := t.find(layout.Account); i >= 0 {
+			t.lines = slices.Delete(t.lines, i, i+1)
+		}
+	}); err != nil {
+		return err
+	}
 	return gr.save()
+}
+
+// RestrictGroup sets the account's own group's gshadow password to "!",
+// making its entry (from /etc/group's) when there is none, as gpasswd
+// --restrict does.
+func (f *Fake) RestrictGroup(context.Context) (err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.synced(&err)
+	if err := f.begin("restrict-group", "gpasswd --restrict "+layout.Account); err != nil {
+		return err
+	}
+	gr, err := f.load("group")
+	if err != nil {
+		return err
+	}
+	i := gr.find(layout.Account)
+	if i < 0 {
+		return fmt.Errorf("gpasswd: group %s: %w", layout.Account, accounts.ErrNotFound)
+	}
+	return f.editGshadow(func(t *table) {
+		if j := t.find(layout.Account); j >= 0 {
+			t.lines[j][1] = "!"
+			return
+		}
+		t.lines = append(t.lines, []string{layout.Account, "!", "", gr.lines[i][3]})
+	})
+}
+
+// RemoveGshadowOrphans removes the gshadow entries of groups /etc/group
+// lacks, as grpconv does for them.
+func (f *Fake) RemoveGshadowOrphans(context.Context) (err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.synced(&err)
+	if err := f.begin("grpconv", "grpconv"); err != nil {
+		return err
+	}
+	gr, err := f.load("group")
+	if err != nil {
+		return err
+	}
+	return f.editGshadow(func(t *table) {
+		t.lines = slices.DeleteFunc(t.lines, func(l []string) bool { return gr.find(l[0]) < 0 })
+	})
 }
 
 // RemoveShadowOrphans removes the shadow entries of accounts passwd lacks,
