@@ -145,8 +145,11 @@ func (e *Engine) script() string {
 	w("awk '$2 ~ /^\\/sys\\/fs\\/cgroup/ {print $2}' /proc/self/mounts | while read -r m; do mount -o remount,bind,ro \"$(printf '%%b' \"$m\")\"; done")
 	w("if command -v ip >/dev/null; then ip link set lo up; fi")
 	// The pidfile of a killed engine names pid 1, which in the new PID
-	// namespace is the new dockerd itself: dockerd would refuse it.
-	w("rm -f %s/docker.pid", d)
+	// namespace is the new dockerd itself: dockerd would refuse it. That
+	// of its killed containerd names a pid that may be one of the new
+	// dockerd's threads: dockerd would take containerd as still running
+	// and time out waiting for its socket.
+	w("rm -f %s/docker.pid %s/exec/containerd/containerd.pid", d, d)
 	w("exec %s --config-file %s/daemon.json --data-root %s/data --exec-root %s/exec --pidfile %s/docker.pid -H unix://%s/sock/docker.sock "+
 		"--storage-driver vfs --iptables=false --ip6tables=false", Dockerd, d, d, d, d, d)
 	return b.String()
