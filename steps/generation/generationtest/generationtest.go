@@ -131,6 +131,24 @@ func BuildAttestedRelease(t testing.TB, commit string) *Release {
 	return r
 }
 
+// BuildSizedRelease is BuildRelease with a Runtime image of payload bytes
+// over layers layers (imagetest.Options.PayloadSize and PayloadLayers),
+// for tests that act while an engine is in the middle of its import. It
+// is built once per test binary, commit and size.
+func BuildSizedRelease(t testing.TB, commit string, payload int64, layers int) *Release {
+	t.Helper()
+	releaseMu.Lock()
+	defer releaseMu.Unlock()
+	key := commit + " payload " + strconv.FormatInt(payload, 10) + "/" + strconv.Itoa(layers)
+	if r, ok := releaseCache[key]; ok {
+		return r
+	}
+	r, dir := buildRelease(t, commit, imagetest.Options{Label: "runtime-" + commit, PayloadSize: payload, PayloadLayers: layers})
+	releaseCache[key] = r
+	releaseDirs = append(releaseDirs, dir)
+	return r
+}
+
 // BuildUniqueRelease builds a release with a random source commit and an
 // image no other test builds, for tests against a real engine. Its files
 // are removed when the test ends.

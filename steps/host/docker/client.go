@@ -149,6 +149,8 @@ func classify(op string, status int, err error) error {
 	switch {
 	case errors.As(err, &de):
 		return fmt.Errorf("%s: %w", op, de)
+	case errors.Is(err, ErrNoAnswer):
+		return fmt.Errorf("%s: %w", op, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s: %w", op, err)
 	case status == http.StatusNotFound:

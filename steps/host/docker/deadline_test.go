@@ -3,7 +3,9 @@ package docker
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,4 +98,78 @@ func engineSocket(t *testing.T, serve func(net.Conn)) string {
 		}
 	})
 	return sock
+}
+
+// An image load is watched by pings: an engine that takes longer than
+// LoadStallTimeout over the load but answers its pings is waited for; one
+// that answers no ping for LoadStallTimeout (stopped, hung) fails the load
+// then with ErrNoAnswer naming the load and the next step, long before
+// LoadTimeout.
+func TestImageLoadWatchdog(t *testing.T) {
+	old := LoadStallTimeout
+	LoadStallTimeout = 400 * time.Millisecond
+	t.Cleanup(func() { LoadStallTimeout = old })
+	for _, tc := range []struct {
+		name     string
+		pings    bool
+		noAnswer bool
+	}{
+		{"busy engine answering its pings", true, false},
+		{"stopped engine", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			sock := filepath.Join(t.TempDir(), "docker.sock")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case strings.HasSuffix(r.URL.Path, "/_ping"):
+					if !tc.pings {
+						select { // a stopped engine: no answer
+						case <-release:
+						case <-r.Context().Done():
+						}
+						return
+					}
+					w.Header().Set("Api-Version", "1.41")
+					w.WriteHeader(http.StatusOK)
+				case strings.HasSuffix(r.URL.Path, "/images/load"):
+					io.Copy(io.Discard, r.Body)
+					select { // four stall timeouts of work
+					case <-time.After(4 * LoadStallTimeout):
+					case <-r.Context().Done():
+						return
+					}
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, `{"stream":"Loaded image ID: sha256:00\n"}`+"\n")
+				default:
+					http.NotFound(w, r)
+				}
+			})}
+			go srv.Serve(l)
+			defer srv.Close()
+			c, err := New("unix://" + sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			err = c.ImageLoadReader(context.Background(), strings.NewReader("archive"), "runtime.tar.gz")
+			took := time.Since(start)
+			switch {
+			case !tc.noAnswer && err != nil:
+				t.Fatalf("a busy engine's load failed after %s: %v", took, err)
+			case tc.noAnswer && (!errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "load image runtime.tar.gz") ||
+				!strings.Contains(err.Error(), "rerun the same command")):
+				t.Fatalf("a stopped engine's load: %v; want ErrNoAnswer naming the load and the next step", err)
+			case tc.noAnswer && took > 4*LoadStallTimeout:
+				t.Fatalf("a stopped engine's load failed after %s", took)
+			}
+			t.Logf("%s: %v after %s", tc.name, err, took.Round(10*time.Millisecond))
+		})
+	}
 }

@@ -16,6 +16,11 @@
 //	ErrNotFound     the image, network or container does not exist (also has NotFound())
 //	ErrExists       a network of that name already exists
 //
+// Every call has a deadline (CallTimeout; LoadTimeout for an image load),
+// and an image load is watched by pings besides: an engine that answers no
+// ping for LoadStallTimeout (stopped, hung) fails the load then with
+// ErrNoAnswer.
+//
 // Consumers define their own interfaces listing the methods they call;
 // steps/record/image.Inspector is one. Package dockertest serves a fake engine
 // API on a unix socket, so tests exercise this adapter's real code path.

@@ -59,16 +59,82 @@ func (c *Client) ImageLoad(ctx context.Context, tarPath string) error {
 // r is in errors. A read error of r fails the load. Like ImageLoad it
 // waits until the engine has finished and reports a failure from its
 // progress stream.
+//
+// While the load runs, the engine is pinged every LoadStallTimeout/4 on
+// a connection of its own: an engine that answers no ping for
+// LoadStallTimeout (stopped with SIGSTOP, hung) fails the load with
+// ErrNoAnswer then, instead of at LoadTimeout. A busy engine still answers
+// its pings, so a long load of a large image is not cut short.
 func (c *Client) ImageLoadReader(ctx context.Context, r io.Reader, name string) error {
 	op := "load image " + name
 	return c.callWithin(ctx, LoadTimeout, op, func(ctx context.Context) error {
-		res, err := c.api.ImageLoad(ctx, r, client.ImageLoadWithQuiet(true))
-		if err != nil {
-			return err
+		wctx, stop := c.watchdog(ctx, LoadStallTimeout)
+		defer stop()
+		err := func() error {
+			res, err := c.api.ImageLoad(wctx, r, client.ImageLoadWithQuiet(true))
+			if err != nil {
+				return err
+			}
+			defer res.Close()
+			return loadOutcome(res)
+		}()
+		if err != nil && ctx.Err() == nil {
+			if cause := context.Cause(wctx); errors.Is(cause, ErrNoAnswer) {
+				return cause
+			}
+			if isNoSpace(err) {
+				return fmt.Errorf("%w; %s", err, adviceNoSpace)
+			}
 		}
-		defer res.Close()
-		return loadOutcome(res)
+		return err
 	})
+}
+
+// LoadStallTimeout is how long an image load waits for the engine to
+// answer a ping before it gives up on an engine that no longer answers.
+var LoadStallTimeout = 2 * time.Minute
+
+// watchdog returns a context of ctx that the engine's silence cancels:
+// every stall/4 it pings the engine, and a ping unanswered for stall ends
+// the context with an error wrapping ErrNoAnswer as its cause. stop ends
+// the watch.
+func (c *Client) watchdog(ctx context.Context, stall time.Duration) (context.Context, func()) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(stall / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			// The ping's status is its own, not the load's.
+			var status int
+			pctx, pcancel := context.WithTimeout(context.WithValue(wctx, statusKey{}, &status), stall)
+			_, err := c.api.Ping(pctx, client.PingOptions{})
+			late := err != nil && pctx.Err() == context.DeadlineExceeded && wctx.Err() == nil
+			pcancel()
+			if late {
+				cancel(fmt.Errorf("%w: it answered no ping for %s while it loaded the image; the engine keeps no half-loaded image, so once it answers again (`docker info`), rerun the same command", ErrNoAnswer, stall))
+				return
+			}
+		}
+	}()
+	return wctx, func() { close(done); cancel(nil) }
+}
+
+// adviceNoSpace is what the operator does when the engine ran out of
+// space during a load.
+const adviceNoSpace = "the Docker Engine's disk is full: free space where it keeps its data (`docker info --format '{{.DockerRootDir}}'`, `docker system df`), then rerun the same command (the engine keeps no half-loaded image)"
+
+// isNoSpace reports whether a failed load ran out of space in the engine
+// (ENOSPC, as the daemon words it).
+func isNoSpace(err error) bool {
+	return strings.Contains(err.Error(), "no space left on device")
 }
 
 // loadMessage is one line of the engine's JSON progress stream.
