@@ -69,6 +69,10 @@ type Report struct {
 	// overriding the earlier (what the next step would be given). They
 	// are no part of the report's encoding.
 	Facts map[string]string `json:"-"`
+	// Wrote lists files outside the workflow's steps that the command
+	// wrote after its workflow ran (the command on the host and its
+	// record): a converged workflow with writes is no unchanged run.
+	Wrote []string `json:"-"`
 }
 
 // RunKind is what one run did with the journal it found: a command that

@@ -78,6 +78,11 @@ func (r *resultDocument) ran(rep *workflow.Report) {
 	switch rep.Run {
 	case workflow.RunConverged:
 		r.Result = resultUnchanged
+		if len(rep.Wrote) > 0 {
+			// The workflow had nothing to do, the command did (the
+			// command on the host copied or its record completed).
+			r.Result, r.Changed = resultChanged, true
+		}
 	case workflow.RunResumed:
 		r.Result, r.Changed = resultResumed, true
 	default:

@@ -33,6 +33,11 @@ func TestResultDocumentFromTheReport(t *testing.T) {
 		{"a fresh install", report(workflow.RunFresh), nil, exitOK, resultChanged, true},
 		{"a resumed run", report(workflow.RunResumed), nil, exitOK, resultResumed, true},
 		{"the converged case", report(workflow.RunConverged), nil, exitOK, resultUnchanged, false},
+		{"converged, the command on the host copied", func() *workflow.Report {
+			r := report(workflow.RunConverged)
+			r.Wrote = []string{"/etc/oac-node/installer.db", "/usr/local/sbin/oac-node-install"}
+			return r
+		}(), nil, exitOK, resultChanged, true},
 		{"a refusal", nil, refusal, exitFailure, resultFailed, false},
 		{"a failure after a change", report(workflow.RunFresh), changed, exitFailure, resultFailed, true},
 		{"a command-line mistake", nil, usagef("--installation-id is required"), exitFailure, resultFailed, false},

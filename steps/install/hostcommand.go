@@ -25,22 +25,25 @@ import (
 // the same. A file there that the bookkeeping does not record is not the
 // installer's: it is kept, and so is a directory that is not root's alone.
 // The node is installed either way: a copy that cannot be kept is a
-// warning on out, never a failure.
-func KeepCommand(h layout.Host, bin Executable, version string, out io.Writer) {
-	changed, err := keepCommand(h, bin, version)
+// warning on out, never a failure. It returns the files it wrote (for the
+// run's result: a converged install that copied the command changed the
+// host).
+func KeepCommand(h layout.Host, bin Executable, version string, out io.Writer) (wrote []string) {
+	changed, wrote, err := keepCommand(h, bin, version)
 	switch {
 	case err != nil:
 		fmt.Fprintf(out, "Warning: the command was not kept as %s (%v); run this installer's own file with sudo for status and uninstall.\n", h.Command(), err)
 	case changed:
 		fmt.Fprintf(out, "The command on this host is now %s (this build).\n", h.Command())
 	}
+	return wrote
 }
 
-func keepCommand(h layout.Host, bin Executable, version string) (bool, error) {
+func keepCommand(h layout.Host, bin Executable, version string) (changed bool, wrote []string, err error) {
 	path := h.Command()
 	dir, err := commandDir(path)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer dir.Close()
 	name := filepath.Base(path)
@@ -54,51 +57,54 @@ func keepCommand(h layout.Host, bin Executable, version string) (bool, error) {
 		ro.Close()
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
+		return false, nil, err
 	}
 	held, err := compareFile(dir, name, bin)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return false, err
+		return false, nil, err
 	case !recorded || rec.Path != path:
-		return false, errors.New("a file the installer did not write is there; it is kept")
+		return false, nil, errors.New("a file the installer did not write is there; it is kept")
 	case held.same && rec.Version == version && rec.File != nil && *rec.File == held.stamp:
 		// The file is the one recorded, untouched since (its stamp), so
 		// the recorded digest is its bytes', which are bin: nothing to
 		// hash, nothing to write.
-		return false, nil
+		return false, nil, nil
 	case held.same:
 		// The same bytes, recorded before the stamp was (an older
 		// installer, or a run cut off after its copy): recorded now.
 		digest, err := digestOf(bin)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
-		return false, setCommand(h, bookkeeping.Command{Path: path, SHA256: digest, Version: version, File: &held.stamp})
+		db := h.Bookkeeping()
+		return false, []string{db}, setCommand(h, bookkeeping.Command{Path: path, SHA256: digest, Version: version, File: &held.stamp})
 	}
 	data := make([]byte, bin.Size())
 	if _, err := bin.ReadAt(data, 0); err != nil && err != io.EOF {
-		return false, fmt.Errorf("read the installer's bytes: %w", err)
+		return false, nil, fmt.Errorf("read the installer's bytes: %w", err)
 	}
 	want := bookkeeping.Command{Path: path, SHA256: digestOfBytes(data), Version: version}
 	// The record comes first: cut off between the two, the bookkeeping
 	// names a copy that is missing or older, which the next run replaces.
+	wrote = []string{h.Bookkeeping()}
 	if err := setCommand(h, want); err != nil {
-		return false, err
+		return false, wrote, err
 	}
+	wrote = append(wrote, path)
 	if err := dir.AtomicWrite(name, data, 0o755); err != nil {
-		return false, err
+		return false, wrote, err
 	}
 	// Then the new file's stamp (the rename changed its change time), so
 	// that reruns need not hash it; cut off before, the next run hashes
 	// once and records it.
 	st, err := dir.Lstat(name)
 	if err != nil {
-		return true, err
+		return true, wrote, err
 	}
 	want.File = stampOf(&st)
-	return true, setCommand(h, want)
+	return true, wrote, setCommand(h, want)
 }
 
 // Executable is the running installer's bytes (privsep.Binary, its sealed

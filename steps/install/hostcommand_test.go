@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -195,7 +196,12 @@ func TestRemoveCommandRemovesAnInterruptedCopy(t *testing.T) {
 // size is replaced.
 func TestTheCommandOnTheHostStamp(t *testing.T) {
 	h := commandHost(t)
-	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", io.Discard)
+	if wrote := KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", io.Discard); !slices.Equal(wrote, []string{h.Bookkeeping(), h.Command()}) {
+		t.Errorf("the first copy reports writes %q", wrote)
+	}
+	if wrote := KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", io.Discard); wrote != nil {
+		t.Errorf("a converged run reports writes %q", wrote)
+	}
 	stampNow := func() bookkeeping.FileStamp {
 		t.Helper()
 		st, err := os.Stat(h.Command())
@@ -223,7 +229,9 @@ func TestTheCommandOnTheHostStamp(t *testing.T) {
 	db.Close()
 	ino := stampNow().Ino
 	var out bytes.Buffer
-	KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out)
+	if wrote := KeepCommand(h, bytes.NewReader([]byte("build 1")), "v1", &out); !slices.Equal(wrote, []string{h.Bookkeeping()}) {
+		t.Errorf("completing the record reports writes %q", wrote)
+	}
 	if c, _ := recordedCommand(t, h); c.File == nil || *c.File != stampNow() || stampNow().Ino != ino || out.Len() != 0 {
 		t.Errorf("after a record without a stamp: recorded %+v, file %+v (inode %d before), output %q", c.File, stampNow(), ino, out.String())
 	}

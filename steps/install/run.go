@@ -147,7 +147,7 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 		// Under the lock, once the node is installed: the command on the
 		// host is these bytes (CONTRACT §10, "The command on the host").
 		if err == nil && rep != nil && rep.Condition == workflow.Complete && c.Binary != nil {
-			KeepCommand(c.Host, c.Binary, c.Version, c.outOrDiscard())
+			rep.Wrote = append(rep.Wrote, KeepCommand(c.Host, c.Binary, c.Version, c.outOrDiscard())...)
 		}
 	}()
 	if c.EndChild != nil {
