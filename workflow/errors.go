@@ -3,7 +3,11 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // errRefused is returned (wrapped in *RefusedError) when the engine will not
@@ -179,6 +183,29 @@ func AfterChanges(err error, changes []string, next string) error {
 	return &Changed{Err: err, Changes: changes, Next: next}
 }
 
+// Advised is a failure before any change with the next thing to do (a full
+// file system: NoSpace).
+type Advised struct {
+	Err  error
+	Next string
+}
+
+func (e *Advised) Error() string {
+	return strings.TrimSuffix(e.Err.Error(), ".") + ". " + e.Next
+}
+
+// Unwrap returns the failure.
+func (e *Advised) Unwrap() error { return e.Err }
+
+// Advise is err with next said after it; err itself when next is "" (or
+// err is nil).
+func Advise(err error, next string) error {
+	if err == nil || next == "" {
+		return err
+	}
+	return &Advised{Err: err, Next: next}
+}
+
 // NothingChanged reports whether err is a refusal that changed nothing: it
 // holds a *Refusal and no *Changed.
 func NothingChanged(err error) bool {
@@ -256,4 +283,30 @@ func (e *RunError) Changes() []string {
 		out = append(out, fmt.Sprintf("whatever the step %s did before it failed", e.Failed))
 	}
 	return out
+}
+
+// NoSpace is what to do first when err is a file system out of space
+// (ENOSPC): which file system, and that the files of the service account
+// (its home, home) count when they share it (a tmpfs or XFS keeps no
+// reserve for root, so an account that filled the disk stops root's
+// journal too). The sentence ends in "then", for the rerun. It is "" for
+// any other error.
+func NoSpace(err error, home string) string {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return ""
+	}
+	var pe *fs.PathError
+	var le *os.LinkError
+	path := ""
+	switch {
+	case errors.As(err, &pe):
+		path = pe.Path
+	case errors.As(err, &le):
+		path = le.New
+	}
+	if path == "" {
+		return "A file system is full: free space on it (df -h shows which), then"
+	}
+	dir := filepath.Dir(path)
+	return fmt.Sprintf("The file system holding %s is full: free space on it (df -h %s; the service account's files count where they share it: sudo du -sh %s), then", dir, dir, home)
 }

@@ -340,12 +340,16 @@ func Run(ctx context.Context, c Command) (rep *workflow.Report, err error) {
 	// run changed before it (CONTRACT §10, "Nothing was changed.").
 	var changed []string
 	after := func(err error) error {
-		return workflow.AfterChanges(err, changed, nextInstall(err, ShortRerun(c.Host, o.InstallationID)))
+		next := nextInstall(err, ShortRerun(c.Host, o.InstallationID))
+		if len(changed) == 0 && workflow.NoSpace(err, "") != "" {
+			return workflow.Advise(err, next)
+		}
+		return workflow.AfterChanges(err, changed, next)
 	}
 	dir := c.Host.JournalDir(o.InstallationID)
 	dirExisted, _ := safefile.Exists(dir)
 	if err := safefile.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
+		return nil, after(fmt.Errorf("create %s: %w", dir, err))
 	}
 	if !dirExisted {
 		changed = append(changed, fmt.Sprintf("the directory %s (created)", dir))
@@ -460,6 +464,9 @@ func nextInstall(err error, short string) string {
 	again := "the same command"
 	if short != "" {
 		again = "`" + short + "`"
+	}
+	if full := workflow.NoSpace(err, layout.Default.Home()); full != "" {
+		return full + " rerun " + again + " to continue the installation."
 	}
 	var r *workflow.Refusal
 	if errors.As(err, &r) {

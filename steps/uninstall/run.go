@@ -139,11 +139,16 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 	// From here on the command changes the host: a failure names what this
 	// run changed before it (CONTRACT §10, "Nothing was changed.").
 	var changed []string
-	after := func(err error) error { return workflow.AfterChanges(err, changed, nextUninstall(err)) }
+	after := func(err error) error {
+		if len(changed) == 0 && workflow.NoSpace(err, "") != "" {
+			return workflow.Advise(err, nextUninstall(err))
+		}
+		return workflow.AfterChanges(err, changed, nextUninstall(err))
+	}
 	dir := c.Host.JournalDir(id)
 	dirExisted, _ := safefile.Exists(dir)
 	if err := safefile.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
+		return nil, after(fmt.Errorf("create %s: %w", dir, err))
 	}
 	if !dirExisted {
 		changed = append(changed, fmt.Sprintf("the directory %s (created)", dir))
@@ -202,6 +207,9 @@ func Run(ctx context.Context, c Command) (*workflow.Report, error) {
 // change: the rerun continues from where the run stopped, once what a
 // refusal names is dealt with.
 func nextUninstall(err error) string {
+	if full := workflow.NoSpace(err, layout.Default.Home()); full != "" {
+		return full + " rerun the same command to continue the uninstallation."
+	}
 	var r *workflow.Refusal
 	if errors.As(err, &r) {
 		return "Once that is dealt with, rerun the same command to continue the uninstallation."
