@@ -123,12 +123,12 @@ e2e-powercut-part:
 # Install and uninstall with a full disk from every operation that needs
 # space, on /etc and on root's journal directory (the disk-full file system,
 # journal/diskfull), each rerun with the space back; e2e-enospc-part runs
-# the PART-th of 4 disjoint parts (CI rotates them by commit).
+# the PART-th of 8 disjoint parts (CI rotates them by commit).
 e2e-enospc:
 	$(GO) test -tags e2e,crashtest -count=1 -timeout 60m -run 'TestEndToEndDiskFull(Install|Uninstall)$$' -v ./cmd/oac-node-install/
 
 e2e-enospc-part:
-	OAC_E2E_ENOSPC_PART=$(PART)/4 $(GO) test -tags e2e,crashtest -count=1 -timeout 30m -run 'TestEndToEndDiskFull(Install|Uninstall)$$' -v ./cmd/oac-node-install/
+	OAC_E2E_ENOSPC_PART=$(PART)/8 $(GO) test -tags e2e,crashtest -count=1 -timeout 30m -run 'TestEndToEndDiskFull(Install|Uninstall)$$' -v ./cmd/oac-node-install/
 
 # Install and uninstall paused at every point (each journal point of root's
 # process and each point between its decisions, before and after the host
