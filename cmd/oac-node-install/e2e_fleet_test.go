@@ -29,13 +29,15 @@ import (
 // Core, each host with a Docker Engine of its own.
 const fleetHosts = 5
 
-// fleetBatch is the plays' batch size (serial) in the test.
-const fleetBatch = 2
+// fleetBatch is the plays' batch size (serial) in the test: two batches,
+// four hosts and one (each batch costs Ansible's per-task overhead once
+// more).
+const fleetBatch = 4
 
 // fleetBroken is the index of the host whose engine is stopped before the
 // first install play: the last, alone in the last batch, which fails
-// (above install.yml's max_fail_percentage: the rollout would stop there)
-// after the batches before it converged.
+// (above install.yml's max_fail_percentage: the rollout would stop there,
+// and a batch's other hosts with it) after the batch before it converged.
 const fleetBroken = fleetHosts - 1
 
 // fleetWorkDir is the role's work directory in the test hosts: under their
@@ -95,7 +97,7 @@ func (r recap) taskLines(task string) string {
 // as a fleet operator does: five test hosts, each with a Docker Engine of
 // its own (testhost.Options.OwnEngine), are nodes of ONE oac-devcore with
 // one installation id, reached as a non-root ansible_user that becomes
-// root with sudo, rolled out in batches of two (serial,
+// root with sudo, rolled out in batches (serial,
 // max_fail_percentage). The last host's engine is stopped before the first
 // install play: that host fails once with the installer's message, the
 // others converge; after its engine is started a rerun converges it, and a
@@ -262,7 +264,7 @@ func TestEndToEndFleet(t *testing.T) {
 		}
 	}
 	// The rollout with one host's engine stopped: that host fails once
-	// with the installer's message, in batches of two the others converge.
+	// with the installer's message, the batch before it converges.
 	first := run("install.yml", map[string]bool{broken.name: true})
 	for _, n := range nodes {
 		if n.name == broken.name {
