@@ -99,8 +99,9 @@ func (r recap) taskLines(task string) string {
 // one installation id, reached as a non-root ansible_user that becomes
 // root with sudo, rolled out in batches (serial,
 // max_fail_percentage). The last host's engine is stopped before the first
-// install play: that host fails once with the installer's message, the
-// others converge; after its engine is started a rerun converges it, and a
+// install play: that host fails once with the message of the installer's
+// check, which runs before a token is asked for (none is minted for it),
+// and the others converge; after its engine is started a rerun converges it, and a
 // further run changes nothing anywhere. --check --diff runs on the fresh
 // and on the converged fleet and changes nothing. A host's service account
 // rewrites its identity.json to name another host's node: the install
@@ -282,6 +283,11 @@ func TestEndToEndFleet(t *testing.T) {
 		t.Errorf("%s (engine stopped): want one failed task with the installer's message %q, got it %d times:\n%s", broken.name, engineDown, c, first.out)
 	} else {
 		t.Logf("%s, its engine stopped:\n%s", broken.name, fatal)
+	}
+	// The installer's checks ran before a token was asked for: none was
+	// minted for the host the installer refuses.
+	if strings.Contains(first.taskLines("Get an enrollment token"), "["+broken.name+" -> localhost]") {
+		t.Errorf("%s (engine stopped): a token was asked for:\n%s", broken.name, first.out)
 	}
 	if c := strings.Count(first.out, "PLAY [Install OAC sandbox nodes]"); c != (fleetHosts+fleetBatch-1)/fleetBatch {
 		t.Errorf("the install play ran in %d batches, want %d of %d hosts", c, (fleetHosts+fleetBatch-1)/fleetBatch, fleetBatch)
