@@ -147,9 +147,11 @@ e2e-crash:
 e2e-powercut:
 	$(GO) test -tags e2e,crashtest -count=1 -timeout 120m -run 'TestEndToEndPowerCut' -v ./cmd/oac-node-install/
 
-# The repository's Ansible role (deploy/ansible) against three test hosts,
-# each with its own oac-devcore: install, a second run that must change
-# nothing, and the uninstall play. Needs root, the machine's Docker Engine
-# and Ansible (apt-get install ansible; this target installs nothing).
+# The repository's Ansible role (deploy/ansible) as a fleet rollout: five
+# test hosts, each with a Docker Engine of its own (a private dockerd), nodes
+# of one oac-devcore, in batches; one host's engine stopped, reruns with
+# changed=0, check mode, a forged identity and the uninstall play. Needs
+# root, dockerd, Ansible and sudo (apt-get install ansible sudo; this target
+# installs nothing).
 e2e-fleet:
 	$(GO) test -tags e2e -count=1 -timeout 20m -run 'TestEndToEndFleet$$' -v ./cmd/oac-node-install/

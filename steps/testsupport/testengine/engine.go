@@ -144,14 +144,14 @@ func (e *Engine) script() string {
 	// can make no cgroup on the machine.
 	w("awk '$2 ~ /^\\/sys\\/fs\\/cgroup/ {print $2}' /proc/self/mounts | while read -r m; do mount -o remount,bind,ro \"$(printf '%%b' \"$m\")\"; done")
 	w("if command -v ip >/dev/null; then ip link set lo up; fi")
-	// The pidfile of a killed engine names pid 1, which in the new PID
-	// namespace is the new dockerd itself: dockerd would refuse it. That
-	// of its killed containerd names a pid that may be one of the new
-	// dockerd's threads: dockerd would take containerd as still running
-	// and time out waiting for its socket.
-	w("rm -f %s/docker.pid %s/exec/containerd/containerd.pid", d, d)
+	// The exec root and the pidfile are runtime state, like /run after a
+	// reboot: what a killed engine left there names pids of its ended PID
+	// namespace, which in the new one may be live processes (the pidfile
+	// names pid 1, the new dockerd itself; the supervisor would wait for
+	// a containerd that is not there).
+	w("rm -rf %s/exec %s/docker.pid && mkdir -m 700 %s/exec", d, d, d)
 	w("exec %s --config-file %s/daemon.json --data-root %s/data --exec-root %s/exec --pidfile %s/docker.pid -H unix://%s/sock/docker.sock "+
-		"--storage-driver vfs --iptables=false --ip6tables=false", Dockerd, d, d, d, d, d)
+		"--storage-driver vfs --iptables=false --ip6tables=false --log-level warn", Dockerd, d, d, d, d, d)
 	return b.String()
 }
 
@@ -382,7 +382,8 @@ func (e *Engine) RSS() int64 {
 	return sum
 }
 
-// LogTail is the last n bytes of what dockerd and its containerd logged.
+// LogTail is the last n bytes of what dockerd and its containerd logged
+// (warnings and errors).
 func (e *Engine) LogTail(n int) string {
 	s := e.log.String()
 	if len(s) > n {

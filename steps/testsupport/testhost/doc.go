@@ -9,6 +9,9 @@
 //	<tmp>/usr-local-sbin      ───▶  /usr/local/sbin (copy, bind-mounted)
 //	                                /run, /dev, /sys/fs/cgroup: fresh tmpfs
 //	/run/docker.sock          ───▶  /run/docker.sock (bind, when present)
+//	or with Options.OwnEngine a private dockerd (package testengine):
+//	its socket's directory    ───▶  /run/oac-testengine, and
+//	                                /run/docker.sock -> oac-testengine/docker.sock
 //	                                /sys, /proc/sys: read-only
 //	                                PID 1: /lib/systemd/systemd --system
 //

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openagentcore/oac-node-install/steps/testsupport/testengine"
 )
 
 // Systemd is the manager binary booted as PID 1.
@@ -41,8 +43,13 @@ type Host struct {
 	// BootTime is how long it took from launching the namespace until
 	// systemd reported the boot target reached.
 	BootTime time.Duration
-	// DockerSocket is the engine socket bound into /run, "" for none.
+	// DockerSocket is the engine socket bound into /run, "" for none:
+	// the machine's, or with Options.OwnEngine the host's own engine's.
 	DockerSocket string
+	// Engine is the host's own Docker Engine (Options.OwnEngine), nil for
+	// a host that shares the machine's. Its Stop, Kill, Pause and Restart
+	// act on the engine the host sees at /run/docker.sock.
+	Engine *testengine.Engine
 
 	// detach, when set, adjusts the launcher so that the host outlives
 	// this process (BootDetached).
@@ -93,6 +100,15 @@ type Options struct {
 	// host (the test's binaries and temporary directories); a host of the
 	// machine's userland sees the machine's root file system anyway.
 	Binds []string
+	// OwnEngine gives the host a Docker Engine of its own (package
+	// testengine: a private dockerd, started before the host and ended
+	// after it) instead of the machine's: its socket's directory is bound
+	// at /run/oac-testengine and /run/docker.sock links to the socket in
+	// it, so that the host reaches the engine again after a Restart
+	// (dockerd makes its socket file anew). Several hosts can then be
+	// nodes of one installation at once, and a test can stop one host's
+	// engine. The engine is Host.Engine.
+	OwnEngine bool
 }
 
 // Start boots a test host, or skips the test with one line saying why the
@@ -168,6 +184,11 @@ func start(t testing.TB, o Options, prepare func(*Host) error) *Host {
 		}
 	})
 	h := &Host{t: t, rootfs: o.Rootfs, binds: o.Binds}
+	if o.OwnEngine {
+		// Started first, so that its teardown (t.Cleanup) runs after the
+		// host's.
+		h.Engine = testengine.Start(t, testengine.Options{})
+	}
 	h.dir, err = os.MkdirTemp("", "oac-testhost-")
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +260,14 @@ func (h *Host) boot(prepare func(*Host) error) error {
 // launch starts the namespace and its systemd on the copies in h.dir and
 // waits until it finished booting.
 func (h *Host) launch() error {
+	h.DockerSocket = ""
+	if h.Engine != nil {
+		h.DockerSocket = h.Engine.Socket
+	}
 	for _, s := range []string{"/run/docker.sock", "/var/run/docker.sock"} {
+		if h.Engine != nil {
+			break
+		}
 		if fi, err := os.Stat(s); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			h.DockerSocket = s
 			break
@@ -261,9 +289,13 @@ func (h *Host) launch() error {
 		return err
 	}
 	script := filepath.Join(h.dir, "init.sh")
-	text := initScript(h.dir, hs, h.DockerSocket)
+	eng := engineSocket{machine: h.DockerSocket}
+	if h.Engine != nil {
+		eng = engineSocket{dir: h.Engine.SocketDir}
+	}
+	text := initScript(h.dir, hs, eng)
 	if h.rootfs != "" {
-		text = rootfsInitScript(h.dir, h.rootfs, hs, h.DockerSocket, h.binds)
+		text = rootfsInitScript(h.dir, h.rootfs, hs, eng, h.binds)
 	}
 	if err := os.WriteFile(script, []byte(text), 0o700); err != nil {
 		return err

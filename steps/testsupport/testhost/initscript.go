@@ -134,10 +134,33 @@ func writeRunSystemd(dir, root string) error {
 	return nil
 }
 
+// engineSocket is the Docker Engine socket a host gets: the machine's
+// (machine, a socket bound at /run/docker.sock), the directory of the
+// host's own engine's socket (dir, bound at engineRunDir, with
+// /run/docker.sock a link into it), or none.
+type engineSocket struct {
+	machine string
+	dir     string
+}
+
+// engineRunDir is where a host with an engine of its own sees the
+// directory of that engine's socket.
+const engineRunDir = "/run/oac-testengine"
+
+// ownEngineLines are the init script's lines that give a host below root
+// ("" for the machine's root) the own engine's socket directory dir, once
+// root's /run is the host's tmpfs.
+func ownEngineLines(w func(string, ...any), root, dir string) {
+	r := quote(root + engineRunDir)
+	w("mkdir -p %s && mount --bind %s %s", r, quote(dir), r)
+	w("ln -s %s/docker.sock %s", strings.TrimPrefix(engineRunDir, "/run/"), quote(root+"/run/docker.sock"))
+}
+
 // initScript is run by unshare as PID 1 of the new namespaces. dir holds
-// the copies (etc, var-lib) and run-systemd (writeRunSystemd); dockerSocket is the machine's engine socket
-// ("" for none).
-func initScript(dir string, hs []hierarchy, dockerSocket string) string {
+// the copies (etc, var-lib) and run-systemd (writeRunSystemd); eng is
+// the engine socket the host gets.
+func initScript(dir string, hs []hierarchy, eng engineSocket) string {
+	dockerSocket := eng.machine
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	d := quote(dir)
@@ -171,6 +194,9 @@ func initScript(dir string, hs []hierarchy, dockerSocket string) string {
 	w("mkdir -p /run/systemd/system /run/systemd/system.control /run/lock")
 	if dockerSocket != "" {
 		w("touch /run/docker.sock && mount --bind %s/docker.sock /run/docker.sock", d)
+	}
+	if eng.dir != "" {
+		ownEngineLines(w, "", eng.dir)
 	}
 	// A private /dev: systemd and its units create nodes and links there,
 	// and the machine's /dev is one devtmpfs shared by every namespace.

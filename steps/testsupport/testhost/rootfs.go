@@ -92,7 +92,8 @@ func unescapeMount(s string) string {
 // boots. Every mount is in the host's mount namespace only: they end with
 // it. The network namespace is the machine's, so loopback (oac-devcore)
 // and the mirror are reachable.
-func rootfsInitScript(dir, rootfs string, hs []hierarchy, dockerSocket string, binds []string) string {
+func rootfsInitScript(dir, rootfs string, hs []hierarchy, eng engineSocket, binds []string) string {
+	dockerSocket := eng.machine
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	d := quote(dir)
@@ -120,6 +121,9 @@ func rootfsInitScript(dir, rootfs string, hs []hierarchy, dockerSocket string, b
 	w("cp -a %s/run-systemd/. %s/run/systemd/", d, r)
 	if dockerSocket != "" {
 		w("touch %s/run/docker.sock && mount --bind %s %s/run/docker.sock", r, quote(dockerSocket), r)
+	}
+	if eng.dir != "" {
+		ownEngineLines(w, filepath.Join(dir, "root"), eng.dir)
 	}
 	for _, p := range binds {
 		w("mkdir -p %s%s && mount --bind %s %s%s", r, quote(p), quote(p), r, quote(p))
@@ -306,6 +310,10 @@ func releaseDigest(suite string) (string, error) {
 func (h *Host) rootfsDockerGroup() error {
 	sock := ""
 	for _, s := range []string{"/run/docker.sock", "/var/run/docker.sock"} {
+		if h.Engine != nil {
+			sock = h.Engine.Socket
+			break
+		}
 		if fi, err := os.Stat(s); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			sock = s
 			break

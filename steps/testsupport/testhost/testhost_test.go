@@ -3,6 +3,7 @@ package testhost_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -386,4 +387,35 @@ func helperAccountsDelete(ctx context.Context) error {
 		return fmt.Errorf("after userdel: %v", err)
 	}
 	return nil
+}
+
+// TestOwnEngine boots a host with a Docker Engine of its own: the host's
+// /run/docker.sock answers with that engine (its data root, not the
+// machine's), stops answering when the engine stops, and answers again
+// after a restart, whose socket file is a new one.
+func TestOwnEngine(t *testing.T) {
+	h := testhost.StartWith(t, testhost.Options{InMemory: true, OwnEngine: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Logf("the host's engine answered %s after its launch", h.Engine.StartTime.Round(time.Millisecond))
+	root := func() (string, int) {
+		r, err := h.Exec(ctx, "curl", "-sS", "--max-time", "5", "--unix-socket", "/var/run/docker.sock", "http://docker/info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct{ DockerRootDir string }
+		json.Unmarshal(r.Stdout, &info)
+		return info.DockerRootDir, r.Status
+	}
+	if dir, status := root(); status != 0 || !strings.HasPrefix(dir, filepath.Dir(h.Engine.SocketDir)+"/") {
+		t.Fatalf("the engine at the host's /var/run/docker.sock: data root %q (curl exit %d), want one below %s", dir, status, filepath.Dir(h.Engine.SocketDir))
+	}
+	h.Engine.Stop()
+	if _, status := root(); status == 0 {
+		t.Fatal("the host reaches a stopped engine")
+	}
+	h.Engine.Restart()
+	if dir, status := root(); status != 0 || dir == "" {
+		t.Fatalf("after the engine's restart: data root %q (curl exit %d)", dir, status)
+	}
 }
