@@ -86,6 +86,18 @@ func TestStatusRootRecordIgnoresAForgedIdentity(t *testing.T) {
 	if claim.Source != "account" || claim.NodeID != otherNodeID {
 		t.Errorf("registration after the forgery: %+v (want the account's claim %s, marked so)", claim, otherNodeID)
 	}
+	// The advice names the forgery and removes root's node, never the
+	// one the account named.
+	var next struct {
+		Installations []struct {
+			Next string `json:"next"`
+		} `json:"installations"`
+	}
+	must(t, json.Unmarshal([]byte(out), &next))
+	if n := next.Installations[0].Next; !strings.Contains(n, "names the node "+otherNodeID+", not the node "+testNodeID) ||
+		!strings.Contains(n, "remove the node "+testNodeID+" in Web") || strings.Contains(n, "removed in Core") {
+		t.Errorf("next after the forgery: %q", n)
+	}
 }
 
 // TestStatusRootRecordWithoutRegistration: before root recorded a node id

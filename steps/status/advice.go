@@ -200,6 +200,13 @@ func (s *Installation) attention(a advisor) string {
 	case r.State != RegistrationDone:
 		return s.continueInstall(a, nil) + " (the node's registration was not confirmed)"
 	}
+	if rr := s.RootRecord; rr != nil && rr.NodeID != "" && s.Registration.NodeID != "" && s.Registration.NodeID != rr.NodeID {
+		// Before Core's answer: Core was asked about the node the
+		// account named, with a credential that is not its own.
+		return "inspect " + layout.Node{Root: a.host.NodeRoot(id)}.Identity() + ": it names the node " + s.Registration.NodeID +
+			", not the node " + rr.NodeID + " root recorded when Core confirmed the registration (the service account changed it); to remove this host's node, remove the node " +
+			rr.NodeID + " in Web, then: sudo oac-node-install --uninstall --installation-id " + id.String()
+	}
 	if c := s.Core; c != nil && c.State == CoreRemoved {
 		return "the node was removed in Core (HTTP 401); remove it from this host: sudo oac-node-install --uninstall --installation-id " + id.String()
 	}
