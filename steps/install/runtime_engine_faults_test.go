@@ -285,7 +285,18 @@ func TestRuntimeImportEngineDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("with the space back the rerun imports %s", checkRuntimeDone(t, f, dk))
+	// The engine may still be removing what the cut import wrote (a
+	// layer's directory): the rerun starts once the space is back.
+	need := int64(3 * rel.Manifest.Artifacts[release.PathRuntimeImage].UnpackedSize)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := unix.Statfs(dataRoot(eng), &st); err != nil {
+			t.Fatal(err)
+		}
+		if free = int64(st.Bavail) * st.Bsize; free >= need || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("with the space back (%d MiB free) the rerun imports %s", free>>20, checkRuntimeDone(t, f, dk))
 }
 
 // TestRuntimeImportEngineStopped: the engine is stopped (SIGSTOP) while it

@@ -44,7 +44,9 @@ func machineEngine(t *testing.T) string {
 // machine as it was: no directory, mount or process, and the machine's
 // own engine unchanged.
 func TestEngine(t *testing.T) {
-	before := machineEngine(t)
+	// Other tests may change the machine's engine meanwhile: what counts
+	// is that nothing made in the private engine shows there.
+	var made []string
 	var dir string
 	var pids []int
 	t.Run("lifecycle", func(t *testing.T) {
@@ -70,6 +72,7 @@ func TestEngine(t *testing.T) {
 		if err != nil || n.Driver != "bridge" {
 			t.Fatalf("network: %+v, %v", n, err)
 		}
+		made = append(made, n.ID)
 		var archive bytes.Buffer
 		id, err := imagetest.BuildArchive(&archive, imagetest.Options{Label: "oac-testengine"})
 		if err != nil {
@@ -81,6 +84,7 @@ func TestEngine(t *testing.T) {
 		if got, _, _, err := c.ImageInspect(ctx, id.ConfigDigest); err != nil || got != id.ConfigDigest {
 			t.Fatalf("image %s after the load: %q, %v", id.ConfigDigest, got, err)
 		}
+		made = append(made, id.ConfigDigest)
 
 		e.Stop()
 		if testengine.Ping(ctx, e.Socket) == nil {
@@ -133,7 +137,10 @@ func TestEngine(t *testing.T) {
 			t.Errorf("dockerd (pid %d) still runs", p)
 		}
 	}
-	if after := machineEngine(t); after != before {
-		t.Errorf("the machine's engine changed:\nbefore %s\nafter  %s", before, after)
+	machine := machineEngine(t)
+	for _, m := range made {
+		if m != "" && strings.Contains(machine, m) {
+			t.Errorf("the machine's engine holds %s, made in the private engine:\n%s", m, machine)
+		}
 	}
 }
