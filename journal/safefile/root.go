@@ -240,6 +240,11 @@ func checkStat(full string, st *unix.Stat_t, kind uint32, exp Expect) error {
 	case typ != kind:
 		return unsafe(full, ErrNotRegular, "file type %s", FileType(st.Mode))
 	}
+	if kind == unix.S_IFREG && st.Nlink == 0 {
+		// Removed or renamed over between the open and the fstat: no
+		// other name can change it, but it is no longer the file there.
+		return unsafe(full, ErrReplaced, "removed after it was opened")
+	}
 	if kind == unix.S_IFREG && st.Nlink != 1 {
 		return unsafe(full, ErrHardLinked, "link count %d", st.Nlink)
 	}

@@ -3,6 +3,7 @@ package noderoot
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/openagentcore/oac-node-install/journal/safefile"
 	"github.com/openagentcore/oac-node-install/journal/strictjson"
@@ -11,6 +12,10 @@ import (
 	"github.com/openagentcore/oac-node-install/steps/record/provider"
 	"github.com/openagentcore/oac-node-install/steps/record/release"
 )
+
+// identityReadTries is how many times ReadNodeIdentity reads a file that
+// was replaced while it read it.
+const identityReadTries = 5
 
 // MaxIdentitySize bounds state/node/identity.json.
 const MaxIdentitySize = 16384
@@ -88,7 +93,18 @@ func (e *Env) NodeIdentity() (*NodeIdentity, error) {
 // strictly (ParseNodeIdentity), and requires it to be installation id's,
 // with a Core origin its recorded insecure-origin policy allows.
 func ReadNodeIdentity(root *safefile.Root, uid int, id ident.InstallationID) (*NodeIdentity, error) {
-	data, err := root.ReadFile(layout.NodeIdentityFile, safefile.Expect{UID: uid, Mode: 0o600, MaxSize: MaxIdentitySize})
+	var data []byte
+	var err error
+	// The running node replaces the file (a write and a rename) when it
+	// refreshes its identity: a read that met a replacement reads the new
+	// file, a few times before it gives up.
+	for try := 0; ; try++ {
+		data, err = root.ReadFile(layout.NodeIdentityFile, safefile.Expect{UID: uid, Mode: 0o600, MaxSize: MaxIdentitySize})
+		if err == nil || !errors.Is(err, safefile.ErrReplaced) || try == identityReadTries-1 {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIdentity, err)
 	}
