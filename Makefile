@@ -17,7 +17,7 @@ BIN      := bin
 # per target (a count, not a duration, so a loaded machine cannot time out).
 FUZZTIME ?= 3000x
 
-.PHONY: all build test fuzz check bench diagrams man clean demo demo-uninstall e2e e2e-crash e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-enospc e2e-enospc-part e2e-fleet e2e-distros
+.PHONY: all build test fuzz check bench diagrams man clean demo demo-uninstall e2e e2e-crash e2e-crash-part e2e-interleave e2e-powercut e2e-powercut-install e2e-powercut-uninstall e2e-powercut-part e2e-enospc e2e-enospc-part e2e-fleet e2e-distros
 
 all: check test
 
@@ -113,22 +113,22 @@ e2e-powercut-install:
 e2e-powercut-uninstall:
 	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 $(GO) test -tags e2e,crashtest -count=1 -timeout 40m -run 'TestEndToEndPowerCutUninstall$$' -v ./cmd/oac-node-install/
 
-# One of three disjoint parts of every journal point of install and of
-# uninstall, cut by power: PART=0, 1 or 2 (three runs with the three parts
+# One of five disjoint parts of every journal point of install and of
+# uninstall, cut by power: PART=0 to 4 (five runs with the five parts
 # cover every point). .ci/run picks the part from the commit it tests.
 PART ?= 0
 e2e-powercut-part:
-	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 OAC_E2E_CRASH_PART=$(PART)/3 $(GO) test -tags e2e,crashtest -count=1 -timeout 40m -run 'TestEndToEndPowerCut(Install|Uninstall)$$' -v ./cmd/oac-node-install/
+	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 OAC_E2E_CRASH_PART=$(PART)/5 $(GO) test -tags e2e,crashtest -count=1 -timeout 40m -run 'TestEndToEndPowerCut(Install|Uninstall)$$' -v ./cmd/oac-node-install/
 
 # Install and uninstall with a full disk from every operation that needs
 # space, on /etc and on root's journal directory (the disk-full file system,
 # journal/diskfull), each rerun with the space back; e2e-enospc-part runs
-# the PART-th of 8 disjoint parts (CI rotates them by commit).
+# the PART-th of 12 disjoint parts (CI rotates them by commit).
 e2e-enospc:
 	$(GO) test -tags e2e,crashtest -count=1 -timeout 60m -run 'TestEndToEndDiskFull(Install|Uninstall)$$' -v ./cmd/oac-node-install/
 
 e2e-enospc-part:
-	OAC_E2E_ENOSPC_PART=$(PART)/8 $(GO) test -tags e2e,crashtest -count=1 -timeout 30m -run 'TestEndToEndDiskFull(Install|Uninstall)$$' -v ./cmd/oac-node-install/
+	OAC_E2E_ENOSPC_PART=$(PART)/12 $(GO) test -tags e2e,crashtest -count=1 -timeout 30m -run 'TestEndToEndDiskFull(Install|Uninstall)$$' -v ./cmd/oac-node-install/
 
 # Install and uninstall paused at every point (each journal point of root's
 # process and each point between its decisions, before and after the host
@@ -140,6 +140,13 @@ e2e-interleave:
 # Every journal point of install and uninstall, SIGKILLed in the test host.
 e2e-crash:
 	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestEndToEndCrash' -v ./cmd/oac-node-install/
+
+# make e2e-crash with the install killed then uninstalled at the PART-th of
+# two disjoint halves of its points (PART=0 or 1), the other tests at every
+# point: what .ci/run runs, the half by the commit it tests.
+e2e-crash-part:
+	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestEndToEndCrash(Install|Uninstall|Takeover)$$' -v ./cmd/oac-node-install/
+	OAC_E2E_CRASH_EVERY=1 OAC_E2E_CRASH_MAX=0 OAC_E2E_CRASH_PART=$(PART)/2 $(GO) test -tags e2e -count=1 -timeout 60m -run 'TestEndToEndCrashInstallThenUninstall$$' -v ./cmd/oac-node-install/
 
 # The crash tests in power-cut mode: the test host's /etc and /var/lib on the
 # power-cut file system, a reboot after each cut (needs FUSE). CI runs the
