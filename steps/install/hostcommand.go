@@ -74,9 +74,9 @@ func keepCommand(h layout.Host, bin Executable, version string) (changed bool, w
 	case held.same:
 		// The same bytes, recorded before the stamp was (an older
 		// installer, or a run cut off after its copy): recorded now.
-		digest, err := digestOf(bin)
+		digest, err := readDigest(io.NewSectionReader(bin, 0, bin.Size()))
 		if err != nil {
-			return false, nil, err
+			return false, nil, fmt.Errorf("read the installer's bytes: %w", err)
 		}
 		db := h.Bookkeeping()
 		return false, []string{db}, setCommand(h, bookkeeping.Command{Path: path, SHA256: digest, Version: version, File: &held.stamp})
@@ -85,7 +85,8 @@ func keepCommand(h layout.Host, bin Executable, version string) (changed bool, w
 	if _, err := bin.ReadAt(data, 0); err != nil && err != io.EOF {
 		return false, nil, fmt.Errorf("read the installer's bytes: %w", err)
 	}
-	want := bookkeeping.Command{Path: path, SHA256: digestOfBytes(data), Version: version}
+	sum := sha256.Sum256(data)
+	want := bookkeeping.Command{Path: path, SHA256: hex.EncodeToString(sum[:]), Version: version}
 	// The record comes first: cut off between the two, the bookkeeping
 	// names a copy that is missing or older, which the next run replaces.
 	wrote = []string{h.Bookkeeping()}
@@ -112,21 +113,6 @@ func keepCommand(h layout.Host, bin Executable, version string) (changed bool, w
 type Executable interface {
 	io.ReaderAt
 	Size() int64
-}
-
-// digestOf is the hex sha256 of bin's bytes.
-func digestOf(bin Executable) (string, error) {
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(bin, 0, bin.Size())); err != nil {
-		return "", fmt.Errorf("read the installer's bytes: %w", err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// digestOfBytes is the hex sha256 of b.
-func digestOfBytes(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // heldCopy is what compareFile found at the command's path.
@@ -257,8 +243,13 @@ func fileDigest(dir *safefile.Root, name string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	return readDigest(f)
+}
+
+// readDigest is the hex sha256 of what r reads.
+func readDigest(r io.Reader) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, r); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
